@@ -1,1 +1,13 @@
+//! tasklane: a durable task platform on PostgreSQL. See DESIGN.md for the contract.
+//!
+//! Dependencies point one way: [`task`] (pure domain) <- [`store`] (all SQL) <-
+//! [`worker`], [`maintenance`] <- the binary.
 
+pub mod task;
+pub mod devdb;
+pub mod store;
+pub mod worker;
+pub mod maintenance;
+pub mod client;
+pub mod config;
+pub mod server;

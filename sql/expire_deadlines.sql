@@ -1,0 +1,24 @@
+-- Fails closed the waiting tasks whose queue deadline has passed, with their events.
+-- $1 limit. Locks: the rows FOR UPDATE SKIP LOCKED (a claimer holding one wins it;
+-- the claim itself never takes a task past its deadline).
+WITH due AS (
+    SELECT id FROM tasklane.tasks
+    WHERE deadline_at <= now() AND deadline_at IS NOT NULL
+      AND state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+    ORDER BY deadline_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), moved AS (
+    UPDATE tasklane.tasks t
+    SET state = 'failed', error_code = 'queue_deadline_exceeded',
+        error_message = 'the task did not start before its queue deadline',
+        finished_at = now(), snapshot = NULL, event_seq = t.event_seq + 1
+    FROM due WHERE t.id = due.id
+    RETURNING t.id, t.event_seq, t.attempt
+), events AS (
+    INSERT INTO tasklane.task_events (task_id, seq, type, data)
+    SELECT id, event_seq, 'task.failed',
+           jsonb_build_object('attempt', attempt, 'code', 'queue_deadline_exceeded')
+    FROM moved
+)
+SELECT count(*) FROM moved

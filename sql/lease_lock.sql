@@ -1,0 +1,7 @@
+-- Reads and locks a leased task so its settlement can be decided in Rust.
+-- $1 id, $2 lease_token. Returns no row when the lease is lost or the task gone.
+-- Locks: the task row FOR UPDATE until the transaction ends.
+SELECT state, attempt, max_attempts, privacy, route, task_type
+FROM tasklane.tasks
+WHERE id = $1 AND lease_token = $2 AND state IN ('running', 'cancelling')
+FOR UPDATE

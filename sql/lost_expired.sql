@@ -1,0 +1,8 @@
+-- Leased tasks whose lease has expired: their worker is presumed dead.
+-- $1 limit. Locks: the rows FOR UPDATE SKIP LOCKED (another rescuer takes the others).
+SELECT id, state, on_restart, attempt, max_attempts
+FROM tasklane.tasks
+WHERE state IN ('running', 'cancelling') AND lease_expires_at < now()
+ORDER BY lease_expires_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED

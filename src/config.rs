@@ -1,0 +1,159 @@
+//! Configuration of `tasklane serve`, from flags or `TASKLANE_*` environment variables.
+//! Every field says its default; the Helm chart's values map onto these one to one.
+//!
+//! | variable | default |
+//! |---|---|
+//! | `DATABASE_URL` / `TASKLANE_DATABASE_URL` | `postgres://postgres@127.0.0.1:5432/postgres` |
+//! | `TASKLANE_LISTEN` | `127.0.0.1:8080` |
+//! | `TASKLANE_TASK_TYPES` | none (no task types) |
+//! | `TASKLANE_ROLES` | `api,worker,maintenance` |
+//! | `TASKLANE_NO_MIGRATE` | false |
+//! | `TASKLANE_REPLICA_NAME` | host name + pid |
+//! | `TASKLANE_POOL_SIZE` | 32 |
+//! | `TASKLANE_CLAIMERS` | 1 |
+//! | `TASKLANE_CONCURRENCY` | 16 |
+//! | `TASKLANE_CLAIM_BATCH` | 16 |
+//! | `TASKLANE_ROUTE` | `local` |
+//! | `TASKLANE_POLL_INTERVAL_MS` | 1000 |
+//! | `TASKLANE_LISTEN_NOTIFY` | true |
+//! | `TASKLANE_NOTIFY_DEBOUNCE_MS` | 5 |
+//! | `TASKLANE_RESCUE_INTERVAL_MS` | 1000 |
+//! | `TASKLANE_DEADLINE_INTERVAL_MS` | 1000 |
+//! | `TASKLANE_REPLICA_TTL_SECONDS` | 15 |
+//! | `TASKLANE_SHUTDOWN_GRACE_SECONDS` | 10 |
+//! | `TASKLANE_MAX_INPUT_BYTES` | 1048576 |
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::task::Route;
+
+/// Settings of a serving replica.
+#[derive(Debug, Clone, Args)]
+pub struct ServeConfig {
+    /// The database. `TASKLANE_DATABASE_URL` is read too.
+    #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    pub database_url: String,
+
+    /// HTTP listen address.
+    #[arg(long, env = "TASKLANE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// The task-types TOML file (see the README); without one no type is registered.
+    #[arg(long, env = "TASKLANE_TASK_TYPES")]
+    pub task_types: Option<PathBuf>,
+
+    /// Roles of this replica: any of api, worker, maintenance.
+    #[arg(long, env = "TASKLANE_ROLES", value_delimiter = ',', default_value = "api,worker,maintenance")]
+    pub roles: Vec<Role>,
+
+    /// Skip migrations at start (another process runs `tasklane migrate`).
+    #[arg(long, env = "TASKLANE_NO_MIGRATE")]
+    pub no_migrate: bool,
+
+    /// Name shown in the replica registry; defaults to host name and pid.
+    #[arg(long, env = "TASKLANE_REPLICA_NAME")]
+    pub replica_name: Option<String>,
+
+    /// Database connections of this replica.
+    #[arg(long, env = "TASKLANE_POOL_SIZE", default_value_t = 32)]
+    pub pool_size: usize,
+
+    /// Independent claim loops in this replica.
+    #[arg(long, env = "TASKLANE_CLAIMERS", default_value_t = 1)]
+    pub claimers: usize,
+
+    /// Attempts running at once per claim loop.
+    #[arg(long, env = "TASKLANE_CONCURRENCY", default_value_t = 16)]
+    pub concurrency: usize,
+
+    /// Most tasks one claim statement takes (1..=100).
+    #[arg(long, env = "TASKLANE_CLAIM_BATCH", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub claim_batch: u16,
+
+    /// Route served by this replica's in-process workers.
+    #[arg(long, env = "TASKLANE_ROUTE", value_enum, default_value = "local")]
+    pub route: RouteArg,
+
+    /// How often an idle claim loop polls when no wake-up arrives, in ms.
+    #[arg(long, env = "TASKLANE_POLL_INTERVAL_MS", default_value_t = 1000)]
+    pub poll_interval_ms: u64,
+
+    /// LISTEN for other replicas' wake-ups (turn off behind PgBouncer in transaction mode).
+    #[arg(long, env = "TASKLANE_LISTEN_NOTIFY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub listen_notify: bool,
+
+    /// At most one NOTIFY per this many ms.
+    #[arg(long, env = "TASKLANE_NOTIFY_DEBOUNCE_MS", default_value_t = 5)]
+    pub notify_debounce_ms: u64,
+
+    /// How often the rescuer looks for expired leases, in ms.
+    #[arg(long, env = "TASKLANE_RESCUE_INTERVAL_MS", default_value_t = 1000)]
+    pub rescue_interval_ms: u64,
+
+    /// How often queue deadlines are swept, in ms.
+    #[arg(long, env = "TASKLANE_DEADLINE_INTERVAL_MS", default_value_t = 1000)]
+    pub deadline_interval_ms: u64,
+
+    /// A replica is presumed dead this long after its last registry heartbeat.
+    #[arg(long, env = "TASKLANE_REPLICA_TTL_SECONDS", default_value_t = 15)]
+    pub replica_ttl_seconds: u64,
+
+    /// On SIGTERM, how long running attempts may finish before their leases are handed back.
+    #[arg(long, env = "TASKLANE_SHUTDOWN_GRACE_SECONDS", default_value_t = 10)]
+    pub shutdown_grace_seconds: u64,
+
+    /// The largest task input accepted, in bytes.
+    #[arg(long, env = "TASKLANE_MAX_INPUT_BYTES", default_value_t = crate::task::bounds::DEFAULT_INPUT_BYTES)]
+    pub max_input_bytes: usize,
+}
+
+/// What a replica does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    Api,
+    Worker,
+    Maintenance,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RouteArg {
+    Local,
+    External,
+}
+
+impl ServeConfig {
+    pub fn has(&self, role: Role) -> bool {
+        self.roles.contains(&role)
+    }
+
+    pub fn route(&self) -> Route {
+        match self.route {
+            RouteArg::Local => Route::Local,
+            RouteArg::External => Route::External,
+        }
+    }
+
+    pub fn replica_name(&self) -> String {
+        self.replica_name.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        })
+    }
+
+    pub fn poll_interval(&self) -> Duration {
+        Duration::from_millis(self.poll_interval_ms)
+    }
+
+    /// Applies `TASKLANE_DATABASE_URL`, which wins over `DATABASE_URL` when both are set.
+    pub fn resolve_env(mut self) -> Self {
+        if let Ok(url) = std::env::var("TASKLANE_DATABASE_URL") {
+            if !url.is_empty() {
+                self.database_url = url;
+            }
+        }
+        self
+    }
+}

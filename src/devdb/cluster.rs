@@ -1,0 +1,400 @@
+//! A private, throwaway PostgreSQL cluster: found, initialised, started, watched and
+//! removed. Durability is switched off (`fsync`, `synchronous_commit`,
+//! `full_page_writes`) because the data dies with the process anyway.
+
+use std::fs;
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{bail, Context as _};
+
+use super::pid_alive;
+
+const DIR_PREFIX: &str = "tasklane-pg-";
+const START_ATTEMPTS: usize = 5;
+
+/// Runs after the owner is gone: `$1` owner pid, `$2` pg_ctl, `$3` data dir, `$4`
+/// cluster dir, the rest the `runuser ... --` prefix (empty when not root). Polling
+/// with `kill -0` works for any owner, however it dies; HUP and INT are ignored so a
+/// closing terminal or a Ctrl-C aimed at the test run cannot skip the cleanup.
+const WATCHDOG_SCRIPT: &str = r#"
+trap '' HUP INT
+owner=$1; pg_ctl=$2; data=$3; dir=$4; shift 4
+while kill -0 "$owner" 2>/dev/null; do sleep 0.5; done
+"$@" "$pg_ctl" stop -m immediate -D "$data" >/dev/null 2>&1
+rm -rf "$dir"
+"#;
+
+/// A cluster started by this process. Dropping it (or [`PrivateCluster::stop`]) stops
+/// the server and removes its directory; if the process dies first, its watchdog does.
+#[derive(Debug)]
+pub struct PrivateCluster {
+    url: String,
+    dir: PathBuf,
+    pg_ctl: PathBuf,
+    launcher: Launcher,
+    watchdog: Option<Child>,
+    stopped: bool,
+}
+
+impl PrivateCluster {
+    /// Sweeps leftovers of crashed runs, then initialises and starts a new cluster on
+    /// a free port. Blocking: it runs `initdb` and `pg_ctl`.
+    pub fn start() -> anyhow::Result<PrivateCluster> {
+        let bins = PgBins::find()?;
+        let launcher = Launcher::detect()?;
+        sweep_stale_dirs(&bins.pg_ctl, &launcher);
+
+        let dir = std::env::temp_dir().join(format!(
+            "{DIR_PREFIX}{}-{:016x}",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        fs::create_dir(&dir).with_context(|| format!("create {}", dir.display()))?;
+        // From here on `cluster` owns the directory: any early return drops it, which
+        // removes the directory; the watchdog covers a crash in between.
+        let mut cluster = PrivateCluster {
+            url: String::new(),
+            dir,
+            pg_ctl: bins.pg_ctl,
+            launcher,
+            watchdog: None,
+            stopped: false,
+        };
+        cluster.launcher.hand_over(&cluster.dir)?;
+        cluster.watchdog = Some(cluster.spawn_watchdog()?);
+
+        let mut initdb = cluster.launcher.command(&bins.initdb, &cluster.dir);
+        initdb
+            .arg("-D")
+            .arg(cluster.data_dir())
+            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"]);
+        run(initdb, "initdb")?;
+
+        let mut last_error = None;
+        for _ in 0..START_ATTEMPTS {
+            // The port is free now but could be taken before postgres binds it; a
+            // failed start is retried on another port.
+            let port = free_port()?;
+            match cluster.start_on(port) {
+                Ok(()) => {
+                    cluster.url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+                    tracing::info!(dir = %cluster.dir.display(), port, "started private PostgreSQL cluster");
+                    return Ok(cluster);
+                }
+                Err(error) => {
+                    cluster.pg_ctl_stop();
+                    last_error = Some(error);
+                }
+            }
+        }
+        Err(last_error.expect("at least one attempt")).context("start private PostgreSQL cluster")
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`; trust auth, no password.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The directory holding the data directory, socket and server log.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stops the server and removes its directory now.
+    pub async fn stop(self) {
+        // Drop runs `pg_ctl stop`; do it off the async worker threads.
+        let _ = tokio::task::spawn_blocking(move || drop(self)).await;
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    fn start_on(&self, port: u16) -> anyhow::Result<()> {
+        let options = format!(
+            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} \
+             -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+            self.dir.display()
+        );
+        let log = self.dir.join("log");
+        let mut cmd = self.launcher.command(&self.pg_ctl, &self.dir);
+        cmd.args(["start", "-w", "-D"]).arg(self.data_dir()).arg("-l").arg(&log).arg("-o").arg(options);
+        run(cmd, "pg_ctl start").map_err(|error| {
+            let tail = fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = tail.lines().rev().take(10).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            error.context(format!("server log tail:\n{}", tail.join("\n")))
+        })
+    }
+
+    fn spawn_watchdog(&self) -> anyhow::Result<Child> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(WATCHDOG_SCRIPT)
+            .arg("tasklane-devdb-watchdog")
+            .arg(std::process::id().to_string())
+            .arg(&self.pg_ctl)
+            .arg(self.data_dir())
+            .arg(&self.dir)
+            .args(self.launcher.prefix())
+            // Its own process group, so signals aimed at the test run's group (Ctrl-C)
+            // do not take the watchdog down with it.
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd.spawn().context("spawn cluster watchdog")
+    }
+
+    fn pg_ctl_stop(&self) {
+        let mut cmd = self.launcher.command(&self.pg_ctl, &self.dir);
+        cmd.args(["stop", "-m", "immediate", "-D"]).arg(self.data_dir());
+        let _ = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+    }
+
+    fn shutdown(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        if self.data_dir().join("postmaster.pid").exists() {
+            self.pg_ctl_stop();
+        }
+        if let Err(error) = fs::remove_dir_all(&self.dir) {
+            tracing::warn!(dir = %self.dir.display(), %error, "could not remove private cluster dir");
+        }
+        // Only now: until the directory is gone, the watchdog is the fallback.
+        if let Some(mut watchdog) = self.watchdog.take() {
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+        }
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Removes `tasklane-pg-<pid>-*` directories whose owner is dead (its watchdog was
+/// killed too, or the machine went down), stopping a server still running there.
+fn sweep_stale_dirs(pg_ctl: &Path, launcher: &Launcher) {
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(DIR_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid_alive(owner) {
+            continue;
+        }
+        let dir = entry.path();
+        let data = dir.join("data");
+        if data.join("postmaster.pid").exists() {
+            let mut cmd = launcher.command(pg_ctl, Path::new("/"));
+            cmd.args(["stop", "-m", "immediate", "-D"]).arg(&data);
+            let _ = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        }
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => tracing::info!(dir = %dir.display(), "removed stale private cluster"),
+            Err(error) => tracing::debug!(dir = %dir.display(), %error, "could not remove stale cluster"),
+        }
+    }
+}
+
+struct PgBins {
+    initdb: PathBuf,
+    pg_ctl: PathBuf,
+}
+
+impl PgBins {
+    /// `initdb` and `pg_ctl` from PATH, else the highest `/usr/lib/postgresql/*/bin`
+    /// (Debian installs them off PATH). Symlinks are resolved so `pg_ctl` finds the
+    /// `postgres` binary next to it.
+    fn find() -> anyhow::Result<PgBins> {
+        let path_dirs = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let mut versioned: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+            .collect();
+        versioned.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
+        let candidates = path_dirs.into_iter().chain(versioned.into_iter().map(|(_, dir)| dir));
+        for dir in candidates {
+            let (initdb, pg_ctl) = (dir.join("initdb"), dir.join("pg_ctl"));
+            if initdb.is_file() && pg_ctl.is_file() {
+                return Ok(PgBins {
+                    initdb: fs::canonicalize(initdb)?,
+                    pg_ctl: fs::canonicalize(pg_ctl)?,
+                });
+            }
+        }
+        bail!("no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql/*/bin; install PostgreSQL or set DATABASE_URL")
+    }
+}
+
+/// How cluster commands are run: directly, or as root through `runuser` as an
+/// unprivileged user, since initdb and postgres refuse to run as root.
+#[derive(Debug)]
+struct Launcher {
+    run_as: Option<(PathBuf, String)>,
+}
+
+impl Launcher {
+    fn detect() -> anyhow::Result<Launcher> {
+        if effective_uid()? != 0 {
+            return Ok(Launcher { run_as: None });
+        }
+        let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser", "/bin/runuser"]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+            .context("running as root, but there is no runuser to start PostgreSQL as another user")?;
+        let user_exists = |user: &str| {
+            Command::new("id").args(["-u", user]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+        };
+        let user = if user_exists("postgres") { "postgres" } else { "nobody" };
+        Ok(Launcher { run_as: Some((runuser, user.to_owned())) })
+    }
+
+    /// The argv prefix (`runuser -u <user> --`), empty when not root.
+    fn prefix(&self) -> Vec<String> {
+        match &self.run_as {
+            Some((runuser, user)) => {
+                vec![runuser.display().to_string(), "-u".into(), user.clone(), "--".into()]
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// A command for `program`, run from `cwd` (the unprivileged user may not be able
+    /// to enter our working directory, and postgres tools complain if so).
+    fn command(&self, program: &Path, cwd: &Path) -> Command {
+        let mut cmd = match &self.run_as {
+            Some((runuser, user)) => {
+                let mut cmd = Command::new(runuser);
+                cmd.args(["-u", user, "--"]).arg(program);
+                cmd
+            }
+            None => Command::new(program),
+        };
+        cmd.current_dir(cwd);
+        cmd
+    }
+
+    /// Gives `dir` to the user the cluster runs as.
+    fn hand_over(&self, dir: &Path) -> anyhow::Result<()> {
+        if let Some((_, user)) = &self.run_as {
+            let mut chown = Command::new("chown");
+            chown.arg(user).arg(dir);
+            run(chown, "chown cluster dir")?;
+        }
+        Ok(())
+    }
+}
+
+/// The effective uid from /proc (Linux), else `id -u`; avoids a libc dependency.
+fn effective_uid() -> anyhow::Result<u32> {
+    if let Ok(status) = fs::read_to_string("/proc/self/status") {
+        if let Some(euid) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().nth(1))
+            .and_then(|euid| euid.parse().ok())
+        {
+            return Ok(euid);
+        }
+    }
+    let out = Command::new("id").arg("-u").output().context("run id -u")?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().context("parse id -u")
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("bind a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Runs `cmd` to completion; on failure the error carries its output.
+fn run(mut cmd: Command, what: &str) -> anyhow::Result<()> {
+    let out = cmd.stdin(Stdio::null()).output().with_context(|| format!("spawn {what}"))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout).trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Re-runs this test binary as a child that starts a cluster, SIGKILLs it, and
+    /// expects the watchdog to stop the server and remove the directory.
+    #[test]
+    fn watchdog_cleans_up_after_a_killed_owner() {
+        const CHILD_ENV: &str = "TASKLANE_DEVDB_WATCHDOG_CHILD";
+        if std::env::var_os(CHILD_ENV).is_some() {
+            let cluster = PrivateCluster::start().unwrap();
+            println!("CLUSTER_DIR={}", cluster.dir().display());
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            unreachable!("the parent kills this process");
+        }
+        use std::io::BufRead as _;
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "devdb::cluster::tests::watchdog_cleans_up_after_a_killed_owner"])
+            .args(["--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, "1")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let dir = std::io::BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map_while(Result::ok)
+            // libtest prints "test <name> ... " on the same line first.
+            .find_map(|line| line.split_once("CLUSTER_DIR=").map(|(_, dir)| PathBuf::from(dir)))
+            .expect("child reports its cluster dir");
+        let pid_file = fs::read_to_string(dir.join("data/postmaster.pid")).unwrap();
+        let postmaster: u32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
+        assert!(pid_alive(postmaster));
+
+        child.kill().unwrap(); // SIGKILL: no destructors, no atexit
+        child.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while (dir.exists() || pid_alive(postmaster)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(!dir.exists(), "{} survived its owner", dir.display());
+        assert!(!pid_alive(postmaster), "postmaster {postmaster} survived its owner");
+    }
+
+    #[test]
+    fn sweep_removes_dirs_of_dead_owners_only() {
+        let dead = crate::devdb::tests::dead_pid();
+        let tmp = std::env::temp_dir();
+        let stale = tmp.join(format!("{DIR_PREFIX}{dead}-test"));
+        let live = tmp.join(format!("{DIR_PREFIX}{}-sweeptest", std::process::id()));
+        fs::create_dir_all(stale.join("data")).unwrap();
+        fs::create_dir_all(&live).unwrap();
+        let launcher = Launcher::detect().unwrap();
+        sweep_stale_dirs(Path::new("/nonexistent/pg_ctl"), &launcher);
+        assert!(!stale.exists());
+        assert!(live.exists());
+        fs::remove_dir_all(live).unwrap();
+    }
+}

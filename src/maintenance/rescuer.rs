@@ -1,0 +1,44 @@
+//! The rescuer: tasks whose lease expired get their restart policy (DESIGN §2).
+
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::recover::{self, Lost};
+use crate::worker::Wakeup;
+
+/// Rows one pass handles.
+const BATCH: i64 = 100;
+
+pub struct Rescuer {
+    pub pool: deadpool_postgres::Pool,
+    pub interval: Duration,
+    pub wakeup: Wakeup,
+}
+
+impl Rescuer {
+    pub async fn run(self, shutdown: CancellationToken) {
+        super::every("rescuer", self.interval, shutdown, || self.pass()).await
+    }
+
+    /// One batch; true when it was full.
+    pub async fn pass(&self) -> anyhow::Result<bool> {
+        let rescued = rescue(&self.pool, &Lost::Expired, BATCH).await?;
+        if rescued > 0 {
+            tracing::info!(rescued, "rescued tasks with expired leases");
+            self.wakeup.wake_all();
+        }
+        Ok(rescued as i64 == BATCH)
+    }
+}
+
+/// Recovers one batch of `lost` in its own transaction; returns how many were selected.
+pub async fn rescue(pool: &deadpool_postgres::Pool, lost: &Lost<'_>, limit: i64) -> anyhow::Result<usize> {
+    let mut object = pool.get().await.context("connection for recovery")?;
+    let client: &mut tokio_postgres::Client = &mut object;
+    let tx = client.transaction().await?;
+    let selected = recover::recover(&tx, lost, limit).await.context("recover lost tasks")?;
+    tx.commit().await?;
+    Ok(selected)
+}

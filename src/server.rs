@@ -1,0 +1,137 @@
+//! A serving replica: pool, migrations, registration (cold start), wake-ups, workers,
+//! maintenance, and the ordered shutdown of STYLE §8: stop taking work, let attempts
+//! finish within the grace period, hand back the rest, deregister, close the pool.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::client::Tasklane;
+use crate::config::{Role, ServeConfig};
+use crate::maintenance::deadlines::DeadlineSweeper;
+use crate::maintenance::registry::ReplicaRegistry;
+use crate::maintenance::rescuer::Rescuer;
+use crate::task::task_type::TaskTypesFile;
+use crate::task::TaskType;
+use crate::worker::{Handler, Registry, Wakeup, Worker, WorkerConfig};
+
+/// Builds the connection pool of a replica.
+pub fn pool(database_url: &str, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
+    let config: tokio_postgres::Config = database_url.parse().context("parse the database URL")?;
+    let manager = deadpool_postgres::Manager::from_config(
+        config,
+        tokio_postgres::NoTls,
+        deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Fast },
+    );
+    Ok(deadpool_postgres::Pool::builder(manager).max_size(size).build()?)
+}
+
+/// Reads the task-types file named by the configuration (none: no types).
+pub fn load_task_types(config: &ServeConfig) -> anyhow::Result<Vec<TaskType>> {
+    match &config.task_types {
+        None => Ok(Vec::new()),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+            TaskTypesFile::parse(&text).with_context(|| format!("task types in {}", path.display()))
+        }
+    }
+}
+
+/// A replica that has started its services.
+pub struct Replica {
+    pub id: Uuid,
+    pub tasklane: Tasklane,
+    pub cold_start: bool,
+    shutdown: CancellationToken,
+    services: JoinSet<()>,
+}
+
+impl Replica {
+    /// Starts a replica with `config`; `custom` adds in-process handlers.
+    pub async fn start(config: &ServeConfig, custom: HashMap<String, Arc<dyn Handler>>) -> anyhow::Result<Replica> {
+        if !config.no_migrate {
+            crate::store::migrate::run(&config.database_url).await?;
+        }
+        let registry = Arc::new(Registry::new(load_task_types(config)?, custom)?);
+        let pool = pool(&config.database_url, config.pool_size)?;
+        let id = Uuid::now_v7();
+        let wakeup = Wakeup::default();
+        let shutdown = CancellationToken::new();
+        let mut services = JoinSet::new();
+        let ttl = Duration::from_secs(config.replica_ttl_seconds);
+        let registry_service = ReplicaRegistry { pool: pool.clone(), id, name: config.replica_name(), ttl };
+        let cold_start = registry_service.register().await?;
+        services.spawn(registry_service.run(shutdown.clone()));
+        services.spawn(wakeup.clone().run_notifier(
+            pool.clone(),
+            Duration::from_millis(config.notify_debounce_ms),
+            shutdown.clone(),
+        ));
+        if config.listen_notify && config.has(Role::Worker) {
+            services.spawn(wakeup.clone().run_listener(config.database_url.clone(), shutdown.clone()));
+        }
+        if config.has(Role::Maintenance) {
+            let rescuer = Rescuer {
+                pool: pool.clone(),
+                interval: Duration::from_millis(config.rescue_interval_ms),
+                wakeup: wakeup.clone(),
+            };
+            services.spawn(rescuer.run(shutdown.clone()));
+            let deadlines =
+                DeadlineSweeper { pool: pool.clone(), interval: Duration::from_millis(config.deadline_interval_ms) };
+            services.spawn(deadlines.run(shutdown.clone()));
+        }
+        if config.has(Role::Worker) {
+            for n in 0..config.claimers.max(1) {
+                let worker_config = WorkerConfig {
+                    worker_id: format!("{}/{n}", config.replica_name()),
+                    replica_id: id,
+                    route: config.route(),
+                    concurrency: config.concurrency.max(1),
+                    claim_batch: config.claim_batch as usize,
+                    poll_interval: config.poll_interval(),
+                    shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
+                };
+                let worker = Worker::new(worker_config, pool.clone(), registry.clone(), wakeup.clone());
+                services.spawn(worker.run(shutdown.clone()));
+            }
+        }
+        let tasklane = Tasklane { pool, registry, wakeup, max_input_bytes: config.max_input_bytes };
+        tracing::info!(replica = %id, cold_start, "replica started");
+        Ok(Replica { id, tasklane, cold_start, shutdown, services })
+    }
+
+    /// The token that stops the services; the HTTP server watches it too.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Stops every service in order and closes the pool.
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        while self.services.join_next().await.is_some() {}
+        self.tasklane.pool.close();
+        tracing::info!(replica = %self.id, "replica stopped");
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn terminated() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("install the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

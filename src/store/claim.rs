@@ -1,0 +1,76 @@
+//! Claim: take a batch of claimable tasks in one statement (see `sql/claim_*.sql`).
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::{GenericClient, Row};
+use uuid::Uuid;
+
+use super::DbError;
+use crate::task::{Privacy, Route};
+
+/// A task as its worker receives it: everything needed to run and fence one attempt.
+#[derive(Debug, Clone)]
+pub struct ClaimedTask {
+    pub id: Uuid,
+    pub app: String,
+    pub scope_id: String,
+    pub task_type: String,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub lease_token: Uuid,
+    pub lease_expires_at: DateTime<Utc>,
+    pub lease_seconds: i32,
+    pub attempt_timeout_seconds: i32,
+    pub input: serde_json::Value,
+    /// The last snapshot, for a task resumed after its worker was lost.
+    pub snapshot: Option<serde_json::Value>,
+    pub deadline_at: Option<DateTime<Utc>>,
+    pub privacy: Privacy,
+}
+
+/// Who is claiming.
+#[derive(Debug, Clone)]
+pub struct Claimant<'a> {
+    pub worker_id: &'a str,
+    pub route: Route,
+    /// The replica process whose in-process worker claims; `None` for remote workers.
+    pub replica_id: Option<Uuid>,
+}
+
+/// Claims up to `limit` tasks of `task_types` for `claimant`.
+pub async fn claim<C: GenericClient + Sync>(
+    client: &C,
+    claimant: &Claimant<'_>,
+    task_types: &[String],
+    limit: i64,
+) -> Result<Vec<ClaimedTask>, DbError> {
+    let sql = match claimant.route {
+        Route::Local => include_str!("../../sql/claim_local.sql"),
+        Route::External => include_str!("../../sql/claim_external.sql"),
+    };
+    let statement = client.prepare(sql).await?;
+    let rows = client
+        .query(&statement, &[&task_types, &claimant.worker_id, &limit, &claimant.replica_id])
+        .await?;
+    rows.iter().map(from_row).collect()
+}
+
+fn from_row(row: &Row) -> Result<ClaimedTask, DbError> {
+    let privacy: &str = row.try_get("privacy")?;
+    Ok(ClaimedTask {
+        id: row.try_get("id")?,
+        app: row.try_get("app")?,
+        scope_id: row.try_get("scope_id")?,
+        task_type: row.try_get("task_type")?,
+        attempt: row.try_get("attempt")?,
+        max_attempts: row.try_get("max_attempts")?,
+        lease_token: row.try_get("lease_token")?,
+        lease_expires_at: row.try_get("lease_expires_at")?,
+        lease_seconds: row.try_get("lease_seconds")?,
+        attempt_timeout_seconds: row.try_get("attempt_timeout_seconds")?,
+        input: row.try_get("input")?,
+        snapshot: row.try_get("snapshot")?,
+        deadline_at: row.try_get("deadline_at")?,
+        // The CHECK constraint on tasks.privacy admits only these two.
+        privacy: Privacy::parse(privacy).unwrap_or(Privacy::LocalOnly),
+    })
+}

@@ -1,0 +1,147 @@
+//! Writes by the worker holding a lease: heartbeat and settlement. Every statement is
+//! fenced on `(id, lease_token, state)`; zero rows is [`LeaseError::Lost`] or
+//! [`LeaseError::Gone`], never "not found".
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::GenericClient;
+use uuid::Uuid;
+
+use super::DbError;
+use crate::task::backoff::Backoff;
+use crate::task::outcome::{self, Leased, Report};
+use crate::task::{Privacy, Route, TaskState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    /// Another claim or a settlement moved the task on: the worker must stop.
+    #[error("the lease was lost")]
+    Lost,
+    /// The task was deleted: the worker must stop.
+    #[error("the task is gone")]
+    Gone,
+    /// The report does not fit the task's state (a cancel acknowledged that was never
+    /// requested).
+    #[error(transparent)]
+    Illegal(#[from] crate::task::state::IllegalTransition),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+/// What a heartbeat carries besides the lease extension.
+#[derive(Debug, Clone, Default)]
+pub struct Beat {
+    pub progress: Option<i16>,
+    pub phase: Option<String>,
+    pub snapshot: Option<serde_json::Value>,
+    /// Worker-emitted events, each `{"type", "data"}`, already validated.
+    pub events: Vec<serde_json::Value>,
+}
+
+/// The answer to a heartbeat.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BeatAnswer {
+    pub lease_expires_at: DateTime<Utc>,
+    pub cancel_requested: bool,
+}
+
+/// Extends the lease and records progress, phase, snapshot and events. A change of
+/// progress or phase is reported as a `task.progress` event.
+pub async fn heartbeat<C: GenericClient + Sync>(
+    client: &C,
+    id: Uuid,
+    lease_token: Uuid,
+    beat: &Beat,
+) -> Result<BeatAnswer, LeaseError> {
+    let mut events = Vec::with_capacity(beat.events.len() + 1);
+    if beat.progress.is_some() || beat.phase.is_some() {
+        let data = serde_json::json!({"progress": beat.progress, "phase": beat.phase});
+        events.push(serde_json::json!({"type": "task.progress", "data": data}));
+    }
+    events.extend(beat.events.iter().cloned());
+    let events = serde_json::Value::Array(events);
+    let row = client
+        .query_opt(
+            include_str!("../../sql/heartbeat.sql"),
+            &[&id, &lease_token, &beat.progress, &beat.phase, &beat.snapshot, &events],
+        )
+        .await?;
+    let Some(row) = row else { return Err(probe(client, id).await) };
+    let state: &str = row.try_get("state")?;
+    Ok(BeatAnswer {
+        lease_expires_at: row.try_get("lease_expires_at")?,
+        cancel_requested: state == TaskState::Cancelling.as_str(),
+    })
+}
+
+/// What a successful attempt reports.
+#[derive(Debug, Clone, Default)]
+pub struct Success {
+    pub result: serde_json::Value,
+    pub usage_units: Option<i64>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
+
+/// Settles the task as succeeded (also when cancellation was requested meanwhile: the
+/// work is done).
+pub async fn complete<C: GenericClient + Sync>(
+    client: &C,
+    id: Uuid,
+    lease_token: Uuid,
+    success: &Success,
+) -> Result<(), LeaseError> {
+    let row = client
+        .query_opt(
+            include_str!("../../sql/complete.sql"),
+            &[&id, &lease_token, &success.result, &success.usage_units, &success.provider, &success.model],
+        )
+        .await?;
+    match row {
+        Some(_) => Ok(()),
+        None => Err(probe(client, id).await),
+    }
+}
+
+/// Settles the task by a worker's report, in its own transaction: the row is locked,
+/// the decision taken by `task::outcome::settle`, and the move written with its event.
+/// `backoff` is the task type's. Given a transaction, it runs in a savepoint of it.
+pub async fn settle<C: GenericClient + Sync>(
+    client: &mut C,
+    id: Uuid,
+    lease_token: Uuid,
+    report: Report,
+    backoff: &Backoff,
+) -> Result<TaskState, LeaseError> {
+    let tx = client.transaction().await?;
+    let Some(row) = tx.query_opt(include_str!("../../sql/lease_lock.sql"), &[&id, &lease_token]).await? else {
+        let error = probe(&tx, id).await;
+        return Err(error);
+    };
+    let state: &str = row.try_get("state")?;
+    let route: Option<&str> = row.try_get("route")?;
+    let leased = Leased {
+        state: state.parse().expect("tasks.state holds a known state"),
+        attempt: row.try_get::<_, i32>("attempt")? as u32,
+        max_attempts: row.try_get::<_, i32>("max_attempts")? as u32,
+        privacy: Privacy::parse(row.try_get("privacy")?).unwrap_or(Privacy::LocalOnly),
+        route: if route == Some("external") { Route::External } else { Route::Local },
+    };
+    let settlement = outcome::settle(leased, report, backoff)?;
+    let delay_ms = settlement.delay.map(|d| d.as_millis() as i64);
+    tx.execute(
+        include_str!("../../sql/settle.sql"),
+        &[&id, &lease_token, &settlement.state.as_str(), &settlement.code, &settlement.message, &delay_ms],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(settlement.state)
+}
+
+/// Why a fenced write matched nothing.
+async fn probe<C: GenericClient + Sync>(client: &C, id: Uuid) -> LeaseError {
+    match client.query_opt(include_str!("../../sql/lease_probe.sql"), &[&id]).await {
+        Ok(Some(_)) => LeaseError::Lost,
+        Ok(None) => LeaseError::Gone,
+        Err(error) => LeaseError::Db(error),
+    }
+}

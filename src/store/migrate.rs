@@ -1,0 +1,46 @@
+//! Schema migrations (refinery, files in `migrations/`), run under an advisory lock on a
+//! dedicated connection so replicas starting together migrate exactly once.
+
+use anyhow::Context;
+use tokio_postgres::NoTls;
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// Arbitrary fixed key of the migration lock ("tlmigrat").
+const MIGRATION_LOCK: i64 = 0x746c_6d69_6772_6174;
+
+/// The table refinery records applied migrations in.
+const HISTORY_TABLE: &str = "tasklane_schema_history";
+
+/// Applies every pending migration to the database at `database_url`.
+pub async fn run(database_url: &str) -> anyhow::Result<()> {
+    let (mut client, connection) = tokio_postgres::connect(database_url, NoTls).await.context("connect to migrate")?;
+    let driver = tokio::spawn(connection);
+    client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK]).await.context("take the migration lock")?;
+    let result = embedded::migrations::runner()
+        .set_migration_table_name(HISTORY_TABLE)
+        .run_async(&mut client)
+        .await
+        .context("apply migrations");
+    // Closing the connection releases the session lock even if the unlock fails.
+    let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]).await;
+    drop(client);
+    let _ = driver.await;
+    result.map(|_| ())
+}
+
+/// The newest migration version this binary knows.
+pub fn latest_version() -> i32 {
+    embedded::migrations::runner().get_migrations().iter().map(|m| m.version()).max().unwrap_or(0)
+}
+
+/// Whether the database has every migration of this binary (readiness).
+pub async fn is_current<C: tokio_postgres::GenericClient + Sync>(client: &C) -> bool {
+    let sql = format!("SELECT coalesce(max(version), 0) FROM {HISTORY_TABLE}");
+    match client.query_one(sql.as_str(), &[]).await {
+        Ok(row) => row.get::<_, i32>(0) >= latest_version(),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,32 @@
+//! The only code that talks to PostgreSQL. Every function takes a generic client
+//! (`tokio_postgres::GenericClient`: a client or a transaction), so an application can
+//! call it inside its own transaction. Statements live in `sql/`, one per file.
+
+pub mod claim;
+pub mod events;
+pub mod lease;
+pub mod migrate;
+pub mod query;
+pub mod recover;
+pub mod replicas;
+pub mod submit;
+mod record;
+
+pub use claim::ClaimedTask;
+pub use lease::{Beat, LeaseError};
+pub use record::TaskRecord;
+pub use submit::{SubmitError, Submitted, SubmitOutcome};
+
+pub use tokio_postgres::GenericClient;
+
+/// A connection-level failure or a statement that PostgreSQL refused.
+pub type DbError = tokio_postgres::Error;
+
+/// A deadpool connection as a plain client, so pooled connections can be passed where a
+/// generic client is expected.
+pub fn client(object: &deadpool_postgres::Object) -> &tokio_postgres::Client {
+    object
+}
+
+/// The name of the channel workers LISTEN on to hear of new claimable work.
+pub const WAKEUP_CHANNEL: &str = "tasklane_wakeup";

@@ -1,0 +1,70 @@
+//! Reads of tasks on behalf of their owner, and the owner's cancel. Every statement is
+//! filtered by app (and scope for scope tokens): another owner's task is not found.
+
+use tokio_postgres::GenericClient;
+use uuid::Uuid;
+
+use super::record::TaskRecord;
+use super::DbError;
+use crate::task::TaskState;
+
+/// Who is asking: an app, optionally narrowed to one scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub app: String,
+    pub scope_id: Option<String>,
+}
+
+impl Owner {
+    pub fn app(app: impl Into<String>) -> Self {
+        Owner { app: app.into(), scope_id: None }
+    }
+}
+
+/// One task, if `owner` may see it.
+pub async fn get<C: GenericClient + Sync>(client: &C, owner: &Owner, id: Uuid) -> Result<Option<TaskRecord>, DbError> {
+    let row = client.query_opt(include_str!("../../sql/task_get.sql"), &[&id, &owner.app, &owner.scope_id]).await?;
+    row.as_ref().map(TaskRecord::from_row).transpose()
+}
+
+/// Filters of a listing; `None` filters nothing.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub scope_id: Option<String>,
+    pub state: Option<TaskState>,
+    pub task_type: Option<String>,
+    /// List tasks older than this id (the previous page's last id).
+    pub before: Option<Uuid>,
+}
+
+/// Up to `limit` of `owner`'s tasks, newest first. A scope owner's own scope always
+/// wins over the filter's.
+pub async fn list<C: GenericClient + Sync>(
+    client: &C,
+    owner: &Owner,
+    filter: &ListFilter,
+    limit: i64,
+) -> Result<Vec<TaskRecord>, DbError> {
+    let scope = owner.scope_id.as_ref().or(filter.scope_id.as_ref());
+    if let (Some(own), Some(asked)) = (&owner.scope_id, &filter.scope_id) {
+        if own != asked {
+            return Ok(Vec::new());
+        }
+    }
+    let state = filter.state.map(TaskState::as_str);
+    let rows = client
+        .query(
+            include_str!("../../sql/task_list.sql"),
+            &[&owner.app, &scope, &state, &filter.task_type, &filter.before, &limit],
+        )
+        .await?;
+    rows.iter().map(TaskRecord::from_row).collect()
+}
+
+/// The owner's cancel: returns the task after it, or `None` if `owner` cannot see it.
+/// A waiting task is cancelled at once, a running one is marked cancelling, a terminal
+/// or already cancelling one is returned unchanged.
+pub async fn cancel<C: GenericClient + Sync>(client: &C, owner: &Owner, id: Uuid) -> Result<Option<TaskRecord>, DbError> {
+    client.query_opt(include_str!("../../sql/cancel.sql"), &[&id, &owner.app, &owner.scope_id]).await?;
+    get(client, owner, id).await
+}

@@ -1,0 +1,83 @@
+//! Tasks whose worker is lost: expired leases (the rescuer), a cold start, a replica
+//! handing its leases back at shutdown, and passed queue deadlines. The decisions are
+//! `task::restart::decide`; this module only selects, locks and writes.
+
+use tokio_postgres::{GenericClient, Row};
+use uuid::Uuid;
+
+use super::DbError;
+use crate::task::restart::{self, LostBecause, RestartDecision, RestartPolicy};
+use crate::task::TaskState;
+
+/// Which lost tasks to recover.
+#[derive(Debug, Clone)]
+pub enum Lost<'a> {
+    /// Leases that expired.
+    Expired,
+    /// A cold start by this replica: everything held by replica processes, and queued
+    /// tasks whose policy is `fail`.
+    ColdStart { replica_id: Uuid },
+    /// These leases, handed back by their owner.
+    HandedBack { ids: &'a [Uuid], lease_tokens: &'a [Uuid] },
+}
+
+/// Recovers up to `limit` lost tasks in the caller's transaction (the selection locks
+/// the rows until it ends). Returns how many rows were selected, so a caller can keep
+/// going while batches come back full.
+pub async fn recover<C: GenericClient + Sync>(tx: &C, lost: &Lost<'_>, limit: i64) -> Result<usize, DbError> {
+    let (rows, because) = match lost {
+        Lost::Expired => (
+            tx.query(include_str!("../../sql/lost_expired.sql"), &[&limit]).await?,
+            LostBecause::LeaseExpired,
+        ),
+        Lost::ColdStart { replica_id } => (
+            tx.query(include_str!("../../sql/lost_cold_start.sql"), &[&limit, replica_id]).await?,
+            LostBecause::ServerRestarted,
+        ),
+        Lost::HandedBack { ids, lease_tokens } => (
+            tx.query(include_str!("../../sql/lost_handback.sql"), &[ids, lease_tokens]).await?,
+            LostBecause::ServerRestarted,
+        ),
+    };
+    let selected = rows.len();
+    let mut ids = Vec::new();
+    let mut states = Vec::new();
+    let mut codes: Vec<Option<&str>> = Vec::new();
+    let mut keep = Vec::new();
+    for row in &rows {
+        let (id, decision) = decide(row, because)?;
+        let (state, code, keep_snapshot) = match decision {
+            RestartDecision::Keep => continue,
+            RestartDecision::Requeue { keep_snapshot, code } => (TaskState::Queued, Some(code), keep_snapshot),
+            RestartDecision::Fail { code } => (TaskState::Failed, Some(code), false),
+            RestartDecision::Cancel => (TaskState::Cancelled, None, false),
+        };
+        ids.push(id);
+        states.push(state.as_str());
+        codes.push(code);
+        keep.push(keep_snapshot);
+    }
+    if !ids.is_empty() {
+        tx.query_one(include_str!("../../sql/recover.sql"), &[&ids, &states, &codes, &keep]).await?;
+    }
+    Ok(selected)
+}
+
+fn decide(row: &Row, because: LostBecause) -> Result<(Uuid, RestartDecision), DbError> {
+    let state: &str = row.try_get("state")?;
+    let policy: &str = row.try_get("on_restart")?;
+    let decision = restart::decide(
+        state.parse().expect("tasks.state holds a known state"),
+        RestartPolicy::parse(policy).expect("tasks.on_restart holds a known policy"),
+        row.try_get::<_, i32>("attempt")? as u32,
+        row.try_get::<_, i32>("max_attempts")? as u32,
+        because,
+    );
+    Ok((row.try_get("id")?, decision))
+}
+
+/// Fails closed up to `limit` waiting tasks past their queue deadline; returns how many.
+pub async fn expire_deadlines<C: GenericClient + Sync>(client: &C, limit: i64) -> Result<usize, DbError> {
+    let row = client.query_one(include_str!("../../sql/expire_deadlines.sql"), &[&limit]).await?;
+    Ok(row.get::<_, i64>(0) as usize)
+}

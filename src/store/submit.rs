@@ -1,0 +1,116 @@
+//! Submit: create a task, or join/replay the one that already has its identity
+//! (DESIGN §3). Runs inside the caller's transaction; the caller commits and only then
+//! acknowledges.
+
+use tokio_postgres::GenericClient;
+
+use super::record::TaskRecord;
+use super::DbError;
+use crate::task::NewTask;
+
+/// How a submit was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitOutcome {
+    /// A new task was created (and queued).
+    Created,
+    /// The identity already had this request in flight: the caller observes it.
+    Joined,
+    /// The identity already finished (any terminal state): returned as it is, no
+    /// admission, no charge.
+    Existing,
+}
+
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub task: TaskRecord,
+    pub outcome: SubmitOutcome,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// The identity exists with another request digest.
+    #[error("the effect key is already used by a different request")]
+    IdempotencyConflict,
+    /// The conflicting row vanished before it could be read (pruned or deleted in
+    /// between); the caller may simply submit again.
+    #[error("a concurrent change to this identity interfered; submit again")]
+    Raced,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+/// Submits `task` inside the caller's transaction. `admit` runs after the owner lock is
+/// taken and before the insert, only when a new task is about to be created: it is where
+/// fences and admission limits refuse (their error converts into the caller's `E`).
+pub async fn submit<C, E, F, Fut>(tx: &C, task: &NewTask, admit: F) -> Result<Submitted, E>
+where
+    C: GenericClient + Sync,
+    E: From<SubmitError>,
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+{
+    if let Some(existing) = lookup(tx, task).await.map_err(SubmitError::from)? {
+        return existing.map_err(E::from);
+    }
+    tx.execute(include_str!("../../sql/owner_lock_shared.sql"), &[&task.app, &task.scope_id])
+        .await
+        .map_err(SubmitError::from)?;
+    admit().await?;
+    let id = crate::task::new_task_id();
+    let row = tx
+        .query_opt(
+            include_str!("../../sql/submit_insert.sql"),
+            &[
+                &id,
+                &task.app,
+                &task.scope_id,
+                &task.effect_key,
+                &task.usage_subject,
+                &task.source_id,
+                &task.task_type,
+                &task.digest.as_slice(),
+                &task.input,
+                &(task.priority as i16),
+                &task.max_attempts,
+                &task.on_restart.as_str(),
+                &task.privacy.as_str(),
+                &(task.lease_seconds as i32),
+                &(task.attempt_timeout_seconds as i32),
+                &task.deadline_seconds,
+            ],
+        )
+        .await
+        .map_err(SubmitError::from)?;
+    match row {
+        Some(row) => Ok(Submitted {
+            task: TaskRecord::from_row(&row).map_err(SubmitError::from)?,
+            outcome: SubmitOutcome::Created,
+        }),
+        // A concurrent submit of the same identity committed first: join it.
+        None => match lookup(tx, task).await.map_err(SubmitError::from)? {
+            Some(existing) => existing.map_err(E::from),
+            None => Err(E::from(SubmitError::Raced)),
+        },
+    }
+}
+
+/// The task already holding `task`'s identity, judged against its digest.
+async fn lookup<C: GenericClient + Sync>(
+    tx: &C,
+    task: &NewTask,
+) -> Result<Option<Result<Submitted, SubmitError>>, DbError> {
+    let row = tx
+        .query_opt(
+            include_str!("../../sql/submit_lookup.sql"),
+            &[&task.app, &task.scope_id, &task.effect_key, &task.usage_subject],
+        )
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    let digest: Vec<u8> = row.try_get("request_digest")?;
+    if digest != task.digest {
+        return Ok(Some(Err(SubmitError::IdempotencyConflict)));
+    }
+    let record = TaskRecord::from_row(&row)?;
+    let outcome = if record.state.is_terminal() { SubmitOutcome::Existing } else { SubmitOutcome::Joined };
+    Ok(Some(Ok(Submitted { task: record, outcome })))
+}

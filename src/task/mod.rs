@@ -1,0 +1,36 @@
+//! The pure domain of tasklane: task states and their legal transitions, retry backoff,
+//! restart-policy decisions and the validation bounds of every field. Nothing here does
+//! I/O, so every rule is unit-tested without a database; `store` applies the decisions.
+
+pub mod backoff;
+pub mod bounds;
+pub mod restart;
+pub mod outcome;
+pub mod request;
+pub mod state;
+pub mod task_type;
+
+pub use request::{NewTask, SubmitRequest};
+pub use restart::{RestartDecision, RestartPolicy};
+pub use state::{TaskState, Transition};
+pub use task_type::{Executor, Privacy, Route, TaskType};
+
+/// A task id: a UUIDv7, so ids sort by creation time and keyset paging needs no second key.
+pub type TaskId = uuid::Uuid;
+
+/// A new task id, time-ordered.
+pub fn new_task_id() -> TaskId {
+    uuid::Uuid::now_v7()
+}
+
+/// The stable error codes a task can fail or be requeued with (DESIGN §2).
+pub mod codes {
+    pub const HANDLER_ERROR: &str = "handler_error";
+    pub const PERMANENT_ERROR: &str = "permanent_error";
+    pub const ATTEMPTS_EXHAUSTED: &str = "attempts_exhausted";
+    pub const ATTEMPT_TIMEOUT: &str = "attempt_timeout";
+    pub const LEASE_EXPIRED: &str = "lease_expired";
+    pub const SERVER_RESTARTED: &str = "server_restarted";
+    pub const QUEUE_DEADLINE_EXCEEDED: &str = "queue_deadline_exceeded";
+    pub const NO_FALLBACK_ALLOWED: &str = "no_fallback_allowed";
+}

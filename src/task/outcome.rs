@@ -1,0 +1,216 @@
+//! How an attempt ends: the worker's report turned into the task's next state. Pure, so
+//! the rules (cancel wins over errors, attempts are capped, fallback needs consent) are
+//! tested without a database and applied by `store::finish` under the row lock.
+
+use std::time::Duration;
+
+use super::backoff::Backoff;
+use super::bounds;
+use super::codes;
+use super::state::{IllegalTransition, TaskState, Transition};
+use super::task_type::{Privacy, Route};
+
+/// The longest `retry_after` a worker may ask for.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
+
+/// What a worker reports at the end of an attempt (success has its own fast path).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Report {
+    /// The attempt failed; `retryable` says whether another attempt may succeed.
+    Error { code: String, message: String, retryable: bool, retry_after: Option<Duration> },
+    /// The attempt ran past its timeout.
+    TimedOut,
+    /// The local route gave up; the task may continue on an external worker.
+    Fallback { reason: String },
+    /// The worker stopped because cancellation was requested.
+    Cancelled,
+}
+
+/// What to write: the new state, its error code and message, and when it may run again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    pub state: TaskState,
+    pub code: Option<&'static str>,
+    pub message: Option<String>,
+    /// For `waiting_for_retry`: the delay before it is claimable again.
+    pub delay: Option<Duration>,
+}
+
+/// The facts of the leased row that the decision needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Leased {
+    pub state: TaskState,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub privacy: Privacy,
+    pub route: Route,
+}
+
+/// Decides how `report` settles the task. A task whose cancellation was requested is
+/// cancelled by any report other than success: the owner asked it to stop.
+pub fn settle(task: Leased, report: Report, backoff: &Backoff) -> Result<Settlement, IllegalTransition> {
+    let refuse = |transition| IllegalTransition { from: task.state, transition };
+    if task.state == TaskState::Cancelling {
+        return Ok(Settlement { state: TaskState::Cancelled, code: None, message: None, delay: None });
+    }
+    if task.state != TaskState::Running {
+        return Err(refuse(Transition::Fail));
+    }
+    let settlement = match report {
+        Report::Cancelled => return Err(refuse(Transition::AckCancel)),
+        Report::Error { code, message, retryable, retry_after } => {
+            let message = describe(&code, &message);
+            if !retryable {
+                failed(codes::PERMANENT_ERROR, message)
+            } else {
+                let delay = retry_after.map(|d| d.min(MAX_RETRY_AFTER));
+                retry_or_exhaust(task, stable_retry_code(&code), message, delay, backoff)
+            }
+        }
+        Report::TimedOut => {
+            let message = "the attempt ran past its timeout".to_owned();
+            retry_or_exhaust(task, codes::ATTEMPT_TIMEOUT, message, None, backoff)
+        }
+        Report::Fallback { reason } => {
+            let message = bounds::truncate(&reason, bounds::ERROR_MESSAGE_BYTES).to_owned();
+            if task.privacy == Privacy::ExternalAllowed && task.route == Route::Local {
+                Settlement {
+                    state: TaskState::WaitingForExternalFallback,
+                    code: None,
+                    message: Some(message),
+                    delay: None,
+                }
+            } else {
+                failed(codes::NO_FALLBACK_ALLOWED, message)
+            }
+        }
+    };
+    Ok(settlement)
+}
+
+fn failed(code: &'static str, message: String) -> Settlement {
+    Settlement { state: TaskState::Failed, code: Some(code), message: Some(message), delay: None }
+}
+
+/// Another attempt after the backoff, or `attempts_exhausted` once none are left.
+fn retry_or_exhaust(
+    task: Leased,
+    code: &'static str,
+    message: String,
+    delay: Option<Duration>,
+    backoff: &Backoff,
+) -> Settlement {
+    if task.attempt >= task.max_attempts {
+        return failed(codes::ATTEMPTS_EXHAUSTED, message);
+    }
+    Settlement {
+        state: TaskState::WaitingForRetry,
+        code: Some(code),
+        message: Some(message),
+        delay: Some(delay.unwrap_or_else(|| backoff.jittered(task.attempt))),
+    }
+}
+
+/// A worker's own code is kept only when it is one of the stable codes; any other code
+/// is reported as `handler_error` with the worker's code kept in the message.
+fn stable_retry_code(code: &str) -> &'static str {
+    if code == codes::ATTEMPT_TIMEOUT {
+        codes::ATTEMPT_TIMEOUT
+    } else {
+        codes::HANDLER_ERROR
+    }
+}
+
+/// `[code] message`, bounded.
+fn describe(code: &str, message: &str) -> String {
+    let text = if code.is_empty() { message.to_owned() } else { format!("[{code}] {message}") };
+    bounds::truncate(&text, bounds::ERROR_MESSAGE_BYTES).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(attempt: u32, max_attempts: u32) -> Leased {
+        Leased {
+            state: TaskState::Running,
+            attempt,
+            max_attempts,
+            privacy: Privacy::LocalOnly,
+            route: Route::Local,
+        }
+    }
+
+    fn error(retryable: bool) -> Report {
+        Report::Error { code: "boom".into(), message: "it broke".into(), retryable, retry_after: None }
+    }
+
+    #[test]
+    fn retryable_errors_wait_until_attempts_run_out() {
+        let backoff = Backoff::default();
+        let s = settle(running(1, 3), error(true), &backoff).unwrap();
+        assert_eq!(s.state, TaskState::WaitingForRetry);
+        assert_eq!(s.code, Some("handler_error"));
+        assert_eq!(s.message.as_deref(), Some("[boom] it broke"));
+        assert!(s.delay.unwrap() <= backoff.ceiling(1));
+        let s = settle(running(3, 3), error(true), &backoff).unwrap();
+        assert_eq!((s.state, s.code), (TaskState::Failed, Some("attempts_exhausted")));
+    }
+
+    #[test]
+    fn permanent_errors_fail_at_once() {
+        let s = settle(running(1, 3), error(false), &Backoff::default()).unwrap();
+        assert_eq!((s.state, s.code), (TaskState::Failed, Some("permanent_error")));
+    }
+
+    #[test]
+    fn retry_after_is_honoured_and_capped() {
+        let report = |secs| Report::Error {
+            code: String::new(),
+            message: "slow down".into(),
+            retryable: true,
+            retry_after: Some(Duration::from_secs(secs)),
+        };
+        let s = settle(running(1, 3), report(7), &Backoff::default()).unwrap();
+        assert_eq!(s.delay, Some(Duration::from_secs(7)));
+        let s = settle(running(1, 3), report(10_000_000), &Backoff::default()).unwrap();
+        assert_eq!(s.delay, Some(MAX_RETRY_AFTER));
+    }
+
+    #[test]
+    fn timeouts_retry_with_their_own_code() {
+        let s = settle(running(1, 2), Report::TimedOut, &Backoff::default()).unwrap();
+        assert_eq!((s.state, s.code), (TaskState::WaitingForRetry, Some("attempt_timeout")));
+    }
+
+    #[test]
+    fn fallback_needs_external_consent_and_a_local_route() {
+        let fallback = || Report::Fallback { reason: "model overloaded".into() };
+        let s = settle(running(1, 3), fallback(), &Backoff::default()).unwrap();
+        assert_eq!((s.state, s.code), (TaskState::Failed, Some("no_fallback_allowed")));
+        let mut allowed = running(1, 3);
+        allowed.privacy = Privacy::ExternalAllowed;
+        let s = settle(allowed, fallback(), &Backoff::default()).unwrap();
+        assert_eq!(s.state, TaskState::WaitingForExternalFallback);
+        allowed.route = Route::External;
+        let s = settle(allowed, fallback(), &Backoff::default()).unwrap();
+        assert_eq!(s.state, TaskState::Failed);
+    }
+
+    #[test]
+    fn a_requested_cancel_wins_over_any_failure() {
+        let mut cancelling = running(1, 3);
+        cancelling.state = TaskState::Cancelling;
+        for report in [error(true), error(false), Report::TimedOut, Report::Cancelled] {
+            assert_eq!(settle(cancelling, report, &Backoff::default()).unwrap().state, TaskState::Cancelled);
+        }
+        assert!(settle(running(1, 3), Report::Cancelled, &Backoff::default()).is_err());
+    }
+
+    #[test]
+    fn messages_are_bounded() {
+        let report = Report::Error { code: "x".into(), message: "m".repeat(5000), retryable: false, retry_after: None };
+        let s = settle(running(1, 3), report, &Backoff::default()).unwrap();
+        assert_eq!(s.message.unwrap().len(), bounds::ERROR_MESSAGE_BYTES);
+    }
+}

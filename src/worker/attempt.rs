@@ -1,0 +1,136 @@
+//! One attempt of one claimed task: the handler runs beside a heartbeat loop (every
+//! lease/3) under the attempt timeout; the outcome is written fenced on the lease. A
+//! lost lease or a deleted task drops the handler and writes nothing; a shutdown past
+//! its grace period hands the lease back so another replica takes the task at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::store::lease::{self, Beat, LeaseError, Success};
+use crate::store::recover::{self, Lost};
+use crate::store::ClaimedTask;
+use crate::task::outcome::Report;
+
+use super::handler::{HandlerError, Registry, TaskContext};
+
+pub struct Attempt {
+    task: Arc<ClaimedTask>,
+    pool: deadpool_postgres::Pool,
+    registry: Arc<Registry>,
+    abort: CancellationToken,
+}
+
+/// How the handler's run ended, as seen by the runner.
+enum Ending {
+    Finished(Result<Success, HandlerError>),
+    TimedOut,
+    Lost,
+    Aborted,
+}
+
+impl Attempt {
+    pub fn new(task: ClaimedTask, pool: deadpool_postgres::Pool, registry: Arc<Registry>, abort: CancellationToken) -> Self {
+        Attempt { task: Arc::new(task), pool, registry, abort }
+    }
+
+    pub async fn run(self) {
+        let Some(handler) = self.registry.handler(&self.task.task_type).cloned() else {
+            // Claims only name runnable types; a registry change under us is a bug.
+            tracing::error!(task_type = %self.task.task_type, "claimed a task without a handler");
+            return;
+        };
+        let ctx = TaskContext {
+            task: self.task.clone(),
+            pool: self.pool.clone(),
+            cancel: CancellationToken::new(),
+            lost: CancellationToken::new(),
+        };
+        let heartbeat = tokio::spawn(heartbeat_loop(ctx.clone()));
+        let timeout = Duration::from_secs(self.task.attempt_timeout_seconds as u64);
+        let lost = ctx.lost.clone();
+        let ending = tokio::select! {
+            result = tokio::time::timeout(timeout, handler.run(ctx)) => match result {
+                Ok(result) => Ending::Finished(result),
+                Err(_) => Ending::TimedOut,
+            },
+            _ = lost.cancelled() => Ending::Lost,
+            _ = self.abort.cancelled() => Ending::Aborted,
+        };
+        heartbeat.abort();
+        if let Err(error) = self.settle(ending).await {
+            match error {
+                LeaseError::Lost | LeaseError::Gone => {
+                    tracing::debug!(task = %self.task.id, %error, "late write refused");
+                }
+                error => tracing::warn!(task = %self.task.id, %error, "settle task"),
+            }
+        }
+    }
+
+    async fn settle(&self, ending: Ending) -> Result<(), LeaseError> {
+        let id = self.task.id;
+        let token = self.task.lease_token;
+        let report = match ending {
+            Ending::Lost => return Ok(()),
+            Ending::Aborted => return self.hand_back().await,
+            Ending::Finished(Ok(success)) => {
+                let client = self.client().await?;
+                return lease::complete(crate::store::client(&client), id, token, &success).await;
+            }
+            Ending::Finished(Err(HandlerError::Retryable { code, message, retry_after })) => {
+                Report::Error { code, message, retryable: true, retry_after }
+            }
+            Ending::Finished(Err(HandlerError::Permanent { code, message })) => {
+                Report::Error { code, message, retryable: false, retry_after: None }
+            }
+            Ending::Finished(Err(HandlerError::Fallback { reason })) => Report::Fallback { reason },
+            Ending::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
+            Ending::TimedOut => Report::TimedOut,
+        };
+        let backoff = self.registry.get(&self.task.task_type).map(|t| t.backoff()).unwrap_or_default();
+        let mut client = self.client().await?;
+        let client: &mut tokio_postgres::Client = &mut client;
+        lease::settle(client, id, token, report, &backoff).await.map(|_| ())
+    }
+
+    /// Gives the lease back now, through the restart policy, instead of letting it expire.
+    async fn hand_back(&self) -> Result<(), LeaseError> {
+        let mut object = self.client().await?;
+        let client: &mut tokio_postgres::Client = &mut object;
+        let tx = client.transaction().await?;
+        let lost = Lost::HandedBack { ids: &[self.task.id], lease_tokens: &[self.task.lease_token] };
+        recover::recover(&tx, &lost, 1).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, LeaseError> {
+        self.pool.get().await.map_err(|error| match error {
+            deadpool_postgres::PoolError::Backend(error) => LeaseError::Db(error),
+            // A pool that cannot hand out a connection leaves the lease to expire; the
+            // rescuer then applies the restart policy.
+            _ => LeaseError::Lost,
+        })
+    }
+}
+
+/// Extends the lease every lease/3 until the runner stops it. Cancellation requested or
+/// the lease lost is signalled through the context's tokens.
+async fn heartbeat_loop(ctx: TaskContext) {
+    let period = Duration::from_secs(ctx.task.lease_seconds as u64) / 3;
+    loop {
+        tokio::time::sleep(period).await;
+        let Ok(client) = ctx.pool.get().await else { continue };
+        match lease::heartbeat(crate::store::client(&client), ctx.task.id, ctx.task.lease_token, &Beat::default()).await {
+            Ok(answer) if answer.cancel_requested => ctx.cancel.cancel(),
+            Ok(_) => {}
+            Err(LeaseError::Lost | LeaseError::Gone) => {
+                ctx.lost.cancel();
+                return;
+            }
+            Err(error) => tracing::warn!(task = %ctx.task.id, %error, "heartbeat"),
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Built-in executors: `noop` and `sleep` for demos and benchmarks, `http` for an
+//! upstream such as an OpenAI-compatible inference server.
+
+use std::time::Duration;
+
+use crate::store::lease::{Beat, Success};
+use crate::task::TaskType;
+
+use super::handler::{Handler, HandlerError, Stop, TaskContext};
+
+/// Succeeds at once with `result = input`.
+pub struct Noop;
+
+#[async_trait::async_trait]
+impl Handler for Noop {
+    async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
+        Ok(Success { result: ctx.input().clone(), ..Success::default() })
+    }
+}
+
+/// Input of the `sleep` executor.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SleepInput {
+    ms: u64,
+    #[serde(default)]
+    fail: Option<FailAs>,
+    #[serde(default)]
+    steps: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum FailAs {
+    Retryable,
+    Permanent,
+}
+
+/// The longest sleep: a day.
+const MAX_SLEEP_MS: u64 = 86_400_000;
+const MAX_SLEEP_STEPS: u32 = 10_000;
+
+/// Sleeps `ms` in `steps`, reporting progress (and so heartbeating) after each step and
+/// honouring cancellation between steps; then succeeds or fails as asked.
+pub struct Sleep;
+
+#[async_trait::async_trait]
+impl Handler for Sleep {
+    async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
+        let input: SleepInput = serde_json::from_value(ctx.input().clone())
+            .map_err(|e| HandlerError::permanent(format!("bad sleep input: {e}")))?;
+        let steps = input.steps.unwrap_or(1);
+        if input.ms > MAX_SLEEP_MS || !(1..=MAX_SLEEP_STEPS).contains(&steps) {
+            return Err(HandlerError::permanent(format!(
+                "sleep takes ms <= {MAX_SLEEP_MS} and steps 1..={MAX_SLEEP_STEPS}"
+            )));
+        }
+        let step = Duration::from_millis(input.ms) / steps;
+        for done in 1..=steps {
+            tokio::select! {
+                _ = tokio::time::sleep(step) => {}
+                _ = ctx.cancelled() => return Err(HandlerError::Cancelled),
+            }
+            let beat = Beat {
+                progress: Some((done * 100 / steps) as i16),
+                phase: Some("running".into()),
+                ..Beat::default()
+            };
+            match ctx.report(beat).await {
+                Ok(()) => {}
+                Err(Stop::Cancelled) => return Err(HandlerError::Cancelled),
+                // The runner sees the lost lease too and drops this attempt.
+                Err(Stop::Lost) => return Err(HandlerError::Cancelled),
+            }
+        }
+        match input.fail {
+            Some(FailAs::Retryable) => Err(HandlerError::retryable("failed as asked")),
+            Some(FailAs::Permanent) => Err(HandlerError::permanent("failed as asked")),
+            None => Ok(Success { result: serde_json::json!({"slept_ms": input.ms}), ..Success::default() }),
+        }
+    }
+}
+
+/// POSTs the task's input to an upstream and returns its JSON answer. 408, 429, 5xx,
+/// timeouts and connection errors are retryable; any other 4xx is permanent.
+pub struct Http {
+    client: reqwest::Client,
+    url: String,
+}
+
+impl Http {
+    pub fn new(task_type: &TaskType) -> anyhow::Result<Self> {
+        let url = task_type.url.clone().ok_or_else(|| anyhow::anyhow!("the http executor needs a url"))?;
+        let client = reqwest::Client::builder().timeout(task_type.attempt_timeout()).build()?;
+        Ok(Http { client, url })
+    }
+}
+
+#[async_trait::async_trait]
+impl Handler for Http {
+    async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
+        let request = self.client.post(&self.url).json(ctx.input()).send();
+        let response = tokio::select! {
+            response = request => response,
+            _ = ctx.cancelled() => return Err(HandlerError::Cancelled),
+        };
+        let response = response.map_err(|e| HandlerError::Retryable {
+            code: "upstream_unreachable".into(),
+            message: e.to_string(),
+            retry_after: None,
+        })?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = response.bytes().await.map_err(|e| HandlerError::retryable(e.to_string()))?;
+        let text = String::from_utf8_lossy(&body);
+        if !status.is_success() {
+            let code = format!("upstream_{}", status.as_u16());
+            let message = text.chars().take(512).collect();
+            let retryable = status.as_u16() == 408 || status.as_u16() == 429 || status.is_server_error();
+            return Err(if retryable {
+                HandlerError::Retryable { code, message, retry_after }
+            } else {
+                HandlerError::Permanent { code, message }
+            });
+        }
+        let result: serde_json::Value =
+            serde_json::from_slice(&body).unwrap_or_else(|_| serde_json::Value::String(text.into_owned()));
+        let usage_units = result.pointer("/usage/total_tokens").and_then(|v| v.as_i64());
+        let model = result.get("model").and_then(|v| v.as_str()).map(str::to_owned);
+        let provider = reqwest::Url::parse(&self.url).ok().and_then(|u| u.host_str().map(str::to_owned));
+        Ok(Success { result, usage_units, provider, model })
+    }
+}

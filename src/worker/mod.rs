@@ -1,0 +1,126 @@
+//! The in-process worker: claim loops that take batches of tasks, run each attempt with
+//! heartbeats and a timeout, settle it fenced on its lease, and at shutdown hand back
+//! what could not finish in the grace period.
+
+pub mod attempt;
+pub mod executors;
+pub mod handler;
+pub mod wake;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::store::claim::{self, Claimant};
+use crate::task::Route;
+
+pub use handler::{Handler, HandlerError, Registry, Stop, TaskContext};
+pub use wake::Wakeup;
+
+/// How one claim loop behaves.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Identifies the loop in the task rows (`worker_id`).
+    pub worker_id: String,
+    /// The replica this loop belongs to (cold-start recovery scope).
+    pub replica_id: Uuid,
+    pub route: Route,
+    /// Attempts running at once in this loop.
+    pub concurrency: usize,
+    /// Most tasks taken by one claim statement.
+    pub claim_batch: usize,
+    /// The fallback when no wake-up arrives.
+    pub poll_interval: Duration,
+    /// How long running attempts may finish after shutdown begins before their leases
+    /// are handed back.
+    pub shutdown_grace: Duration,
+}
+
+/// One claim loop with its own slots.
+pub struct Worker {
+    config: WorkerConfig,
+    pool: deadpool_postgres::Pool,
+    registry: Arc<Registry>,
+    wakeup: Wakeup,
+}
+
+impl Worker {
+    pub fn new(config: WorkerConfig, pool: deadpool_postgres::Pool, registry: Arc<Registry>, wakeup: Wakeup) -> Self {
+        Worker { config, pool, registry, wakeup }
+    }
+
+    /// Claims and runs tasks until `shutdown`; then waits up to the grace period for
+    /// running attempts and hands back the leases of the rest.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let task_types = self.registry.runnable();
+        if task_types.is_empty() {
+            return;
+        }
+        let slots = Arc::new(Semaphore::new(self.config.concurrency));
+        let abort = CancellationToken::new();
+        let mut attempts = JoinSet::new();
+        let mut wakeups = self.wakeup.subscribe();
+        let claimant =
+            Claimant { worker_id: &self.config.worker_id, route: self.config.route, replica_id: Some(self.config.replica_id) };
+        while !shutdown.is_cancelled() {
+            // Reap finished attempts so the set does not grow.
+            while attempts.try_join_next().is_some() {}
+            let free = slots.available_permits().min(self.config.claim_batch);
+            if free == 0 {
+                tokio::select! {
+                    permit = slots.clone().acquire_owned() => drop(permit),
+                    _ = shutdown.cancelled() => break,
+                }
+                continue;
+            }
+            wakeups.borrow_and_update();
+            let claimed = match self.claim(&claimant, &task_types, free as i64).await {
+                Ok(claimed) => claimed,
+                Err(error) => {
+                    tracing::warn!(error = %format!("{error:#}"), "claim tasks");
+                    Vec::new()
+                }
+            };
+            let full = claimed.len() == free;
+            for task in claimed {
+                let permit = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+                let runner = attempt::Attempt::new(task, self.pool.clone(), self.registry.clone(), abort.clone());
+                attempts.spawn(async move {
+                    runner.run().await;
+                    drop(permit);
+                });
+            }
+            if full {
+                continue;
+            }
+            tokio::select! {
+                _ = wakeups.changed() => {}
+                _ = tokio::time::sleep(self.config.poll_interval) => {}
+                _ = shutdown.cancelled() => break,
+            }
+        }
+        let drained = tokio::time::timeout(self.config.shutdown_grace, async {
+            while attempts.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            // Attempts still running past the grace period hand their leases back.
+            abort.cancel();
+            while attempts.join_next().await.is_some() {}
+        }
+    }
+
+    async fn claim(
+        &self,
+        claimant: &Claimant<'_>,
+        task_types: &[String],
+        limit: i64,
+    ) -> anyhow::Result<Vec<crate::store::ClaimedTask>> {
+        let client = self.pool.get().await?;
+        Ok(claim::claim(crate::store::client(&client), claimant, task_types, limit).await?)
+    }
+}

@@ -1,0 +1,108 @@
+//! Wake-ups: how idle claim loops learn of new work. A local submit wakes this replica's
+//! loops directly; other replicas hear a (debounced) `NOTIFY`; the poll interval of each
+//! loop is the fallback when notifications are lost or LISTEN is unavailable.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::WAKEUP_CHANNEL;
+
+/// A wake-up signal shared by this replica's claim loops. Cloning shares it.
+#[derive(Clone)]
+pub struct Wakeup {
+    generation: watch::Sender<u64>,
+    notify: watch::Sender<u64>,
+}
+
+impl Default for Wakeup {
+    fn default() -> Self {
+        Wakeup { generation: watch::channel(0).0, notify: watch::channel(0).0 }
+    }
+}
+
+impl Wakeup {
+    /// Wakes this replica's loops.
+    pub fn wake_local(&self) {
+        self.generation.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// Wakes this replica's loops and asks the notifier to tell the other replicas.
+    pub fn wake_all(&self) {
+        self.wake_local();
+        self.notify.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// A receiver a claim loop waits on; `changed()` never misses a wake that happened
+    /// after the last `borrow_and_update()`.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    /// Sends one `NOTIFY` per burst of [`Wakeup::wake_all`] calls, at most one per
+    /// `debounce`, until `shutdown`.
+    pub async fn run_notifier(self, pool: deadpool_postgres::Pool, debounce: Duration, shutdown: CancellationToken) {
+        let mut requests = self.notify.subscribe();
+        loop {
+            tokio::select! {
+                changed = requests.changed() => if changed.is_err() { return },
+                _ = shutdown.cancelled() => return,
+            }
+            requests.borrow_and_update();
+            if let Ok(client) = pool.get().await {
+                if let Err(error) = client.execute("SELECT pg_notify($1, '')", &[&WAKEUP_CHANNEL]).await {
+                    tracing::warn!(%error, "notify other replicas");
+                }
+            }
+            tokio::time::sleep(debounce).await;
+        }
+    }
+
+    /// Listens for other replicas' notifications on a dedicated connection and wakes the
+    /// local loops, reconnecting with a pause after any failure, until `shutdown`.
+    pub async fn run_listener(self, database_url: String, shutdown: CancellationToken) {
+        loop {
+            let result = tokio::select! {
+                result = self.listen_once(&database_url) => result,
+                _ = shutdown.cancelled() => return,
+            };
+            if let Err(error) = result {
+                tracing::warn!(%error, "LISTEN connection lost; polling covers until it is back");
+            }
+            // Something may have been submitted while we were not listening.
+            self.wake_local();
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    }
+
+    async fn listen_once(&self, database_url: &str) -> anyhow::Result<()> {
+        use futures_util::StreamExt;
+        let (client, mut connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
+        let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
+        let driver = tokio::spawn(async move {
+            let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(message) = stream.next().await {
+                if messages_tx.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        client.batch_execute(&format!("LISTEN {WAKEUP_CHANNEL}")).await?;
+        while let Some(message) = messages.recv().await {
+            match message {
+                Ok(tokio_postgres::AsyncMessage::Notification(_)) => self.wake_local(),
+                Ok(_) => {}
+                Err(error) => {
+                    driver.abort();
+                    return Err(error.into());
+                }
+            }
+        }
+        driver.abort();
+        anyhow::bail!("the LISTEN connection closed")
+    }
+}

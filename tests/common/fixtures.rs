@@ -1,0 +1,121 @@
+//! Shortcuts the integration tests share: submitting, claiming, reading events, and
+//! moving the database clock of a row.
+
+#![allow(dead_code)]
+
+use tasklane::store::claim::{self, Claimant};
+use tasklane::store::query::{self, Owner};
+use tasklane::store::{ClaimedTask, TaskRecord};
+use tasklane::task::backoff::Backoff;
+use tasklane::task::{Executor, Route, SubmitRequest, TaskType};
+use tokio_postgres::Client;
+use uuid::Uuid;
+
+pub const APP: &str = "mail";
+pub const SCOPE: &str = "mailbox-7";
+pub const TYPE: &str = "summarize";
+
+pub fn task_type() -> TaskType {
+    TaskType::new(TYPE, Executor::Noop)
+}
+
+pub fn request(effect_key: &str, input: serde_json::Value) -> SubmitRequest {
+    SubmitRequest {
+        task_type: TYPE.into(),
+        scope_id: SCOPE.into(),
+        effect_key: effect_key.into(),
+        source_id: None,
+        usage_subject: None,
+        input,
+        priority: None,
+        deadline_seconds: None,
+        max_attempts: None,
+        on_restart: None,
+        privacy: None,
+    }
+}
+
+/// Submits in a transaction of its own and commits.
+pub async fn submit(c: &Client, key: &str, input: serde_json::Value) -> TaskRecord {
+    submit_with(c, key, input, |_| {}).await
+}
+
+pub async fn submit_with(c: &Client, key: &str, input: serde_json::Value, edit: impl FnOnce(&mut SubmitRequest)) -> TaskRecord {
+    let mut r = request(key, input);
+    edit(&mut r);
+    try_submit(c, &r).await.expect("submit").task
+}
+
+pub async fn try_submit(
+    c: &Client,
+    r: &SubmitRequest,
+) -> Result<tasklane::store::Submitted, tasklane::store::SubmitError> {
+    let task = r.resolve(APP, &task_type(), 1 << 20).expect("valid request");
+    c.batch_execute("BEGIN").await.unwrap();
+    let result = tasklane::client::submit_in(c, &task).await;
+    c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" }).await.unwrap();
+    result
+}
+
+pub fn claimant(route: Route) -> Claimant<'static> {
+    Claimant { worker_id: "test-worker", route, replica_id: None }
+}
+
+pub async fn claim_route(c: &Client, route: Route, limit: i64) -> Vec<ClaimedTask> {
+    claim::claim(c, &claimant(route), &[TYPE.to_owned()], limit).await.expect("claim")
+}
+
+pub async fn claim(c: &Client, limit: i64) -> Vec<ClaimedTask> {
+    claim_route(c, Route::Local, limit).await
+}
+
+pub async fn claim_one(c: &Client) -> ClaimedTask {
+    let mut claimed = claim(c, 1).await;
+    assert_eq!(claimed.len(), 1, "expected one claimable task");
+    claimed.remove(0)
+}
+
+pub async fn get(c: &Client, id: Uuid) -> TaskRecord {
+    query::get(c, &Owner::app(APP), id).await.unwrap().expect("task exists")
+}
+
+pub async fn event_types(c: &Client, id: Uuid) -> Vec<String> {
+    let rows = c
+        .query("SELECT type FROM tasklane.task_events WHERE task_id = $1 ORDER BY seq", &[&id])
+        .await
+        .unwrap();
+    rows.iter().map(|r| r.get(0)).collect()
+}
+
+/// Makes a waiting task claimable now.
+pub async fn make_due(c: &Client, id: Uuid) {
+    c.execute("UPDATE tasklane.tasks SET run_at = now() WHERE id = $1", &[&id]).await.unwrap();
+}
+
+/// Seconds between now and the task's run_at.
+pub async fn run_at_delay_seconds(c: &Client, id: Uuid) -> f64 {
+    let row = c
+        .query_one("SELECT extract(epoch FROM run_at - now())::float8 FROM tasklane.tasks WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+    row.get(0)
+}
+
+/// Moves a task's lease into the past, as if its worker stopped heartbeating.
+pub async fn expire_lease(c: &Client, id: Uuid) {
+    c.execute("UPDATE tasklane.tasks SET lease_expires_at = now() - interval '1 second' WHERE id = $1", &[&id])
+        .await
+        .unwrap();
+}
+
+/// One rescuer pass.
+pub async fn rescue_expired(c: &Client) -> usize {
+    c.batch_execute("BEGIN").await.unwrap();
+    let n = tasklane::store::recover::recover(c, &tasklane::store::recover::Lost::Expired, 100).await.unwrap();
+    c.batch_execute("COMMIT").await.unwrap();
+    n
+}
+
+pub fn fast_backoff() -> Backoff {
+    Backoff { base: std::time::Duration::from_millis(10), cap: std::time::Duration::from_millis(100) }
+}
