@@ -3,6 +3,7 @@
 //! call it inside its own transaction. Statements live in `sql/`, one per file.
 
 pub mod claim;
+pub mod complete_many;
 pub mod events;
 pub mod lease;
 pub mod migrate;

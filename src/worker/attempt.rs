@@ -13,6 +13,7 @@ use crate::store::recover::{self, Lost};
 use crate::store::ClaimedTask;
 use crate::task::outcome::Report;
 
+use super::completer::Completer;
 use super::handler::{HandlerError, Registry, TaskContext};
 
 pub struct Attempt {
@@ -20,6 +21,7 @@ pub struct Attempt {
     pool: deadpool_postgres::Pool,
     registry: Arc<Registry>,
     abort: CancellationToken,
+    completer: Completer,
 }
 
 /// How the handler's run ended, as seen by the runner.
@@ -31,8 +33,14 @@ enum Ending {
 }
 
 impl Attempt {
-    pub fn new(task: ClaimedTask, pool: deadpool_postgres::Pool, registry: Arc<Registry>, abort: CancellationToken) -> Self {
-        Attempt { task: Arc::new(task), pool, registry, abort }
+    pub fn new(
+        task: ClaimedTask,
+        pool: deadpool_postgres::Pool,
+        registry: Arc<Registry>,
+        abort: CancellationToken,
+        completer: Completer,
+    ) -> Self {
+        Attempt { task: Arc::new(task), pool, registry, abort, completer }
     }
 
     pub async fn run(self) {
@@ -47,7 +55,9 @@ impl Attempt {
             cancel: CancellationToken::new(),
             lost: CancellationToken::new(),
         };
-        let heartbeat = tokio::spawn(heartbeat_loop(ctx.clone()));
+        // The heartbeat is polled beside the handler rather than spawned: most attempts
+        // of short tasks end before the first beat, and then it costs only a timer.
+        let heartbeat = heartbeat_loop(ctx.clone());
         let timeout = Duration::from_secs(self.task.attempt_timeout_seconds as u64);
         let lost = ctx.lost.clone();
         let ending = tokio::select! {
@@ -56,9 +66,10 @@ impl Attempt {
                 Err(_) => Ending::TimedOut,
             },
             _ = lost.cancelled() => Ending::Lost,
+            // It returns only once the lease is lost (having cancelled `lost`).
+            _ = heartbeat => Ending::Lost,
             _ = self.abort.cancelled() => Ending::Aborted,
         };
-        heartbeat.abort();
         if let Err(error) = self.settle(ending).await {
             match error {
                 LeaseError::Lost | LeaseError::Gone => {
@@ -75,10 +86,8 @@ impl Attempt {
         let report = match ending {
             Ending::Lost => return Ok(()),
             Ending::Aborted => return self.hand_back().await,
-            Ending::Finished(Ok(success)) => {
-                let client = self.client().await?;
-                return lease::complete(crate::store::client(&client), id, token, &success).await;
-            }
+            // Group commit with the other attempts finishing now (see completer.rs).
+            Ending::Finished(Ok(success)) => return self.completer.complete(id, token, success).await,
             Ending::Finished(Err(HandlerError::Retryable { code, message, retry_after })) => {
                 Report::Error { code, message, retryable: true, retry_after }
             }

@@ -3,6 +3,7 @@
 //! what could not finish in the grace period.
 
 pub mod attempt;
+pub mod completer;
 pub mod executors;
 pub mod handler;
 pub mod wake;
@@ -64,6 +65,11 @@ impl Worker {
         let abort = CancellationToken::new();
         let mut attempts = JoinSet::new();
         let mut wakeups = self.wakeup.subscribe();
+        let completer = completer::Completer::start(
+            self.pool.clone(),
+            completer::DEFAULT_MAX_BATCH,
+            completer::DEFAULT_MAX_IN_FLIGHT,
+        );
         let claimant =
             Claimant { worker_id: &self.config.worker_id, route: self.config.route, replica_id: Some(self.config.replica_id) };
         while !shutdown.is_cancelled() {
@@ -88,7 +94,13 @@ impl Worker {
             let full = claimed.len() == free;
             for task in claimed {
                 let permit = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
-                let runner = attempt::Attempt::new(task, self.pool.clone(), self.registry.clone(), abort.clone());
+                let runner = attempt::Attempt::new(
+                    task,
+                    self.pool.clone(),
+                    self.registry.clone(),
+                    abort.clone(),
+                    completer.clone(),
+                );
                 attempts.spawn(async move {
                     runner.run().await;
                     drop(permit);

@@ -1,0 +1,112 @@
+//! Group commit of successful completions. Attempts that finish at about the same time
+//! hand their results to one completer, which settles them with one fenced statement
+//! (`store::complete_many`) instead of one transaction and round trip each; every
+//! attempt still awaits and learns its own outcome (settled, lease lost, task gone).
+//!
+//! Batching is natural, not timed: the first completion goes out at once, and whatever
+//! arrives while a flush is in flight rides the next one. So an idle worker adds no
+//! latency, and a busy one commits in batches as large as its completion rate makes
+//! them. At most `max_in_flight` flushes run at once (each on its own pooled
+//! connection); a failed batch falls back to settling its completions one by one, so a
+//! single bad row cannot fail its neighbours.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use uuid::Uuid;
+
+use crate::store::complete_many::{self, Completion};
+use crate::store::lease::{self, LeaseError, Success};
+
+/// Largest batch one flush settles.
+pub const DEFAULT_MAX_BATCH: usize = 256;
+/// Flushes running at once.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 2;
+
+struct Request {
+    completion: Completion,
+    reply: oneshot::Sender<Result<(), LeaseError>>,
+}
+
+/// A handle on a running completer; cloning shares it. The completer stops once every
+/// handle is dropped and its queue is empty.
+#[derive(Clone)]
+pub struct Completer {
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+impl Completer {
+    /// Starts a completer on `pool`.
+    pub fn start(pool: deadpool_postgres::Pool, max_batch: usize, max_in_flight: usize) -> Completer {
+        let (requests, queue) = mpsc::unbounded_channel();
+        tokio::spawn(run(pool, queue, max_batch.max(1), Arc::new(Semaphore::new(max_in_flight.max(1)))));
+        Completer { requests }
+    }
+
+    /// Settles one attempt as succeeded, fenced on its lease; resolves once the batch
+    /// carrying it has committed. Same answers as [`lease::complete`].
+    pub async fn complete(&self, id: Uuid, lease_token: Uuid, success: Success) -> Result<(), LeaseError> {
+        let (reply, answer) = oneshot::channel();
+        let request = Request { completion: Completion { id, lease_token, success }, reply };
+        if self.requests.send(request).is_err() {
+            // The completer is gone (runtime shutting down): leave the lease to expire.
+            return Err(LeaseError::Lost);
+        }
+        answer.await.unwrap_or(Err(LeaseError::Lost))
+    }
+}
+
+async fn run(
+    pool: deadpool_postgres::Pool,
+    mut queue: mpsc::UnboundedReceiver<Request>,
+    max_batch: usize,
+    in_flight: Arc<Semaphore>,
+) {
+    let mut batch = Vec::with_capacity(max_batch);
+    while queue.recv_many(&mut batch, max_batch).await > 0 {
+        let permit = in_flight.clone().acquire_owned().await.expect("the semaphore is never closed");
+        // While we waited for a free flush, more may have arrived: take them along.
+        while batch.len() < max_batch {
+            match queue.try_recv() {
+                Ok(request) => batch.push(request),
+                Err(_) => break,
+            }
+        }
+        let flushing = std::mem::replace(&mut batch, Vec::with_capacity(max_batch));
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            flush(&pool, flushing).await;
+            drop(permit);
+        });
+    }
+}
+
+async fn flush(pool: &deadpool_postgres::Pool, mut batch: Vec<Request>) {
+    batch.sort_unstable_by_key(|r| r.completion.id);
+    let client = match pool.get().await {
+        Ok(client) => client,
+        Err(error) => {
+            // Without a connection the leases expire and the rescuer retries the tasks.
+            tracing::warn!(%error, tasks = batch.len(), "completer: no connection");
+            for request in batch {
+                let _ = request.reply.send(Err(LeaseError::Lost));
+            }
+            return;
+        }
+    };
+    let (completions, replies): (Vec<Completion>, Vec<_>) = batch.into_iter().map(|r| (r.completion, r.reply)).unzip();
+    match complete_many::complete_many(&client, &completions).await {
+        Ok(answers) => {
+            for (reply, answer) in replies.into_iter().zip(answers) {
+                let _ = reply.send(answer);
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, tasks = completions.len(), "batched completion failed; settling one by one");
+            for (c, reply) in completions.iter().zip(replies) {
+                let answer = lease::complete(crate::store::client(&client), c.id, c.lease_token, &c.success).await;
+                let _ = reply.send(answer);
+            }
+        }
+    }
+}
