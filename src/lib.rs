@@ -1,7 +1,7 @@
 //! tasklane: a durable task platform on PostgreSQL. See DESIGN.md for the contract.
 //!
 //! Dependencies point one way: [`task`] (pure domain) <- [`store`] (all SQL) <-
-//! [`worker`], [`maintenance`] <- the binary.
+//! [`worker`], [`maintenance`] <- the binary. [`load`] measures all of it from outside.
 
 pub mod task;
 pub mod devdb;
@@ -11,3 +11,4 @@ pub mod maintenance;
 pub mod client;
 pub mod config;
 pub mod server;
+pub mod load;

@@ -22,6 +22,9 @@ use crate::task::Route;
 pub use handler::{Handler, HandlerError, Registry, Stop, TaskContext};
 pub use wake::Wakeup;
 
+/// Longest a claim loop with a backlog waits for half a batch of free slots.
+const CLAIM_COOLDOWN: Duration = Duration::from_millis(2);
+
 /// How one claim loop behaves.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -72,15 +75,31 @@ impl Worker {
         );
         let claimant =
             Claimant { worker_id: &self.config.worker_id, route: self.config.route, replica_id: Some(self.config.replica_id) };
+        // Whether the last claim came back full: there is a backlog to keep up with.
+        let mut backlog = false;
         while !shutdown.is_cancelled() {
             // Reap finished attempts so the set does not grow.
             while attempts.try_join_next().is_some() {}
-            let free = slots.available_permits().min(self.config.claim_batch);
-            if free == 0 {
+            if slots.available_permits() == 0 {
                 tokio::select! {
                     permit = slots.clone().acquire_owned() => drop(permit),
                     _ = shutdown.cancelled() => break,
                 }
+            }
+            // With a backlog, claim a useful share of a batch rather than one task per
+            // freed slot: short tasks free their slots in bursts (group commit), and a
+            // claim round trip per task would cap throughput at the round-trip rate.
+            // The cooldown bounds the wait when slots free one by one (long tasks).
+            let want = (self.config.claim_batch.min(self.config.concurrency) + 1) / 2;
+            if backlog && slots.available_permits() < want {
+                tokio::select! {
+                    permits = slots.clone().acquire_many_owned(want as u32) => drop(permits),
+                    _ = tokio::time::sleep(CLAIM_COOLDOWN) => {}
+                    _ = shutdown.cancelled() => break,
+                }
+            }
+            let free = slots.available_permits().min(self.config.claim_batch);
+            if free == 0 {
                 continue;
             }
             wakeups.borrow_and_update();
@@ -92,6 +111,7 @@ impl Worker {
                 }
             };
             let full = claimed.len() == free;
+            backlog = full;
             for task in claimed {
                 let permit = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
                 let runner = attempt::Attempt::new(

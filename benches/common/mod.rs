@@ -1,0 +1,129 @@
+//! What every benchmark shares: a private PostgreSQL, a fresh migrated database per
+//! measurement, the `tasklane` binary built by this very `cargo bench`, the machine
+//! description printed with each result, and where results are written.
+//!
+//! A benchmark never touches a test's database or a shared server: it starts its own
+//! throwaway cluster (`tasklane::devdb`, fsync off) unless `BENCH_DATABASE_URL` names a
+//! server to create its databases on.
+
+#![allow(dead_code)] // each bench binary uses a different part
+
+pub mod pgbench;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use tasklane::devdb::{self, Server};
+use tasklane::load::fleet::{self, FleetSpec};
+
+/// A server to benchmark on, plus the files a fleet needs.
+pub struct Bench {
+    pub server: Server,
+    pub bin: PathBuf,
+    pub task_types: PathBuf,
+    next: std::cell::Cell<u32>,
+}
+
+impl Bench {
+    pub async fn start() -> anyhow::Result<Bench> {
+        let url = std::env::var("BENCH_DATABASE_URL").ok();
+        let server = devdb::resolve_server(url.as_deref()).await?;
+        let bin = PathBuf::from(env!("CARGO_BIN_EXE_tasklane"));
+        let task_types = fleet::write_task_types(&std::env::temp_dir())?;
+        Ok(Bench { server, bin, task_types, next: std::cell::Cell::new(0) })
+    }
+
+    /// A new, empty, migrated database; the caller drops it with [`Bench::drop_db`].
+    pub async fn fresh_db(&self) -> anyhow::Result<(String, String)> {
+        let n = self.next.get();
+        self.next.set(n + 1);
+        let name = format!("tasklane_bench_{}_{n}", std::process::id());
+        let admin = connect(self.server.url()).await?;
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await?;
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).await?;
+        let url = devdb::url_with_database(self.server.url(), &name);
+        tasklane::store::migrate::run(&url).await?;
+        Ok((name, url))
+    }
+
+    pub async fn drop_db(&self, name: &str) -> anyhow::Result<()> {
+        devdb::drop_database(self.server.url(), name).await
+    }
+
+    pub fn fleet(&self, url: &str, replicas: usize, serve_args: &[String]) -> FleetSpec {
+        FleetSpec {
+            bin: self.bin.clone(),
+            database_url: url.to_owned(),
+            task_types: self.task_types.clone(),
+            replicas,
+            serve_args: serve_args.to_vec(),
+        }
+    }
+
+    /// `SHOW`s of the server settings that matter for these figures.
+    pub async fn settings(&self) -> anyhow::Result<String> {
+        let client = connect(self.server.url()).await?;
+        let mut out = Vec::new();
+        for name in ["server_version", "fsync", "synchronous_commit", "full_page_writes", "shared_buffers", "max_connections"] {
+            let row = client.query_one(&format!("SHOW {name}"), &[]).await?;
+            out.push(format!("{name}={}", row.get::<_, String>(0)));
+        }
+        Ok(out.join(" "))
+    }
+
+    pub async fn stop(self) {
+        let _ = std::fs::remove_file(&self.task_types);
+        self.server.stop().await;
+    }
+}
+
+/// A plain connection with its driver spawned.
+pub async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.context("connect")?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+/// How many times each figure is measured (`BENCH_RUNS`, default 3).
+pub fn runs() -> usize {
+    std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3)
+}
+
+/// Flags every benchmark replica is started with (`BENCH_SERVE_ARGS`, whitespace
+/// separated), after the defaults of `tasklane serve`.
+pub fn serve_args() -> Vec<String> {
+    let args = std::env::var("BENCH_SERVE_ARGS").unwrap_or_else(|_| DEFAULT_SERVE_ARGS.into());
+    args.split_whitespace().map(str::to_owned).collect()
+}
+
+/// The benchmark replica: as shipped, except the worker pool sized for noop tasks.
+pub const DEFAULT_SERVE_ARGS: &str = "";
+
+/// One line describing the machine and its load, for the results.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| s.lines().next().map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0)))
+        .unwrap_or(0);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    format!(
+        "{cores} cores ({cpu}), {:.1} GiB RAM, load average {}",
+        mem as f64 / 1024.0 / 1024.0,
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    )
+}
+
+/// Writes `value` as pretty JSON to `target/bench-results/<name>.json` and says where.
+pub fn write_json(name: &str, value: &serde_json::Value) -> anyhow::Result<()> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(value)?)?;
+    println!("json: {}", path.display());
+    Ok(())
+}

@@ -1,0 +1,92 @@
+//! Drain: 50,000 queued `noop` tasks worked off by 1, 2 and 3 `tasklane serve`
+//! replicas, each figure beside the raw-SQL baseline (pgbench claim-one/complete-one
+//! and claim-50/complete-50 on a bare table) measured in the same run, and checked:
+//! every task must end succeeded with exactly its queued/running/succeeded events.
+//!
+//! `cargo bench --bench drain` (env: `BENCH_RUNS`, `BENCH_TASKS`, `BENCH_MAX_REPLICAS`,
+//! `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`; see benches/RESULTS.md).
+
+mod common;
+
+use tasklane::load::drain;
+use tasklane::load::fleet::Fleet;
+use tasklane::load::stats::Repeated;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let bench = common::Bench::start().await?;
+    let runs = common::runs();
+    let tasks: i64 = std::env::var("BENCH_TASKS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
+    let serve_args = common::serve_args();
+    let max_replicas: usize = std::env::var("BENCH_MAX_REPLICAS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    println!("machine: {}", common::machine());
+    println!("postgres: {}", bench.settings().await?);
+    println!("replica flags: {:?}", serve_args);
+
+    let mut one = Vec::new();
+    let mut fifty = Vec::new();
+    let mut drains: Vec<Vec<f64>> = vec![Vec::new(); max_replicas];
+    let mut details = Vec::new();
+    for run in 1..=runs {
+        let (name, url) = bench.fresh_db().await?;
+        let b1 = common::pgbench::run(&url, "claim_one", 300_000, 4, 8).await?;
+        let b50 = common::pgbench::run(&url, "claim_50", 1_500_000, 4, 8).await?;
+        bench.drop_db(&name).await?;
+        println!("run {run}: pgbench claim-one {:.0} jobs/s, claim-50 {:.0} jobs/s", b1.jobs_per_second, b50.jobs_per_second);
+        one.push(b1.jobs_per_second);
+        fifty.push(b50.jobs_per_second);
+        for replicas in 1..=max_replicas {
+            let (name, url) = bench.fresh_db().await?;
+            let mut client = common::connect(&url).await?;
+            let fleet = Fleet::start(&bench.fleet(&url, replicas, &serve_args), &client).await?;
+            let drained = drain::drain(&mut client, &fleet, "drain", tasks).await?;
+            fleet.stop();
+            bench.drop_db(&name).await?;
+            anyhow::ensure!(drained.broken == 0, "{} tasks were not worked exactly once", drained.broken);
+            println!(
+                "run {run}: {replicas} replica(s) {:.0} tasks/s ({} tasks in {:.2} s, {:.0}% of claim-50), peak RSS {:?} MiB",
+                drained.tasks_per_second,
+                drained.tasks,
+                drained.seconds,
+                100.0 * drained.tasks_per_second / b50.jobs_per_second,
+                drained.memory.iter().map(|m| m.peak_rss_mib.round()).collect::<Vec<_>>()
+            );
+            drains[replicas - 1].push(drained.tasks_per_second);
+            details.push(serde_json::json!({"run": run, "baseline_claim_50": b50.jobs_per_second, "drain": drained}));
+        }
+    }
+    let one = Repeated::of(one, true);
+    let fifty = Repeated::of(fifty, true);
+    println!();
+    println!("| figure | best | spread | ratio to claim-50 (same run's best) |");
+    println!("|---|---|---|---|");
+    println!("| pgbench claim-one/complete-one | {:.0} jobs/s | {:.0}% | {:.2} |", one.best, one.spread() * 100.0, one.best / fifty.best);
+    println!("| pgbench claim-50/complete-50 | {:.0} jobs/s | {:.0}% | 1.00 |", fifty.best, fifty.spread() * 100.0);
+    let mut summary = Vec::new();
+    for (i, runs) in drains.into_iter().enumerate() {
+        let r = Repeated::of(runs, true);
+        println!(
+            "| drain, {} replica(s) | {:.0} tasks/s | {:.0}% | {:.2} |",
+            i + 1,
+            r.best,
+            r.spread() * 100.0,
+            r.best / fifty.best
+        );
+        summary.push(serde_json::json!({"replicas": i + 1, "tasks_per_second": r}));
+    }
+    common::write_json(
+        "drain",
+        &serde_json::json!({
+            "machine": common::machine(),
+            "postgres": bench.settings().await?,
+            "tasks": tasks,
+            "serve_args": serve_args,
+            "pgbench_claim_one": one,
+            "pgbench_claim_50": fifty,
+            "drain": summary,
+            "runs": details,
+        }),
+    )?;
+    bench.stop().await;
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! Bulk work for benchmarks: queue many tasks in one statement, add finished history,
+//! wait for a fleet to work a backlog off, and check that it was worked correctly
+//! (every task succeeded with exactly its three events).
+//!
+//! Times come from the database clock (`now()`, `finished_at`), so they are the same
+//! clock the engine writes with and include every commit.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use tokio_postgres::Client;
+
+use super::fleet::{Fleet, Memory};
+use crate::store::WAKEUP_CHANNEL;
+
+/// What one drain measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Drained {
+    pub replicas: usize,
+    pub tasks: i64,
+    /// From the commit of the enqueue to the last task's `finished_at`.
+    pub seconds: f64,
+    pub tasks_per_second: f64,
+    /// Tasks whose state or events were not exactly queued, running, succeeded.
+    pub broken: i64,
+    /// Memory of each replica after the drain (peak = VmHWM).
+    pub memory: Vec<Memory>,
+}
+
+/// Queues `count` tasks of `task_type` for `app` in one statement (see
+/// `sql/load_enqueue.sql`), inside the caller's transaction when given one.
+pub async fn enqueue<C: tokio_postgres::GenericClient + Sync>(
+    client: &C,
+    app: &str,
+    task_type: &str,
+    count: i64,
+    input: &serde_json::Value,
+) -> anyhow::Result<()> {
+    let prefix = format!("{}-", uuid::Uuid::now_v7());
+    client
+        .execute(
+            include_str!("../../sql/load_enqueue.sql"),
+            &[&task_type, &count, &app, &prefix, input, &3i32, &30i32, &300i32],
+        )
+        .await
+        .context("enqueue tasks")?;
+    Ok(())
+}
+
+/// Adds `count` finished tasks with their events, in chunks of 100,000, then VACUUM
+/// ANALYZE so the planner and visibility map see the table as a deployment would.
+pub async fn add_history(client: &Client, app: &str, count: i64) -> anyhow::Result<()> {
+    let mut left = count;
+    while left > 0 {
+        let chunk = left.min(100_000);
+        let prefix = format!("{}-", uuid::Uuid::now_v7());
+        client
+            .execute(include_str!("../../sql/load_history.sql"), &[&chunk, &app, &prefix])
+            .await
+            .context("add history")?;
+        left -= chunk;
+    }
+    client.batch_execute("VACUUM ANALYZE tasklane.tasks; VACUUM ANALYZE tasklane.task_events").await?;
+    Ok(())
+}
+
+/// Tasks of `app` and how many of them are not exactly queued → running → succeeded.
+pub async fn verify(client: &Client, app: &str) -> anyhow::Result<(i64, i64)> {
+    let row = client.query_one(include_str!("../../sql/load_verify.sql"), &[&app]).await?;
+    Ok((row.get("tasks"), row.get("broken")))
+}
+
+/// Progress of `app`'s tasks: (finished, failed, total, last finished_at).
+pub async fn progress(client: &Client, app: &str) -> anyhow::Result<(i64, i64, i64, Option<DateTime<Utc>>)> {
+    let row = client.query_one(include_str!("../../sql/load_progress.sql"), &[&app]).await?;
+    Ok((row.get("finished"), row.get("failed"), row.get("total"), row.get("last_finished_at")))
+}
+
+/// Whether `app` still has unfinished tasks (see `sql/load_pending.sql`).
+pub async fn pending(client: &Client, app: &str) -> anyhow::Result<bool> {
+    Ok(client.query_one(include_str!("../../sql/load_pending.sql"), &[&app]).await?.get(0))
+}
+
+/// Queues `count` noop tasks for `app` in one transaction that also wakes the fleet
+/// (NOTIFY), waits until all have finished, and checks them. `fleet` is already idle.
+pub async fn drain(client: &mut Client, fleet: &Fleet, app: &str, count: i64) -> anyhow::Result<Drained> {
+    let tx = client.transaction().await?;
+    enqueue(&tx, app, "noop", count, &serde_json::json!({})).await?;
+    // Statistics as autovacuum would have them within a minute (it counts our own
+    // uncommitted rows): planned against an "empty" table, the claim sorts the whole
+    // backlog instead of walking its index (~90 ms per claim at 50,000 queued).
+    tx.batch_execute("ANALYZE tasklane.tasks").await?;
+    tx.execute("SELECT pg_notify($1, '')", &[&WAKEUP_CHANNEL]).await?;
+    tx.commit().await?;
+    let start: DateTime<Utc> = client.query_one("SELECT clock_timestamp()", &[]).await?.get(0);
+    let deadline = Instant::now() + Duration::from_secs(600);
+    // Poll cheaply and not too often: the poller shares the cores with the fleet, and
+    // the end time comes from finished_at, not from when the poll noticed.
+    while pending(client, app).await? {
+        anyhow::ensure!(Instant::now() < deadline, "drain did not finish within 600 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, _, _, last) = progress(client, app).await?;
+    let last = last.context("finished tasks have finished_at")?;
+    let seconds = (last - start).num_microseconds().unwrap_or(0) as f64 / 1e6;
+    let (tasks, broken) = verify(client, app).await?;
+    Ok(Drained {
+        replicas: fleet.pids().len(),
+        tasks,
+        seconds,
+        tasks_per_second: tasks as f64 / seconds.max(1e-6),
+        broken,
+        memory: fleet.memory(),
+    })
+}
