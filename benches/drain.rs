@@ -44,12 +44,14 @@ async fn main() -> anyhow::Result<()> {
             bench.drop_db(&name).await?;
             anyhow::ensure!(drained.broken == 0, "{} tasks were not worked exactly once", drained.broken);
             println!(
-                "run {run}: {replicas} replica(s) {:.0} tasks/s ({} tasks in {:.2} s, {:.0}% of claim-50), peak RSS {:?} MiB",
+                "run {run}: {replicas} replica(s) {:.0} tasks/s ({} tasks in {:.2} s, {:.0}% of claim-50), peak RSS {:?} MiB, cpu ms/task replica {:.3} postgres {:.3}",
                 drained.tasks_per_second,
                 drained.tasks,
                 drained.seconds,
                 100.0 * drained.tasks_per_second / b50.jobs_per_second,
-                drained.memory.iter().map(|m| m.peak_rss_mib.round()).collect::<Vec<_>>()
+                drained.memory.iter().map(|m| m.peak_rss_mib.round()).collect::<Vec<_>>(),
+                drained.replica_cpu_ms_per_task,
+                drained.postgres_cpu_ms_per_task,
             );
             drains[replicas - 1].push(drained.tasks_per_second);
             details.push(serde_json::json!({"run": run, "baseline_claim_50": b50.jobs_per_second, "drain": drained}));

@@ -20,7 +20,10 @@ WITH input AS (
         error_code = NULL, error_message = NULL, snapshot = NULL,
         event_seq = t.event_seq + 1
     FROM input i
-    WHERE t.id = i.id AND t.lease_token = i.lease_token AND t.state IN ('running', 'cancelling')
+    -- `t.id = ANY($1)` lets the planner fetch exactly the batch by primary key; joined
+    -- to unnest alone it may hash-join over every running task instead.
+    WHERE t.id = ANY($1::uuid[])
+      AND t.id = i.id AND t.lease_token = i.lease_token AND t.state IN ('running', 'cancelling')
     RETURNING t.id, i.lease_token, t.event_seq, t.attempt, t.finished_at
 ), event AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data, at)

@@ -43,6 +43,11 @@ impl Bench {
         admin.batch_execute(&format!("CREATE DATABASE {name}")).await?;
         let url = devdb::url_with_database(self.server.url(), &name);
         tasklane::store::migrate::run(&url).await?;
+        // What-if experiments only (never for published figures): e.g. drop an index to
+        // see what it costs.
+        if let Ok(sql) = std::env::var("BENCH_EXPERIMENT_SQL") {
+            connect(&url).await?.batch_execute(&sql).await?;
+        }
         Ok((name, url))
     }
 

@@ -26,6 +26,10 @@ pub struct Drained {
     pub broken: i64,
     /// Memory of each replica after the drain (peak = VmHWM).
     pub memory: Vec<Memory>,
+    /// CPU seconds per 1,000 tasks spent in the replica processes and in the database
+    /// backends of this database (where the cores went; only on the same machine).
+    pub replica_cpu_ms_per_task: f64,
+    pub postgres_cpu_ms_per_task: f64,
 }
 
 /// Queues `count` tasks of `task_type` for `app` in one statement (see
@@ -85,6 +89,8 @@ pub async fn pending(client: &Client, app: &str) -> anyhow::Result<bool> {
 /// Queues `count` noop tasks for `app` in one transaction that also wakes the fleet
 /// (NOTIFY), waits until all have finished, and checks them. `fleet` is already idle.
 pub async fn drain(client: &mut Client, fleet: &Fleet, app: &str, count: i64) -> anyhow::Result<Drained> {
+    let replica_cpu_before: f64 = fleet.cpu_seconds().iter().sum();
+    let backends_before = backend_cpu_seconds(client).await?;
     let tx = client.transaction().await?;
     enqueue(&tx, app, "noop", count, &serde_json::json!({})).await?;
     // Statistics as autovacuum would have them within a minute (it counts our own
@@ -103,6 +109,8 @@ pub async fn drain(client: &mut Client, fleet: &Fleet, app: &str, count: i64) ->
     }
     let (_, _, _, last) = progress(client, app).await?;
     let last = last.context("finished tasks have finished_at")?;
+    let replica_cpu = fleet.cpu_seconds().iter().sum::<f64>() - replica_cpu_before;
+    let backend_cpu = backend_cpu_seconds(client).await? - backends_before;
     let seconds = (last - start).num_microseconds().unwrap_or(0) as f64 / 1e6;
     let (tasks, broken) = verify(client, app).await?;
     Ok(Drained {
@@ -112,5 +120,15 @@ pub async fn drain(client: &mut Client, fleet: &Fleet, app: &str, count: i64) ->
         tasks_per_second: tasks as f64 / seconds.max(1e-6),
         broken,
         memory: fleet.memory(),
+        replica_cpu_ms_per_task: replica_cpu * 1000.0 / tasks.max(1) as f64,
+        postgres_cpu_ms_per_task: backend_cpu * 1000.0 / tasks.max(1) as f64,
     })
+}
+
+/// CPU seconds used by the other backends connected to this database (the fleet's).
+async fn backend_cpu_seconds(client: &Client) -> anyhow::Result<f64> {
+    let rows = client
+        .query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
+        .await?;
+    Ok(rows.iter().filter_map(|row| super::fleet::cpu_seconds(row.get::<_, i32>(0) as u32)).sum())
 }

@@ -74,6 +74,11 @@ impl Fleet {
         self.pids().into_iter().map(|pid| memory(pid).unwrap_or_default()).collect()
     }
 
+    /// CPU seconds each replica has used so far.
+    pub fn cpu_seconds(&self) -> Vec<f64> {
+        self.pids().into_iter().map(|pid| cpu_seconds(pid).unwrap_or(0.0)).collect()
+    }
+
     /// SIGTERM to every replica, then waits for each (they finish or hand back work).
     pub fn stop(mut self) {
         self.stop_all();
@@ -127,6 +132,19 @@ pub fn memory(pid: u32) -> Option<Memory> {
     };
     Some(Memory { rss_mib: field("VmRSS:")?, peak_rss_mib: field("VmHWM:")? })
 }
+
+/// CPU time (user + system) process `pid` has used, in seconds; `None` if unknown.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; the fields after it are space separated.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / CLOCK_TICKS_PER_SECOND)
+}
+
+/// `sysconf(_SC_CLK_TCK)`: 100 on every Linux this runs on.
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 
 /// Writes the task types the load generator uses (`noop`, `sleep`) to `dir` and
 /// returns the file's path.
