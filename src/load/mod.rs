@@ -10,3 +10,4 @@
 pub mod drain;
 pub mod fleet;
 pub mod stats;
+pub mod submit;
