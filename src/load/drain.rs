@@ -65,7 +65,8 @@ pub async fn add_history(client: &Client, app: &str, count: i64) -> anyhow::Resu
             .context("add history")?;
         left -= chunk;
     }
-    client.batch_execute("VACUUM ANALYZE tasklane.tasks; VACUUM ANALYZE tasklane.task_events").await?;
+    client.batch_execute("VACUUM ANALYZE tasklane.tasks").await?;
+    client.batch_execute("VACUUM ANALYZE tasklane.task_events").await?;
     Ok(())
 }
 
