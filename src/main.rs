@@ -20,6 +20,9 @@ enum Command {
         #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
         database_url: String,
     },
+    /// Generate load: start (or target) replicas, submit tasks, report throughput,
+    /// latencies, errors and memory (see `tasklane load --help`).
+    Load(tasklane::load::LoadConfig),
     /// Serve with demo task types, on a private throwaway database when none is reachable.
     Dev(ServeConfig),
 }
@@ -36,6 +39,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(config) => serve(config.resolve_env()).await,
         Command::Migrate { database_url } => tasklane::store::migrate::run(&database_url).await,
         Command::Dev(config) => dev(config.resolve_env()).await,
+        Command::Load(config) => tasklane::load::run(config).await.map(drop),
     }
 }
 

@@ -9,5 +9,10 @@
 
 pub mod drain;
 pub mod fleet;
+pub mod http_submit;
+pub mod report;
+pub mod run;
 pub mod stats;
 pub mod submit;
+
+pub use run::{run, LoadConfig};
