@@ -20,6 +20,16 @@ pub struct FleetSpec {
     pub replicas: usize,
     /// Extra `serve` flags (`--concurrency 256`, ...), given to every replica.
     pub serve_args: Vec<String>,
+    /// When set, replicas also serve the HTTP API, replica n on 127.0.0.1:(port + n).
+    pub http_base_port: Option<u16>,
+}
+
+impl FleetSpec {
+    /// Base URLs of the replicas' HTTP APIs (empty without `http_base_port`).
+    pub fn http_urls(&self) -> Vec<String> {
+        let Some(port) = self.http_base_port else { return Vec::new() };
+        (0..self.replicas).map(|n| format!("http://127.0.0.1:{}", port as usize + n)).collect()
+    }
 }
 
 /// Memory of one process, from `/proc/<pid>/status`.
@@ -108,13 +118,15 @@ impl Drop for Fleet {
 
 fn spawn(spec: &FleetSpec, n: usize) -> anyhow::Result<Child> {
     let mut command = Command::new(&spec.bin);
+    let roles = if spec.http_base_port.is_some() { "api,worker,maintenance" } else { "worker,maintenance" };
     command
         .arg("serve")
         .args(["--database-url", &spec.database_url])
-        .args(["--roles", "worker,maintenance", "--no-migrate"])
+        .args(["--roles", roles, "--no-migrate"])
         .arg("--task-types")
         .arg(&spec.task_types)
         .args(["--replica-name", &format!("load-{n}-{}", std::process::id())])
+        .args(spec.http_base_port.map(|p| format!("--listen=127.0.0.1:{}", p as usize + n)))
         .args(&spec.serve_args)
         .env("TASKLANE_LOG", std::env::var("TASKLANE_LOG").unwrap_or_else(|_| "warn".into()))
         .stdin(Stdio::null())

@@ -57,9 +57,13 @@ pub struct LoadConfig {
     /// `sql` (the Rust API, one transaction per submit) or `http` (`POST /v1/tasks`).
     #[arg(long, default_value = "sql")]
     pub submit: String,
-    /// Replica base URLs for `--submit http`, comma separated.
+    /// Replica base URLs for `--submit http`, comma separated; by default the started
+    /// replicas' (see `--http-base-port`).
     #[arg(long, value_delimiter = ',')]
     pub http_url: Vec<String>,
+    /// With `--submit http`, started replicas serve the API on 127.0.0.1:(port + n).
+    #[arg(long, default_value_t = 18080)]
+    pub http_base_port: u16,
     /// API token with the `submit` permission for `--submit http`.
     #[arg(long, env = "TASKLANE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -89,26 +93,28 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
     }
     let pool = crate::server::pool(&config.database_url, config.clients + 4)?;
     let shutdown = CancellationToken::new();
-    let path = submit_path(&config, &pool, &shutdown)?;
     let types_file = fleet::write_task_types(&std::env::temp_dir())?;
     let reader = pool.get().await.context("connect")?;
+    let spec = FleetSpec {
+        bin: match &config.bin {
+            Some(bin) => bin.clone(),
+            None => std::env::current_exe()?,
+        },
+        database_url: config.database_url.clone(),
+        task_types: types_file.clone(),
+        replicas: config.replicas,
+        serve_args: config.serve_args.clone(),
+        http_base_port: (config.submit == "http").then_some(config.http_base_port),
+    };
     let fleet = match config.replicas {
         0 => None,
-        replicas => {
-            let bin = match &config.bin {
-                Some(bin) => bin.clone(),
-                None => std::env::current_exe()?,
-            };
-            let spec = FleetSpec {
-                bin,
-                database_url: config.database_url.clone(),
-                task_types: types_file.clone(),
-                replicas,
-                serve_args: config.serve_args.clone(),
-            };
-            Some(Fleet::start(&spec, &reader).await?)
-        }
+        _ => Some(Fleet::start(&spec, &reader).await?),
     };
+    let mut config = config;
+    if config.http_url.is_empty() {
+        config.http_url = spec.http_urls();
+    }
+    let path = submit_path(&config, &pool, &shutdown)?;
     let idle_memory = fleet.as_ref().map(Fleet::memory).unwrap_or_default();
     let run_id = uuid::Uuid::now_v7().simple().to_string();
     let input = match config.task_type.as_str() {
