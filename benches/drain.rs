@@ -25,16 +25,22 @@ async fn main() -> anyhow::Result<()> {
 
     let mut one = Vec::new();
     let mut fifty = Vec::new();
+    let mut own_sql = Vec::new();
     let mut drains: Vec<Vec<f64>> = vec![Vec::new(); max_replicas];
     let mut details = Vec::new();
     for run in 1..=runs {
         let (name, url) = bench.fresh_db().await?;
         let b1 = common::pgbench::run(&url, "claim_one", 300_000, 4, 8).await?;
         let b50 = common::pgbench::run(&url, "claim_50", 1_500_000, 4, 8).await?;
+        let own = common::pgbench::tasklane_sql(&url, 400_000, 4, 8).await?;
         bench.drop_db(&name).await?;
-        println!("run {run}: pgbench claim-one {:.0} jobs/s, claim-50 {:.0} jobs/s", b1.jobs_per_second, b50.jobs_per_second);
+        println!(
+            "run {run}: pgbench claim-one {:.0} jobs/s, claim-50 {:.0} jobs/s, tasklane SQL x100 {:.0} tasks/s",
+            b1.jobs_per_second, b50.jobs_per_second, own.jobs_per_second
+        );
         one.push(b1.jobs_per_second);
         fifty.push(b50.jobs_per_second);
+        own_sql.push(own.jobs_per_second);
         for replicas in 1..=max_replicas {
             let (name, url) = bench.fresh_db().await?;
             let mut client = common::connect(&url).await?;
@@ -59,11 +65,18 @@ async fn main() -> anyhow::Result<()> {
     }
     let one = Repeated::of(one, true);
     let fifty = Repeated::of(fifty, true);
+    let own_sql = Repeated::of(own_sql, true);
     println!();
     println!("| figure | best | spread | ratio to claim-50 (same run's best) |");
     println!("|---|---|---|---|");
     println!("| pgbench claim-one/complete-one | {:.0} jobs/s | {:.0}% | {:.2} |", one.best, one.spread() * 100.0, one.best / fifty.best);
     println!("| pgbench claim-50/complete-50 | {:.0} jobs/s | {:.0}% | 1.00 |", fifty.best, fifty.spread() * 100.0);
+    println!(
+        "| pgbench tasklane's own claim/settle SQL, x100 | {:.0} tasks/s | {:.0}% | {:.2} |",
+        own_sql.best,
+        own_sql.spread() * 100.0,
+        own_sql.best / fifty.best
+    );
     let mut summary = Vec::new();
     for (i, runs) in drains.into_iter().enumerate() {
         let r = Repeated::of(runs, true);
@@ -85,6 +98,7 @@ async fn main() -> anyhow::Result<()> {
             "serve_args": serve_args,
             "pgbench_claim_one": one,
             "pgbench_claim_50": fifty,
+            "pgbench_tasklane_sql_100": own_sql,
             "drain": summary,
             "runs": details,
         }),

@@ -39,6 +39,30 @@ pub async fn run(url: &str, script: &'static str, rows: i64, clients: u32, secon
     client.batch_execute(&std::fs::read_to_string(dir.join("setup.sql"))?).await?;
     client.execute("INSERT INTO bare_jobs (payload) SELECT '{}' FROM generate_series(1, $1::bigint)", &[&rows]).await?;
     client.batch_execute("VACUUM ANALYZE bare_jobs").await?;
+    let done = "SELECT count(*) FROM bare_jobs WHERE state = 'done'";
+    pgbench(url, script, rows, clients, seconds, &client, done).await
+}
+
+/// tasklane's own claim and settle statements under pgbench (`tasklane_100.sql`) on a
+/// migrated database at `url` holding `rows` queued `noop` tasks.
+pub async fn tasklane_sql(url: &str, rows: i64, clients: u32, seconds: u32) -> anyhow::Result<Baseline> {
+    let client = super::connect(url).await?;
+    tasklane::load::drain::enqueue(&client, "pgbench", "noop", rows, &serde_json::json!({})).await?;
+    client.batch_execute("VACUUM ANALYZE tasklane.tasks").await?;
+    let done = "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'";
+    pgbench(url, "tasklane_100", rows, clients, seconds, &client, done).await
+}
+
+async fn pgbench(
+    url: &str,
+    script: &'static str,
+    rows: i64,
+    clients: u32,
+    seconds: u32,
+    client: &tokio_postgres::Client,
+    done: &str,
+) -> anyhow::Result<Baseline> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/pgbench");
     let url = url.to_owned();
     let path = dir.join(format!("{script}.sql"));
     let output = tokio::task::spawn_blocking(move || {
@@ -52,7 +76,7 @@ pub async fn run(url: &str, script: &'static str, rows: i64, clients: u32, secon
     .await?
     .context("run pgbench")?;
     anyhow::ensure!(output.status.success(), "pgbench failed: {}", String::from_utf8_lossy(&output.stderr));
-    let done: i64 = client.query_one("SELECT count(*) FROM bare_jobs WHERE state = 'done'", &[]).await?.get(0);
+    let done: i64 = client.query_one(done, &[]).await?.get(0);
     anyhow::ensure!(done < rows, "pgbench ran out of queued rows: load more than {rows}");
     Ok(Baseline { script, clients, seconds, jobs_per_second: done as f64 / seconds as f64 })
 }
