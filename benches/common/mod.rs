@@ -102,10 +102,11 @@ pub fn serve_args() -> Vec<String> {
     args.split_whitespace().map(str::to_owned).collect()
 }
 
-/// The benchmark replica: as shipped, except sized for a backlog of instant tasks (the
+/// The benchmark replica: as shipped, except sized for a backlog of instant tasks. The
 /// shipped 16 slots suit long inference calls; with no-op tasks they cap a replica at
-/// about one claim round trip per 16 tasks).
-pub const DEFAULT_SERVE_ARGS: &str = "--concurrency 256 --claim-batch 100";
+/// one claim round trip per 16 tasks. Two claim loops keep a claim in flight while the
+/// other's batch runs and settles.
+pub const DEFAULT_SERVE_ARGS: &str = "--claimers 2 --concurrency 512 --claim-batch 100";
 
 /// One line describing the machine and its load, for the results.
 pub fn machine() -> String {
