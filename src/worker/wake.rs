@@ -51,7 +51,13 @@ impl Wakeup {
             }
             requests.borrow_and_update();
             if let Ok(client) = pool.get().await {
-                if let Err(error) = client.execute("SELECT pg_notify($1, '')", &[&WAKEUP_CHANNEL]).await {
+                // Prepared once per connection: a wake-up costs one round trip, which
+                // other replicas' pickup latency waits on.
+                let notified = match client.prepare_cached("SELECT pg_notify($1, '')").await {
+                    Ok(statement) => client.execute(&statement, &[&WAKEUP_CHANNEL]).await,
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = notified {
                     tracing::warn!(%error, "notify other replicas");
                 }
             }
