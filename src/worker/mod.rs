@@ -153,6 +153,6 @@ impl Worker {
         limit: i64,
     ) -> anyhow::Result<Vec<crate::store::ClaimedTask>> {
         let client = self.pool.get().await?;
-        Ok(claim::claim(crate::store::client(&client), claimant, task_types, limit).await?)
+        Ok(claim::claim_pooled(&client, claimant, task_types, limit).await?)
     }
 }
