@@ -186,3 +186,4 @@ impl TestDb {
         client
     }
 }
+pub mod process;
