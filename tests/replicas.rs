@@ -177,3 +177,43 @@ async fn kill_9_loses_nothing_once_the_lease_expires() {
     .await;
     assert_eq!(rescued, 2, "both tasks were rescued from the dead replica");
 }
+
+/// With polling effectively off, a NOTIFY after commit is what wakes the idle replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_wakes_an_idle_replica_on_another_process() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let types = TypesFile::new(TYPES);
+    let _idle = WorkerProcess::start("idle", &db.url, &types.path, &["--poll-interval-ms", "600000"]);
+    until_count(&c, "SELECT count(*) FROM tasklane.replicas WHERE name = 'idle'", 1, Duration::from_secs(20)).await;
+    // The replica's first claim (at start) found nothing; give its listener a moment by
+    // waiting for its LISTEN to be registered in pg_stat_activity.
+    until_count(
+        &c,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+        1,
+        Duration::from_secs(20),
+    )
+    .await;
+    submit_many(&db, "summarize", 1, serde_json::json!({})).await;
+    c.execute("SELECT pg_notify('tasklane_wakeup', '')", &[]).await.unwrap();
+    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'", 1, Duration::from_secs(10)).await;
+}
+
+/// Behind a pooler in transaction mode there is no LISTEN: polling alone keeps work flowing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_flows_without_listen() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let types = TypesFile::new(TYPES);
+    let args = ["--listen-notify", "false", "--poll-interval-ms", "100"];
+    let _replica = WorkerProcess::start("polling", &db.url, &types.path, &args);
+    submit_many(&db, "summarize", 20, serde_json::json!({})).await;
+    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'", 20, Duration::from_secs(20)).await;
+    let listeners = count(
+        &c,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+    )
+    .await;
+    assert_eq!(listeners, 0);
+}
