@@ -29,9 +29,10 @@ CREATE INDEX tasks_prunable ON tasklane.tasks ((greatest(released_at, finished_a
     WHERE released_at IS NOT NULL AND finished_at IS NOT NULL
       AND state IN ('succeeded', 'failed', 'cancelled');
 
--- Reconciliation: distinct (scope, source) pairs with unreleased tasks, in byte order.
+-- Reconciliation: distinct (scope, source) pairs with unreleased tasks, in byte order,
+-- a missing source as '' (sql/api/list_unreleased_sources.sql pages by row comparison).
 CREATE INDEX tasks_unreleased ON tasklane.tasks
-    (app, scope_id COLLATE "C", source_id COLLATE "C")
+    (app, (scope_id COLLATE "C"), (coalesce(source_id, '') COLLATE "C"))
     WHERE released_at IS NULL;
 "#;
 
