@@ -44,6 +44,8 @@ impl Pruner {
         if pruned > 0 {
             tracing::info!(pruned, "pruned released tasks past their retention");
         }
+        // Hook for admission: prune one bounded batch of rate history older than 24 h
+        // here too, and report full if either batch was.
         Ok(pruned as i64 >= self.batch)
     }
 }
