@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::client::Tasklane;
 use crate::config::{Role, ServeConfig};
 use crate::maintenance::deadlines::DeadlineSweeper;
+use crate::maintenance::pruner::Pruner;
 use crate::maintenance::registry::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
 use crate::task::task_type::TaskTypesFile;
@@ -91,6 +92,13 @@ impl Replica {
             let deadlines =
                 DeadlineSweeper { pool: pool.clone(), interval: Duration::from_millis(config.deadline_interval_ms) };
             services.spawn(deadlines.run(shutdown.clone()));
+            let pruner = Pruner {
+                pool: pool.clone(),
+                interval: Duration::from_millis(config.prune_interval_ms),
+                batch: config.prune_batch,
+                retention: Duration::from_secs(config.retention_seconds),
+            };
+            services.spawn(pruner.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {
             for n in 0..config.claimers.max(1) {
