@@ -20,13 +20,21 @@ use uuid::Uuid;
 /// runner drops it (recording that too).
 struct Hang {
     started: Arc<tokio::sync::Notify>,
-    dropped: Arc<AtomicUsize>,
+    dropped: Arc<Dropped>,
 }
 
-struct DropFlag(Arc<AtomicUsize>);
+/// Counts handler futures dropped, and wakes whoever waits for one.
+#[derive(Default)]
+struct Dropped {
+    count: AtomicUsize,
+    notify: tokio::sync::Notify,
+}
+
+struct DropFlag(Arc<Dropped>);
 impl Drop for DropFlag {
     fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        self.0.count.fetch_add(1, Ordering::SeqCst);
+        self.0.notify.notify_one();
     }
 }
 
@@ -101,7 +109,7 @@ async fn the_attempt_timeout_aborts_the_handler() {
     let db = common::test_db().await;
     let c = db.client().await;
     let started = Arc::new(tokio::sync::Notify::new());
-    let dropped = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(Dropped::default());
     let hang = Arc::new(Hang { started: started.clone(), dropped: dropped.clone() });
     let task_type = custom_type(30, 1);
     let worker = start(&db, hang, &task_type);
@@ -109,7 +117,7 @@ async fn the_attempt_timeout_aborts_the_handler() {
     started.notified().await;
     let done = settled(&c, task.id).await;
     assert_eq!((done.state, done.error_code.as_deref()), (TaskState::WaitingForRetry, Some("attempt_timeout")));
-    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the handler future was dropped");
+    assert_eq!(dropped.count.load(Ordering::SeqCst), 1, "the handler future was dropped");
     worker.stop().await;
 }
 
@@ -118,7 +126,7 @@ async fn a_cancel_seen_at_a_heartbeat_stops_the_handler() {
     let db = common::test_db().await;
     let c = db.client().await;
     let started = Arc::new(tokio::sync::Notify::new());
-    let dropped = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(Dropped::default());
     let task_type = custom_type(3, 60);
     let worker = start(&db, Arc::new(Hang { started: started.clone(), dropped }), &task_type);
     let task = submit_as(&c, "cancel-me", &task_type).await;
@@ -140,19 +148,17 @@ async fn a_deleted_task_stops_its_handler_and_is_not_recreated() {
     let db = common::test_db().await;
     let c = db.client().await;
     let started = Arc::new(tokio::sync::Notify::new());
-    let dropped = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(Dropped::default());
     let task_type = custom_type(3, 60);
     let worker = start(&db, Arc::new(Hang { started: started.clone(), dropped: dropped.clone() }), &task_type);
     let task = submit_as(&c, "delete-me", &task_type).await;
     started.notified().await;
     c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&task.id]).await.unwrap();
-    for _ in 0..200 {
-        if dropped.load(Ordering::SeqCst) == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the handler was stopped at its heartbeat");
+    // The next heartbeat (lease/3 = 1 s) finds the task gone and drops the handler.
+    tokio::time::timeout(Duration::from_secs(10), dropped.notify.notified())
+        .await
+        .expect("the handler was stopped at its heartbeat");
+    assert_eq!(dropped.count.load(Ordering::SeqCst), 1);
     let count: i64 = c.query_one("SELECT count(*) FROM tasklane.tasks", &[]).await.unwrap().get(0);
     assert_eq!(count, 0);
     worker.stop().await;
