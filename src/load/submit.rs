@@ -49,6 +49,7 @@ pub fn code(error: &SubmitRefused) -> String {
         SubmitRefused::UnknownTaskType(_) => "unknown_task_type",
         SubmitRefused::Invalid(_) => "validation_failed",
         SubmitRefused::Submit(SubmitError::IdempotencyConflict) => "idempotency_conflict",
+        SubmitRefused::Submit(SubmitError::ScopeDeleted) => "scope_deleted",
         SubmitRefused::Submit(SubmitError::Raced) => "raced",
         SubmitRefused::Submit(SubmitError::Db(_)) => "database_error",
         SubmitRefused::Pool(_) => "pool_exhausted",
