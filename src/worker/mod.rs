@@ -90,7 +90,7 @@ impl Worker {
             // freed slot: short tasks free their slots in bursts (group commit), and a
             // claim round trip per task would cap throughput at the round-trip rate.
             // The cooldown bounds the wait when slots free one by one (long tasks).
-            let want = (self.config.claim_batch.min(self.config.concurrency) + 1) / 2;
+            let want = self.config.claim_batch.min(self.config.concurrency).div_ceil(2);
             if backlog && slots.available_permits() < want {
                 tokio::select! {
                     permits = slots.clone().acquire_many_owned(want as u32) => drop(permits),
