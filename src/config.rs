@@ -22,6 +22,7 @@
 //! | `TASKLANE_REPLICA_TTL_SECONDS` | 15 |
 //! | `TASKLANE_SHUTDOWN_GRACE_SECONDS` | 10 |
 //! | `TASKLANE_MAX_INPUT_BYTES` | 1048576 |
+//! | `TASKLANE_MAX_BODY_BYTES` | max input bytes + 65536 |
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -108,6 +109,11 @@ pub struct ServeConfig {
     /// The largest task input accepted, in bytes.
     #[arg(long, env = "TASKLANE_MAX_INPUT_BYTES", default_value_t = crate::task::bounds::DEFAULT_INPUT_BYTES)]
     pub max_input_bytes: usize,
+
+    /// The largest HTTP request body on any route, in bytes (413 beyond); defaults to
+    /// the input bound plus 64 KiB for the rest of a submit body.
+    #[arg(long, env = "TASKLANE_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
 }
 
 /// What a replica does.
@@ -141,6 +147,11 @@ impl ServeConfig {
             let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
             format!("{}-{}", host.trim(), std::process::id())
         })
+    }
+
+    /// The HTTP body limit in force.
+    pub fn body_limit(&self) -> usize {
+        self.max_body_bytes.unwrap_or(self.max_input_bytes + 64 * 1024)
     }
 
     pub fn poll_interval(&self) -> Duration {

@@ -11,3 +11,4 @@ pub mod maintenance;
 pub mod client;
 pub mod config;
 pub mod server;
+pub mod http;

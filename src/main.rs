@@ -1,7 +1,8 @@
 //! The `tasklane` binary: parse the command line, start tracing, run the command.
 
 use clap::{Parser, Subcommand};
-use tasklane::config::ServeConfig;
+use tasklane::config::{Role, ServeConfig};
+use tasklane::http::HttpServer;
 use tasklane::server::{self, Replica};
 
 #[derive(Parser)]
@@ -20,8 +21,36 @@ enum Command {
         #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
         database_url: String,
     },
+    /// Create or revoke API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Serve with demo task types, on a private throwaway database when none is reachable.
     Dev(ServeConfig),
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create a token and print it (alone, on the last line of stdout).
+    Create {
+        #[arg(long)]
+        app: String,
+        /// Bind the token to one scope (redacted view of that scope only).
+        #[arg(long)]
+        scope: Option<String>,
+        /// Permissions: submit, read, cancel, release, delete, work, admin.
+        #[arg(long, value_delimiter = ',', required = true)]
+        perm: Vec<String>,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+        database_url: String,
+    },
+    /// Revoke a token by its id: it stops working at once on every replica.
+    Revoke {
+        id: uuid::Uuid,
+        #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+        database_url: String,
+    },
 }
 
 #[tokio::main]
@@ -36,13 +65,45 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(config) => serve(config.resolve_env()).await,
         Command::Migrate { database_url } => tasklane::store::migrate::run(&database_url).await,
         Command::Dev(config) => dev(config.resolve_env()).await,
+        Command::Token(command) => token(command).await,
     }
+}
+
+async fn token(command: TokenCommand) -> anyhow::Result<()> {
+    use tasklane::http::tokens;
+    match command {
+        TokenCommand::Create { app, scope, perm, name, database_url } => {
+            let spec = tokens::TokenSpec { app, scope_id: scope, permissions: perm, name };
+            let created = tokens::create(&database_url_of(database_url), &spec).await?;
+            println!("token id: {}", created.id);
+            println!("{}", created.secret);
+        }
+        TokenCommand::Revoke { id, database_url } => {
+            tokens::revoke(&database_url_of(database_url), id).await?;
+            println!("revoked {id}");
+        }
+    }
+    Ok(())
+}
+
+/// `TASKLANE_DATABASE_URL` wins over `DATABASE_URL`, as for `serve`.
+fn database_url_of(url: String) -> String {
+    std::env::var("TASKLANE_DATABASE_URL").ok().filter(|u| !u.is_empty()).unwrap_or(url)
 }
 
 async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let replica = Replica::start(&config, Default::default()).await?;
+    let http = match config.has(Role::Api) {
+        true => Some(
+            HttpServer::start(&config.listen, &config.database_url, replica.tasklane.clone(), config.body_limit()).await?,
+        ),
+        false => None,
+    };
     server::terminated().await;
     tracing::info!("shutting down");
+    if let Some(http) = http {
+        http.shutdown(std::time::Duration::from_secs(config.shutdown_grace_seconds)).await;
+    }
     replica.stop().await;
     Ok(())
 }

@@ -36,20 +36,34 @@ pub struct Claimant<'a> {
     pub replica_id: Option<Uuid>,
 }
 
-/// Claims up to `limit` tasks of `task_types` for `claimant`.
+/// Claims up to `limit` tasks of `task_types` for `claimant`, of any owner.
 pub async fn claim<C: GenericClient + Sync>(
     client: &C,
     claimant: &Claimant<'_>,
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
+    claim_owned(client, claimant, None, task_types, limit).await
+}
+
+/// Claims like [`claim`], only tasks of `owner` (a remote worker's token): another
+/// app's tasks are never handed to it.
+pub async fn claim_owned<C: GenericClient + Sync>(
+    client: &C,
+    claimant: &Claimant<'_>,
+    owner: Option<&super::query::Owner>,
+    task_types: &[String],
+    limit: i64,
+) -> Result<Vec<ClaimedTask>, DbError> {
+    let app = owner.map(|o| o.app.as_str());
+    let scope = owner.and_then(|o| o.scope_id.as_deref());
     let sql = match claimant.route {
         Route::Local => include_str!("../../sql/claim_local.sql"),
         Route::External => include_str!("../../sql/claim_external.sql"),
     };
     let statement = client.prepare(sql).await?;
     let rows = client
-        .query(&statement, &[&task_types, &claimant.worker_id, &limit, &claimant.replica_id])
+        .query(&statement, &[&task_types, &claimant.worker_id, &limit, &claimant.replica_id, &app, &scope])
         .await?;
     rows.iter().map(from_row).collect()
 }
