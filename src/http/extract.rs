@@ -48,8 +48,10 @@ fn classify(error: serde_json::Error, path: &str) -> ApiError {
         Category::Data => {
             let text = message.split(" at line ").next().unwrap_or(&message).to_owned();
             if let Some(rest) = text.strip_prefix("unknown field `") {
+                // The path already ends at the unknown key.
                 let field = rest.split('`').next().unwrap_or_default();
-                return ApiError::UnknownField(join(path, field));
+                let named = if path.is_empty() || path == "." { field.to_owned() } else { path.to_owned() };
+                return ApiError::UnknownField(named);
             }
             if let Some(rest) = text.strip_prefix("missing field `") {
                 let field = rest.split('`').next().unwrap_or_default();
