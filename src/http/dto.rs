@@ -16,14 +16,19 @@ use crate::task::{Privacy, RestartPolicy, SubmitRequest};
 #[serde(deny_unknown_fields)]
 pub struct SubmitBody {
     /// A registered task type.
+    #[schema(min_length = 1, max_length = 200)]
     pub task_type: String,
     /// 1..200 bytes.
+    #[schema(min_length = 1, max_length = 200)]
     pub scope_id: String,
     /// The idempotency key, 1..200 bytes.
+    #[schema(min_length = 1, max_length = 200)]
     pub effect_key: String,
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
     pub source_id: Option<String>,
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
     pub usage_subject: Option<String>,
     /// Any JSON value, bounded in size by the deployment.
     #[schema(value_type = Object)]

@@ -10,8 +10,10 @@ use uuid::Uuid;
 #[serde(deny_unknown_fields)]
 pub struct ClaimBody {
     /// The worker's own name, 1..200 bytes (recorded on the task).
+    #[schema(min_length = 1, max_length = 200)]
     pub worker_id: String,
     /// Registered task types to take, 1..100 of them.
+    #[schema(min_items = 1, max_items = 100)]
     pub task_types: Vec<String>,
     /// `local` or `external`: a `local_only` task never goes to an external worker.
     #[schema(pattern = "^(local|external)$")]
@@ -53,6 +55,7 @@ pub struct ClaimAnswer {
 pub struct WorkerEvent {
     /// `task.output` or `task.progress`.
     #[serde(rename = "type")]
+    #[schema(pattern = "^task\\.(output|progress)$")]
     pub kind: String,
     /// At most 64 KiB.
     #[serde(default)]
@@ -70,6 +73,7 @@ pub struct HeartbeatBody {
     pub progress: Option<i32>,
     /// `loading` or `running`.
     #[serde(default)]
+    #[schema(pattern = "^(loading|running)$")]
     pub phase: Option<String>,
     /// A resume snapshot, at most 1 MiB.
     #[serde(default)]
@@ -77,6 +81,7 @@ pub struct HeartbeatBody {
     pub snapshot: Option<serde_json::Value>,
     /// At most 100.
     #[serde(default)]
+    #[schema(max_items = 100)]
     pub events: Option<Vec<WorkerEvent>>,
 }
 
@@ -123,6 +128,7 @@ pub struct CompleteBody {
 pub struct FailBody {
     pub lease_token: Uuid,
     /// 1..64 bytes.
+    #[schema(min_length = 1, max_length = 64)]
     pub code: String,
     /// Cut to 1 KiB.
     pub message: String,

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Schema-driven fuzzing of the HTTP API: starts `tasklane serve` on a fresh database,
+# creates a token with every application permission, and runs schemathesis over
+# /openapi.json, failing on any 5xx (`not_a_server_error`). Bounded: FUZZ_EXAMPLES
+# examples per operation (default 25), so a run takes a few minutes at most.
+#
+# Needs a reachable PostgreSQL (DATABASE_URL, default the local server) and psql.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SERVER_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+EXAMPLES="${FUZZ_EXAMPLES:-25}"
+PORT="${FUZZ_PORT:-18431}"
+DB="tasklane_fuzz_$$"
+DB_URL="${SERVER_URL%/*}/$DB"
+WORK="$(mktemp -d)"
+
+if ! command -v schemathesis >/dev/null 2>&1; then
+    python3 -m pip install --quiet 'schemathesis>=4,<5'
+fi
+cargo build --locked --quiet --bin tasklane
+
+cleanup() {
+    if [[ -n "${SERVE_PID:-}" ]]; then kill "$SERVE_PID" 2>/dev/null || true; wait "$SERVE_PID" 2>/dev/null || true; fi
+    psql "$SERVER_URL" -q -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+psql "$SERVER_URL" -q -c "CREATE DATABASE $DB" >/dev/null
+cat > "$WORK/types.toml" <<'TOML'
+[[task_type]]
+name = "noop"
+executor = "noop"
+
+[[task_type]]
+name = "sleep"
+executor = "sleep"
+
+[[task_type]]
+name = "remote"
+executor = "remote"
+TOML
+
+DATABASE_URL="$DB_URL" TASKLANE_LOG=warn ./target/debug/tasklane serve \
+    --listen "127.0.0.1:$PORT" --task-types "$WORK/types.toml" 2>"$WORK/serve.log" &
+SERVE_PID=$!
+for _ in $(seq 1 200); do
+    if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi
+    sleep 0.1
+done
+curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null
+
+TOKEN="$(DATABASE_URL="$DB_URL" ./target/debug/tasklane token create --app fuzz \
+    --perm submit,read,cancel,release,delete,work --name fuzz | tail -n 1)"
+
+status=0
+schemathesis run "http://127.0.0.1:$PORT/openapi.json" \
+    --checks not_a_server_error \
+    --max-examples "$EXAMPLES" \
+    --header "Authorization: Bearer $TOKEN" \
+    --request-timeout 70 \
+    --no-color || status=$?
+
+if grep -q "ERROR\|panicked" "$WORK/serve.log"; then
+    echo "--- server errors during the fuzz run:"
+    grep "ERROR\|panicked" "$WORK/serve.log" | head -50
+    status=1
+fi
+exit $status
