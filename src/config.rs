@@ -23,6 +23,7 @@
 //! | `TASKLANE_SHUTDOWN_GRACE_SECONDS` | 10 |
 //! | `TASKLANE_MAX_INPUT_BYTES` | 1048576 |
 //! | `TASKLANE_MAX_BODY_BYTES` | max input bytes + 65536 |
+//! | `TASKLANE_READINESS_DRAIN_MS` | 1000 |
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -114,6 +115,11 @@ pub struct ServeConfig {
     /// the input bound plus 64 KiB for the rest of a submit body.
     #[arg(long, env = "TASKLANE_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+
+    /// On SIGTERM, how long `/readyz` answers 503 while requests are still served, so
+    /// load balancers stop routing here before the listener closes, in ms.
+    #[arg(long, env = "TASKLANE_READINESS_DRAIN_MS", default_value_t = 1000)]
+    pub readiness_drain_ms: u64,
 }
 
 /// What a replica does.

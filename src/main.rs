@@ -102,7 +102,8 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     server::terminated().await;
     tracing::info!("shutting down");
     if let Some(http) = http {
-        http.shutdown(std::time::Duration::from_secs(config.shutdown_grace_seconds)).await;
+        let drain = std::time::Duration::from_millis(config.readiness_drain_ms);
+        http.shutdown(drain, std::time::Duration::from_secs(config.shutdown_grace_seconds)).await;
     }
     replica.stop().await;
     Ok(())

@@ -235,7 +235,8 @@ async fn stale_leases_are_refused_and_deleted_tasks_are_gone() {
 #[tokio::test]
 async fn sigterm_ends_streams_and_long_polls_then_exits() {
     let db = common::test_db().await;
-    let mut serve = Serve::start(&db.url, Options::default()).await;
+    let env = vec![("TASKLANE_READINESS_DRAIN_MS", "700".to_owned())];
+    let mut serve = Serve::start(&db.url, Options { env, ..Default::default() }).await;
     let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
     // local_only: the external long poll below never takes it.
     let submitted = api.submit("remote", "s", "k1", json!({"privacy": "local_only"})).await;
@@ -252,6 +253,13 @@ async fn sigterm_ends_streams_and_long_polls_then_exits() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
     serve.terminate();
+    // Readiness turns 503 first, while requests are still answered.
+    let mut readiness = 200;
+    while readiness == 200 && started.elapsed() < Duration::from_secs(5) {
+        readiness = api.get("/readyz").await.status;
+    }
+    assert_eq!(readiness, 503);
+    assert_eq!(api.get("/healthz").await.status, 200);
     let text = tokio::time::timeout(Duration::from_secs(10), stream).await.expect("stream ended").unwrap();
     assert_eq!(parse_sse(&text).len(), 1);
     let polled = tokio::time::timeout(Duration::from_secs(10), poll).await.expect("long poll ended").unwrap();

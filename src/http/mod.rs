@@ -136,10 +136,11 @@ impl HttpServer {
         Ok(HttpServer { state, server, listener_stop, local_addr })
     }
 
-    /// Readiness false, then waits and streams end and in-flight requests finish,
-    /// within `grace`.
-    pub async fn shutdown(self, grace: Duration) {
+    /// Readiness false for `drain` while still serving, then waits and streams end,
+    /// the listener closes and in-flight requests finish, within `grace`.
+    pub async fn shutdown(self, drain: Duration, grace: Duration) {
         self.state.ready.store(false, Ordering::SeqCst);
+        tokio::time::sleep(drain).await;
         self.state.stopping.cancel();
         match tokio::time::timeout(grace, self.server).await {
             Ok(Ok(Ok(()))) => tracing::info!("HTTP drained"),
