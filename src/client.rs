@@ -68,5 +68,9 @@ impl Tasklane {
 /// Submits a prepared task inside the caller's transaction (which must be one: the owner
 /// lock lasts until it ends). Workers find it at their next poll or wake-up.
 pub async fn submit_in<C: GenericClient + Sync>(tx: &C, task: &NewTask) -> Result<Submitted, SubmitError> {
-    submit::submit(tx, task, || async { Ok::<(), SubmitError>(()) }).await
+    submit::submit(tx, task, || async {
+        crate::store::lifecycle::check_fence(tx, &task.app, &task.scope_id).await?;
+        Ok::<(), SubmitError>(())
+    })
+    .await
 }

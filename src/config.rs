@@ -19,6 +19,9 @@
 //! | `TASKLANE_NOTIFY_DEBOUNCE_MS` | 5 |
 //! | `TASKLANE_RESCUE_INTERVAL_MS` | 1000 |
 //! | `TASKLANE_DEADLINE_INTERVAL_MS` | 1000 |
+//! | `TASKLANE_PRUNE_INTERVAL_MS` | 10000 |
+//! | `TASKLANE_PRUNE_BATCH` | 100 |
+//! | `TASKLANE_RETENTION_SECONDS` | 86400 |
 //! | `TASKLANE_REPLICA_TTL_SECONDS` | 15 |
 //! | `TASKLANE_SHUTDOWN_GRACE_SECONDS` | 10 |
 //! | `TASKLANE_MAX_INPUT_BYTES` | 1048576 |
@@ -98,6 +101,19 @@ pub struct ServeConfig {
     /// How often queue deadlines are swept, in ms.
     #[arg(long, env = "TASKLANE_DEADLINE_INTERVAL_MS", default_value_t = 1000)]
     pub deadline_interval_ms: u64,
+
+    /// How often the pruning sweep looks for released tasks past their retention, in ms
+    /// (it runs again at once while passes come back full).
+    #[arg(long, env = "TASKLANE_PRUNE_INTERVAL_MS", default_value_t = 10_000)]
+    pub prune_interval_ms: u64,
+
+    /// Most tasks one pruning pass deletes (1..=10000).
+    #[arg(long, env = "TASKLANE_PRUNE_BATCH", default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..=10_000))]
+    pub prune_batch: i64,
+
+    /// How long a terminal task is kept after both its release and its finish, in seconds.
+    #[arg(long, env = "TASKLANE_RETENTION_SECONDS", default_value_t = 86_400)]
+    pub retention_seconds: u64,
 
     /// A replica is presumed dead this long after its last registry heartbeat.
     #[arg(long, env = "TASKLANE_REPLICA_TTL_SECONDS", default_value_t = 15)]

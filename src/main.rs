@@ -109,8 +109,12 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `dev` uses `DATABASE_URL` / `TASKLANE_DATABASE_URL` only when one is set and answers;
+/// otherwise (the flag's default included) a private throwaway cluster, so trying
+/// tasklane never writes into a server the user did not name.
 async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
-    let database = tasklane::devdb::resolve_server(Some(&config.database_url)).await?;
+    let named = std::env::var("TASKLANE_DATABASE_URL").or_else(|_| std::env::var("DATABASE_URL")).ok();
+    let database = tasklane::devdb::resolve_server(named.as_deref()).await?;
     config.database_url = database.url().to_owned();
     if config.task_types.is_none() {
         let path = std::env::temp_dir().join(format!("tasklane-dev-types-{}.toml", std::process::id()));

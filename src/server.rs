@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::client::Tasklane;
 use crate::config::{Role, ServeConfig};
 use crate::maintenance::deadlines::DeadlineSweeper;
+use crate::maintenance::pruner::Pruner;
 use crate::maintenance::registry::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
 use crate::task::task_type::TaskTypesFile;
@@ -47,6 +48,10 @@ pub struct Replica {
     pub id: Uuid,
     pub tasklane: Tasklane,
     pub cold_start: bool,
+    /// Stops claiming; workers then drain and hand back.
+    stop_work: CancellationToken,
+    workers: JoinSet<()>,
+    /// Stops everything else, once the workers are done.
     shutdown: CancellationToken,
     services: JoinSet<()>,
 }
@@ -62,7 +67,9 @@ impl Replica {
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
         let shutdown = CancellationToken::new();
+        let stop_work = CancellationToken::new();
         let mut services = JoinSet::new();
+        let mut workers = JoinSet::new();
         let ttl = Duration::from_secs(config.replica_ttl_seconds);
         let registry_service = ReplicaRegistry { pool: pool.clone(), id, name: config.replica_name(), ttl };
         let cold_start = registry_service.register().await?;
@@ -85,6 +92,13 @@ impl Replica {
             let deadlines =
                 DeadlineSweeper { pool: pool.clone(), interval: Duration::from_millis(config.deadline_interval_ms) };
             services.spawn(deadlines.run(shutdown.clone()));
+            let pruner = Pruner {
+                pool: pool.clone(),
+                interval: Duration::from_millis(config.prune_interval_ms),
+                batch: config.prune_batch,
+                retention: Duration::from_secs(config.retention_seconds),
+            };
+            services.spawn(pruner.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {
             for n in 0..config.claimers.max(1) {
@@ -98,12 +112,12 @@ impl Replica {
                     shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
                 };
                 let worker = Worker::new(worker_config, pool.clone(), registry.clone(), wakeup.clone());
-                services.spawn(worker.run(shutdown.clone()));
+                workers.spawn(worker.run(stop_work.clone()));
             }
         }
         let tasklane = Tasklane { pool, registry, wakeup, max_input_bytes: config.max_input_bytes };
         tracing::info!(replica = %id, cold_start, "replica started");
-        Ok(Replica { id, tasklane, cold_start, shutdown, services })
+        Ok(Replica { id, tasklane, cold_start, stop_work, workers, shutdown, services })
     }
 
     /// The token that stops the services; the HTTP server watches it too.
@@ -111,8 +125,12 @@ impl Replica {
         self.shutdown.clone()
     }
 
-    /// Stops every service in order and closes the pool.
+    /// Stops in order: claim loops first (they finish or hand back their attempts), then
+    /// the other services (the registry row goes last, so no replica starting meanwhile
+    /// mistakes this one's running tasks for a cold start's), then the pool.
     pub async fn stop(mut self) {
+        self.stop_work.cancel();
+        while self.workers.join_next().await.is_some() {}
         self.shutdown.cancel();
         while self.services.join_next().await.is_some() {}
         self.tasklane.pool.close();

@@ -2,6 +2,7 @@
 //! running it at once (row locks with SKIP LOCKED, or an advisory lock).
 
 pub mod deadlines;
+pub mod pruner;
 pub mod registry;
 pub mod rescuer;
 

@@ -5,7 +5,9 @@
 pub mod claim;
 pub mod events;
 pub mod lease;
+pub mod lifecycle;
 pub mod migrate;
+pub mod prune;
 pub mod query;
 pub mod recover;
 pub mod replicas;

@@ -35,6 +35,10 @@ pub enum SubmitError {
     /// between); the caller may simply submit again.
     #[error("a concurrent change to this identity interfered; submit again")]
     Raced,
+    /// The scope's owner was deleted with a fence (410 `scope_deleted`); see
+    /// `store::lifecycle`.
+    #[error("the scope was deleted and is fenced")]
+    ScopeDeleted,
     #[error(transparent)]
     Db(#[from] DbError),
 }

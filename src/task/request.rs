@@ -160,7 +160,8 @@ mod tests {
 
     #[test]
     fn refuses_out_of_bound_fields_by_name() {
-        let cases: Vec<(&str, Box<dyn Fn(&mut SubmitRequest)>)> = vec![
+        type Edit = Box<dyn Fn(&mut SubmitRequest)>;
+        let cases: Vec<(&str, Edit)> = vec![
             ("scope_id", Box::new(|r| r.scope_id = "x".repeat(201))),
             ("effect_key", Box::new(|r| r.effect_key.clear())),
             ("source_id", Box::new(|r| r.source_id = Some(String::new()))),

@@ -102,6 +102,8 @@ impl Attempt {
         let tx = client.transaction().await?;
         let lost = Lost::HandedBack { ids: &[self.task.id], lease_tokens: &[self.task.lease_token] };
         recover::recover(&tx, &lost, 1).await?;
+        // Other replicas hear of it at commit instead of at their next poll.
+        tx.execute("SELECT pg_notify($1, '')", &[&crate::store::WAKEUP_CHANNEL]).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -50,7 +50,16 @@ pub async fn try_submit(
     c: &Client,
     r: &SubmitRequest,
 ) -> Result<tasklane::store::Submitted, tasklane::store::SubmitError> {
-    let task = r.resolve(APP, &task_type(), 1 << 20).expect("valid request");
+    try_submit_as(c, r, &task_type()).await
+}
+
+/// Submits with the defaults (lease, timeout, ...) of `task_type`.
+pub async fn try_submit_as(
+    c: &Client,
+    r: &SubmitRequest,
+    task_type: &TaskType,
+) -> Result<tasklane::store::Submitted, tasklane::store::SubmitError> {
+    let task = r.resolve(APP, task_type, 1 << 20).expect("valid request");
     c.batch_execute("BEGIN").await.unwrap();
     let result = tasklane::client::submit_in(c, &task).await;
     c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" }).await.unwrap();

@@ -25,7 +25,7 @@ use tasklane::devdb::{self, Server};
 const TEST_DB_PREFIX: &str = "tasklane_test";
 /// Directories (relative to the crate root) whose contents define the schema; a
 /// change to any file there yields a new template name, hence a fresh template.
-const SCHEMA_INPUTS: &[&str] = &["migrations"];
+const SCHEMA_INPUTS: &[&str] = &["migrations", "sql/api"];
 /// Connections in a [`TestDb`]'s pool; concurrency tests can build a larger one
 /// with [`pool`].
 const DEFAULT_POOL_SIZE: usize = 16;
@@ -187,3 +187,4 @@ impl TestDb {
         client
     }
 }
+pub mod process;

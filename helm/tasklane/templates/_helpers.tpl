@@ -1,0 +1,264 @@
+{{/* Chart name. */}}
+{{- define "tasklane.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: release-chart, unless the release name already holds the chart name. */}}
+{{- define "tasklane.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Chart label value. */}}
+{{- define "tasklane.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Standard labels. */}}
+{{- define "tasklane.labels" -}}
+helm.sh/chart: {{ include "tasklane.chart" . }}
+{{ include "tasklane.selectorLabels" . }}
+app.kubernetes.io/version: {{ (.Values.image.tag | default .Chart.AppVersion) | toString | trunc 63 | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tasklane
+{{- end }}
+
+{{/* Selector labels (add app.kubernetes.io/component per workload). */}}
+{{- define "tasklane.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tasklane.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* ServiceAccount name. */}}
+{{- define "tasklane.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "tasklane.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Image reference. */}}
+{{- define "tasklane.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
+{{- end }}
+
+{{/* Secret holding the database URL. */}}
+{{- define "tasklane.databaseSecretName" -}}
+{{- if .Values.database.existingSecret }}
+{{- .Values.database.existingSecret }}
+{{- else }}
+{{- printf "%s-database" (include "tasklane.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* Fails the render on values tasklane would reject at start. */}}
+{{- define "tasklane.validate" -}}
+{{- if and (not .Values.database.existingSecret) (not .Values.database.url) }}
+{{- fail "set database.existingSecret (a Secret holding the database URL) or database.url" }}
+{{- end }}
+{{- if not .Values.database.secretKey }}
+{{- fail "database.secretKey must not be empty" }}
+{{- end }}
+{{- range $name, $config := dict "config" .Values.config "workers.config" (mergeOverwrite (deepCopy .Values.config) .Values.workers.config) }}
+{{- $batch := int $config.claimBatch }}
+{{- if or (lt $batch 1) (gt $batch 100) }}
+{{- fail (printf "%s.claimBatch must be within 1..100, not %v" $name $config.claimBatch) }}
+{{- end }}
+{{- if not (has (toString $config.route) (list "local" "external")) }}
+{{- fail (printf "%s.route must be local or external, not %v" $name $config.route) }}
+{{- end }}
+{{- end }}
+{{- if hasKey .Values.workers.config "roles" }}
+{{- fail "workers.config.roles is not used: set workers.roles" }}
+{{- end }}
+{{- end }}
+
+{{/*
+Environment of a tasklane container: exactly one TASKLANE_* variable per field of
+ServeConfig (src/config.rs), plus DATABASE_URL and TASKLANE_LOG.
+Takes a dict: root (the chart context), config (the merged config values), roles.
+*/}}
+{{- define "tasklane.env" -}}
+{{- $root := .root }}
+{{- $c := .config -}}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "tasklane.databaseSecretName" $root }}
+      key: {{ $root.Values.database.secretKey }}
+- name: TASKLANE_LISTEN
+  value: {{ printf "0.0.0.0:%v" $root.Values.containerPort | quote }}
+{{- if $root.Values.taskTypes }}
+- name: TASKLANE_TASK_TYPES
+  value: /etc/tasklane/task-types.toml
+{{- end }}
+- name: TASKLANE_ROLES
+  value: {{ .roles | quote }}
+- name: TASKLANE_NO_MIGRATE
+  value: {{ (not $root.Values.migrate.onStart) | toString | quote }}
+- name: TASKLANE_REPLICA_NAME
+{{- if $c.replicaName }}
+  value: {{ $c.replicaName | quote }}
+{{- else }}
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- end }}
+- name: TASKLANE_POOL_SIZE
+  value: {{ $c.poolSize | int64 | toString | quote }}
+- name: TASKLANE_CLAIMERS
+  value: {{ $c.claimers | int64 | toString | quote }}
+- name: TASKLANE_CONCURRENCY
+  value: {{ $c.concurrency | int64 | toString | quote }}
+- name: TASKLANE_CLAIM_BATCH
+  value: {{ $c.claimBatch | int64 | toString | quote }}
+- name: TASKLANE_ROUTE
+  value: {{ $c.route | toString | quote }}
+- name: TASKLANE_POLL_INTERVAL_MS
+  value: {{ $c.pollIntervalMs | int64 | toString | quote }}
+- name: TASKLANE_LISTEN_NOTIFY
+  value: {{ $c.listenNotify | toString | quote }}
+- name: TASKLANE_NOTIFY_DEBOUNCE_MS
+  value: {{ $c.notifyDebounceMs | int64 | toString | quote }}
+- name: TASKLANE_RESCUE_INTERVAL_MS
+  value: {{ $c.rescueIntervalMs | int64 | toString | quote }}
+- name: TASKLANE_DEADLINE_INTERVAL_MS
+  value: {{ $c.deadlineIntervalMs | int64 | toString | quote }}
+- name: TASKLANE_REPLICA_TTL_SECONDS
+  value: {{ $c.replicaTtlSeconds | int64 | toString | quote }}
+- name: TASKLANE_SHUTDOWN_GRACE_SECONDS
+  value: {{ $c.shutdownGraceSeconds | int64 | toString | quote }}
+- name: TASKLANE_MAX_INPUT_BYTES
+  value: {{ $c.maxInputBytes | int64 | toString | quote }}
+- name: TASKLANE_PRUNE_BATCH
+  value: {{ $c.pruneBatch | int64 | toString | quote }}
+- name: TASKLANE_RETENTION_SECONDS
+  value: {{ $c.retentionSeconds | int64 | toString | quote }}
+- name: TASKLANE_PRUNE_INTERVAL_MS
+  value: {{ $c.pruneIntervalMs | int64 | toString | quote }}
+- name: TASKLANE_LOG
+  value: {{ $root.Values.logLevel | quote }}
+{{- with $root.Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Pod template of a tasklane Deployment.
+Takes a dict: root, component, config (merged), roles, resources.
+*/}}
+{{- define "tasklane.podTemplate" -}}
+{{- $root := .root -}}
+metadata:
+  labels:
+    {{- include "tasklane.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+    {{- with $root.Values.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    checksum/task-types: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+    {{- if not $root.Values.database.existingSecret }}
+    checksum/database: {{ printf "%s/%s" $root.Values.database.secretKey $root.Values.database.url | sha256sum }}
+    {{- end }}
+    {{- with $root.Values.podAnnotations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  serviceAccountName: {{ include "tasklane.serviceAccountName" $root }}
+  automountServiceAccountToken: {{ $root.Values.serviceAccount.automountServiceAccountToken }}
+  {{- with $root.Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $root.Values.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
+  # SIGTERM: readiness goes false, HTTP drains, workers finish or hand back their
+  # leases within the shutdown grace; the margin covers the drain and closing the pool.
+  terminationGracePeriodSeconds: {{ add (int64 .config.shutdownGraceSeconds) (int64 $root.Values.terminationGraceMarginSeconds) }}
+  securityContext:
+    {{- toYaml $root.Values.podSecurityContext | nindent 4 }}
+  containers:
+    - name: tasklane
+      image: {{ include "tasklane.image" $root }}
+      imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+      args: ["serve"]
+      env:
+        {{- include "tasklane.env" . | nindent 8 }}
+      ports:
+        - name: http
+          containerPort: {{ $root.Values.containerPort }}
+          protocol: TCP
+      livenessProbe:
+        httpGet:
+          path: /healthz
+          port: http
+        initialDelaySeconds: {{ $root.Values.probes.liveness.initialDelaySeconds }}
+        periodSeconds: {{ $root.Values.probes.liveness.periodSeconds }}
+        failureThreshold: {{ $root.Values.probes.liveness.failureThreshold }}
+      readinessProbe:
+        httpGet:
+          path: /readyz
+          port: http
+        periodSeconds: {{ $root.Values.probes.readiness.periodSeconds }}
+        failureThreshold: {{ $root.Values.probes.readiness.failureThreshold }}
+      {{- with .resources }}
+      resources:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $root.Values.securityContext | nindent 8 }}
+      volumeMounts:
+        - name: tmp
+          mountPath: /tmp
+        {{- if $root.Values.taskTypes }}
+        - name: task-types
+          mountPath: /etc/tasklane
+          readOnly: true
+        {{- end }}
+  volumes:
+    - name: tmp
+      emptyDir: {}
+    {{- if $root.Values.taskTypes }}
+    - name: task-types
+      configMap:
+        name: {{ include "tasklane.fullname" $root }}-task-types
+    {{- end }}
+  {{- if $root.Values.affinity }}
+  affinity:
+    {{- toYaml $root.Values.affinity | nindent 4 }}
+  {{- else }}
+  affinity:
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 100
+          podAffinityTerm:
+            topologyKey: kubernetes.io/hostname
+            labelSelector:
+              matchLabels:
+                {{- include "tasklane.selectorLabels" $root | nindent 16 }}
+                app.kubernetes.io/component: {{ .component }}
+  {{- end }}
+  {{- with $root.Values.topologySpreadConstraints }}
+  topologySpreadConstraints:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $root.Values.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $root.Values.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}

