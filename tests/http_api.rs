@@ -290,3 +290,21 @@ async fn operations_routes_and_openapi() {
     }
     assert!(doc["components"]["schemas"].get("SubmitBody").is_some());
 }
+
+#[tokio::test]
+async fn a_fenced_scope_refuses_submit_and_retry_with_410() {
+    let db = common::test_db().await;
+    let serve = Serve::start(&db.url, Options::default()).await;
+    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    api.submit("remote", "s", "k1", json!({"source_id": "x"})).await;
+    let kept = api.submit("remote", "s", "k2", json!({"source_id": "y"})).await.body["id"].as_str().unwrap().to_owned();
+    api.post(&format!("/v1/tasks/{kept}/cancel"), &json!({})).await;
+    let c = db.client().await;
+    let deleted = tasklane::store::lifecycle::delete(&c, "mail", "s", Some("x"), true).await.unwrap();
+    assert_eq!(deleted, 1);
+    let refused = api.submit("remote", "s", "k3", json!({})).await;
+    assert_eq!((refused.status, refused.code()), (410, "scope_deleted"));
+    let retry = api.post(&format!("/v1/tasks/{kept}/retry"), &json!({})).await;
+    assert_eq!((retry.status, retry.code()), (410, "scope_deleted"));
+    assert_eq!(api.get(&format!("/v1/tasks/{kept}")).await.body["state"], "cancelled");
+}

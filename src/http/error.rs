@@ -41,6 +41,8 @@ pub enum ApiError {
     IllegalReport(String),
     #[error("the task is gone")]
     TaskGone,
+    #[error("the scope was deleted and is fenced")]
+    ScopeDeleted,
     #[error("the request body is larger than the limit")]
     TooLarge,
     #[error("unknown field {0:?}")]
@@ -90,6 +92,7 @@ impl ApiError {
             LeaseLost => (StatusCode::CONFLICT, "lease_lost"),
             IllegalReport(_) => (StatusCode::CONFLICT, "illegal_transition"),
             TaskGone => (StatusCode::GONE, "task_gone"),
+            ScopeDeleted => (StatusCode::GONE, "scope_deleted"),
             TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             UnknownField(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field"),
             Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "validation_failed"),
@@ -156,6 +159,7 @@ impl From<SubmitError> for ApiError {
         match error {
             SubmitError::IdempotencyConflict => ApiError::IdempotencyConflict,
             SubmitError::Raced => ApiError::Raced,
+            SubmitError::ScopeDeleted => ApiError::ScopeDeleted,
             SubmitError::Db(error) => error.into(),
         }
     }

@@ -33,6 +33,7 @@ const DEFAULT_PAGE: i64 = 50;
         (status = 200, description = "terminal: a replay, or finished within `wait`", body = TaskView),
         (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 409, description = "idempotency_conflict", body = Problem),
+        (status = 410, description = "scope_deleted", body = Problem),
         (status = 413, body = Problem), (status = 422, body = Problem)))]
 pub async fn submit(
     State(state): State<AppState>,
@@ -170,7 +171,8 @@ pub async fn cancel_task(
     security(("bearer" = [])),
     responses((status = 200, body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem),
-        (status = 409, description = "not_retryable", body = Problem)))]
+        (status = 409, description = "not_retryable", body = Problem),
+        (status = 410, description = "scope_deleted", body = Problem)))]
 pub async fn retry_task(
     State(state): State<AppState>,
     caller: Caller,
@@ -181,8 +183,12 @@ pub async fn retry_task(
     let mut object = state.tasklane.pool.get().await?;
     let client: &mut tokio_postgres::Client = &mut object;
     let tx = client.transaction().await?;
-    // Admission (capacity, rate, budget, fences) plugs in here as it lands.
-    let retried = retry::retry(&tx, &caller.owner, id, |_| async { Ok::<(), ApiError>(()) }).await?;
+    // Under the owner lock: a fenced scope refuses (410); admission limits plug in here.
+    let fenced = &tx;
+    let retried = retry::retry(&tx, &caller.owner, id, |task| async move {
+        crate::store::lifecycle::check_fence(fenced, &task.app, &task.scope_id).await.map_err(ApiError::from)
+    })
+    .await?;
     tx.commit().await?;
     match retried {
         Retried::Queued(task) => {
