@@ -4,10 +4,12 @@
 //! re-read the database when their task is named, after a reconnect, and on a slow poll
 //! as the fallback for lost notifications or LISTEN being unavailable.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -16,32 +18,50 @@ use crate::store::EVENTS_CHANNEL;
 /// How often a waiter re-reads even without a notification.
 pub const FALLBACK_POLL: Duration = Duration::from_secs(2);
 
-/// What the listener tells waiters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    /// This task has new events.
-    Task(Uuid),
-    /// Notifications may have been missed: everyone re-reads.
-    Everything,
-}
-
-/// The fan-out of one replica's listener. Cloning shares it.
-#[derive(Clone)]
+/// The fan-out of one replica's listener: a notification costs one map lookup, however
+/// many waiters there are. Cloning shares it.
+#[derive(Clone, Default)]
 pub struct TaskWatch {
-    changes: broadcast::Sender<Change>,
+    inner: Arc<Inner>,
 }
 
-impl Default for TaskWatch {
-    fn default() -> Self {
-        TaskWatch { changes: broadcast::channel(4096).0 }
-    }
+#[derive(Default)]
+struct Inner {
+    /// Tasks someone waits for, each with a generation bumped on every notification.
+    tasks: Mutex<HashMap<Uuid, Entry>>,
+    /// Bumped when notifications may have been missed (LISTEN (re)established).
+    everything: watch::Sender<u64>,
+}
+
+struct Entry {
+    generation: watch::Sender<u64>,
+    waiters: usize,
 }
 
 impl TaskWatch {
-    /// A waiter's receiver; subscribe before reading the database, so nothing that
+    /// A waiter for `task`; take it before reading the database, so nothing that
     /// happens after the read is missed.
-    pub fn subscribe(&self) -> Waiter {
-        Waiter { changes: self.changes.subscribe() }
+    pub fn subscribe(&self, task: Uuid) -> Waiter {
+        let mut tasks = self.inner.tasks.lock().expect("watch map lock");
+        let entry = tasks.entry(task).or_insert_with(|| Entry { generation: watch::channel(0).0, waiters: 0 });
+        entry.waiters += 1;
+        Waiter {
+            watch: self.clone(),
+            task,
+            own: entry.generation.subscribe(),
+            everything: self.inner.everything.subscribe(),
+        }
+    }
+
+    fn notify(&self, task: Uuid) {
+        let tasks = self.inner.tasks.lock().expect("watch map lock");
+        if let Some(entry) = tasks.get(&task) {
+            entry.generation.send_modify(|g| *g = g.wrapping_add(1));
+        }
+    }
+
+    fn notify_everything(&self) {
+        self.inner.everything.send_modify(|g| *g = g.wrapping_add(1));
     }
 
     /// Listens on a dedicated connection until `shutdown`, reconnecting after failures.
@@ -74,12 +94,12 @@ impl TaskWatch {
         });
         client.batch_execute(&format!("LISTEN {EVENTS_CHANNEL}")).await?;
         // Anything that happened before the LISTEN took effect is re-read.
-        let _ = self.changes.send(Change::Everything);
+        self.notify_everything();
         while let Some(message) = messages.recv().await {
             match message {
                 Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
                     if let Ok(id) = Uuid::parse_str(n.payload()) {
-                        let _ = self.changes.send(Change::Task(id));
+                        self.notify(id);
                     }
                 }
                 Ok(_) => {}
@@ -94,30 +114,57 @@ impl TaskWatch {
     }
 }
 
-/// One waiter's view of the changes.
+/// One waiter on one task; dropping it (a client gone) forgets only this waiter.
 pub struct Waiter {
-    changes: broadcast::Receiver<Change>,
+    watch: TaskWatch,
+    task: Uuid,
+    own: watch::Receiver<u64>,
+    everything: watch::Receiver<u64>,
 }
 
 impl Waiter {
-    /// Returns when `task` may have changed: it was named, notifications were possibly
-    /// missed (lag, reconnect), or the fallback poll came due.
-    pub async fn changed(&mut self, task: Uuid) {
-        let poll = tokio::time::sleep(FALLBACK_POLL);
-        tokio::pin!(poll);
-        loop {
-            tokio::select! {
-                _ = &mut poll => return,
-                change = self.changes.recv() => match change {
-                    Ok(Change::Task(id)) if id != task => continue,
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => return,
-                    // The listener is gone (shutdown): fall back to the poll.
-                    Err(broadcast::error::RecvError::Closed) => {
-                        (&mut poll).await;
-                        return;
-                    }
-                },
+    /// Returns when the task may have changed: it was notified, notifications were
+    /// possibly missed, or the fallback poll came due.
+    pub async fn changed(&mut self) {
+        tokio::select! {
+            _ = self.own.changed() => {}
+            _ = self.everything.changed() => {}
+            _ = tokio::time::sleep(FALLBACK_POLL) => {}
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let mut tasks = self.watch.inner.tasks.lock().expect("watch map lock");
+        if let Some(entry) = tasks.get_mut(&self.task) {
+            entry.waiters -= 1;
+            if entry.waiters == 0 {
+                tasks.remove(&self.task);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn waiters_hear_their_task_only_and_are_forgotten_when_dropped() {
+        let watch = TaskWatch::default();
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut waiter = watch.subscribe(a);
+        watch.notify(b);
+        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_err());
+        watch.notify(a);
+        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        watch.notify_everything();
+        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        let second = watch.subscribe(a);
+        drop(waiter);
+        assert_eq!(watch.inner.tasks.lock().unwrap().len(), 1);
+        drop(second);
+        assert!(watch.inner.tasks.lock().unwrap().is_empty());
     }
 }

@@ -60,7 +60,7 @@ pub async fn task_events(
         after = last.trim().parse().map_err(|_| ApiError::invalid("Last-Event-ID", "must be an event seq"))?;
     }
     let tail = Tail {
-        waiter: state.watch.subscribe(),
+        waiter: state.watch.subscribe(id),
         state: state.clone(),
         owner: caller.owner.clone(),
         id,
@@ -113,7 +113,7 @@ impl Tail {
                 }
             }
             tokio::select! {
-                _ = self.waiter.changed(self.id) => {}
+                _ = self.waiter.changed() => {}
                 _ = self.state.stopping.cancelled() => return None,
             }
         }

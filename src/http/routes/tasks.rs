@@ -78,7 +78,7 @@ pub async fn wait_terminal(
     wait: Duration,
 ) -> Result<Option<TaskRecord>, ApiError> {
     let deadline = tokio::time::Instant::now() + wait;
-    let mut waiter = state.watch.subscribe();
+    let mut waiter = state.watch.subscribe(id);
     loop {
         let task = {
             let client = state.tasklane.pool.get().await?;
@@ -89,7 +89,7 @@ pub async fn wait_terminal(
             return Ok(Some(task));
         }
         tokio::select! {
-            _ = waiter.changed(id) => {}
+            _ = waiter.changed() => {}
             _ = tokio::time::sleep_until(deadline) => return Ok(Some(task)),
             _ = state.stopping.cancelled() => return Ok(Some(task)),
         }
