@@ -134,7 +134,7 @@ async fn remote_worker_events_stream_across_replicas_and_resume() {
 }
 
 #[tokio::test]
-async fn worker_protocol_validates_fences_and_settles() {
+async fn claims_are_validated_and_long_poll() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
     let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
@@ -152,8 +152,13 @@ async fn worker_protocol_validates_fences_and_settles() {
     let empty = api.post("/v1/worker/claim", &claim_body("local", 1)).await;
     assert_eq!(empty.body["tasks"], json!([]));
     assert!(started.elapsed() >= Duration::from_millis(900), "the long poll returned early");
+}
 
-    // Heartbeat validation, then cancellation seen and acknowledged.
+#[tokio::test]
+async fn heartbeats_are_validated_and_carry_cancellation() {
+    let db = common::test_db().await;
+    let serve = Serve::start(&db.url, Options::default()).await;
+    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
     let id = api.submit("remote", "s", "k1", json!({})).await.body["id"].as_str().unwrap().to_owned();
     let (claimed, lease) = claim_one(&api).await;
     assert_eq!(claimed, id);
@@ -181,7 +186,13 @@ async fn worker_protocol_validates_fences_and_settles() {
     assert_eq!(api.post(&path, &beat(json!({}))).await.body["cancel_requested"], true);
     let acked = api.post(&format!("/v1/worker/tasks/{id}/cancelled"), &json!({"lease_token": lease})).await;
     assert_eq!((acked.status, acked.body["state"].as_str()), (200, Some("cancelled")));
+}
 
+#[tokio::test]
+async fn fail_and_fallback_settle_through_the_protocol() {
+    let db = common::test_db().await;
+    let serve = Serve::start(&db.url, Options::default()).await;
+    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
     // fail (retryable) → waiting_for_retry; fallback → waiting for an external worker.
     let id2 = api.submit("remote", "s", "k2", json!({})).await.body["id"].as_str().unwrap().to_owned();
     let (_, lease2) = claim_one(&api).await;
