@@ -2,14 +2,14 @@
 # Schema-driven fuzzing of the HTTP API: starts `tasklane serve` on a fresh database,
 # creates a token with every application permission, and runs schemathesis over
 # /openapi.json, failing on any 5xx (`not_a_server_error`). Bounded: FUZZ_EXAMPLES
-# examples per operation (default 25), so a run takes a few minutes at most.
+# examples per operation (default 100), so a run takes a few minutes at most.
 #
 # Needs a reachable PostgreSQL (DATABASE_URL, default the local server) and psql.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SERVER_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
-EXAMPLES="${FUZZ_EXAMPLES:-25}"
+EXAMPLES="${FUZZ_EXAMPLES:-100}"
 PORT="${FUZZ_PORT:-18431}"
 DB="tasklane_fuzz_$$"
 DB_URL="${SERVER_URL%/*}/$DB"

@@ -122,6 +122,16 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
         config.task_types = Some(path);
     }
     tracing::info!(database = %config.database_url, "dev database");
+    tasklane::store::migrate::run(&config.database_url).await?;
+    let spec = tasklane::http::tokens::TokenSpec {
+        app: "dev".into(),
+        scope_id: None,
+        permissions: ["submit", "read", "cancel", "release", "delete", "work", "admin"].map(String::from).to_vec(),
+        name: Some("dev".into()),
+    };
+    let token = tasklane::http::tokens::create(&config.database_url, &spec).await?;
+    println!("admin token for app \"dev\" (http://{}):", config.listen);
+    println!("{}", token.secret);
     serve(config).await
 }
 
