@@ -265,6 +265,9 @@ async fn operations_routes_and_openapi() {
     let serve = Serve::start(&db.url, Options::default()).await;
     let api = serve.api("");
     assert_eq!(api.get("/healthz").await.status, 200);
+    let wrong_method = api.send(api.http.delete(format!("{}/v1/tasks", serve.base))).await;
+    assert_eq!((wrong_method.status, wrong_method.code()), (405, "method_not_allowed"));
+    assert!(wrong_method.headers.get("allow").is_some());
     assert_eq!(api.get("/readyz").await.body["status"], "ready");
     let metrics = reqwest::get(format!("{}/metrics", serve.base)).await.unwrap().text().await.unwrap();
     assert!(metrics.contains("tasklane_http_requests"), "{metrics}");

@@ -101,8 +101,9 @@ impl FromRequestParts<AppState> for Caller {
         let secret = header
             .to_str()
             .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, secret)| secret.trim())
             .filter(|s| s.starts_with("tl_") && s.len() <= 256)
             .ok_or(ApiError::Unauthorized)?;
         let hash = hash_secret(secret);

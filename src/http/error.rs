@@ -203,7 +203,13 @@ pub async fn normalize(response: Response) -> Response {
     }
     match status {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge.into_response(),
-        StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed.into_response(),
+        StatusCode::METHOD_NOT_ALLOWED => {
+            let mut problem = ApiError::MethodNotAllowed.into_response();
+            if let Some(allow) = response.headers().get(header::ALLOW) {
+                problem.headers_mut().insert(header::ALLOW, allow.clone());
+            }
+            problem
+        }
         StatusCode::NOT_FOUND => ApiError::NoRoute.into_response(),
         status if status.is_server_error() => ApiError::Internal(anyhow::anyhow!("unhandled {status}")).into_response(),
         _ => ApiError::BadRequest(status.canonical_reason().unwrap_or("bad request").to_owned()).into_response(),
