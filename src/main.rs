@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use tasklane::config::{Role, ServeConfig};
-use tasklane::http::HttpServer;
+use tasklane::http::{HttpConfig, HttpServer};
 use tasklane::server::{self, Replica};
 
 #[derive(Parser)]
@@ -94,9 +94,7 @@ fn database_url_of(url: String) -> String {
 async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let replica = Replica::start(&config, Default::default()).await?;
     let http = match config.has(Role::Api) {
-        true => Some(
-            HttpServer::start(&config.listen, &config.database_url, replica.tasklane.clone(), config.body_limit()).await?,
-        ),
+        true => Some(HttpServer::start(&HttpConfig::of(&config), replica.tasklane.clone()).await?),
         false => None,
     };
     server::terminated().await;

@@ -278,3 +278,21 @@ async fn sigterm_ends_streams_and_long_polls_then_exits() {
     assert!(serve.wait_exit(Duration::from_secs(15)).await, "the replica did not exit");
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[tokio::test]
+async fn a_long_poll_on_one_replica_takes_work_submitted_on_the_other() {
+    let db = common::test_db().await;
+    let (a, b) = two_replicas(&db).await;
+    let token = replica::token(&db.url, "mail", None, ALL).await;
+    let (on_a, on_b) = (a.api(&token), b.api(&token));
+    let poll = {
+        let on_a = on_a.clone();
+        tokio::spawn(async move { on_a.post("/v1/worker/claim", &claim_body("local", 20)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let submitted = Instant::now();
+    let id = on_b.submit("remote", "s", "k1", json!({})).await.body["id"].as_str().unwrap().to_owned();
+    let claimed = tokio::time::timeout(Duration::from_secs(10), poll).await.expect("the long poll answered").unwrap();
+    assert_eq!(claimed.body["tasks"][0]["id"].as_str(), Some(id.as_str()));
+    assert!(submitted.elapsed() < Duration::from_secs(2), "took {:?}", submitted.elapsed());
+}

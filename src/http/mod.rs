@@ -103,6 +103,31 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .with_state(state)
 }
 
+/// What the HTTP server of a replica is started with.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub listen: String,
+    /// For the server's own LISTEN connections.
+    pub database_url: String,
+    /// The body limit of every route.
+    pub body_limit: usize,
+    /// Listen for other replicas' work wake-ups too (so claim long-polls answer at
+    /// once): needed when this replica runs no in-process workers, which otherwise do.
+    pub listen_wakeups: bool,
+}
+
+impl HttpConfig {
+    /// The HTTP settings of a replica's configuration.
+    pub fn of(config: &crate::config::ServeConfig) -> Self {
+        HttpConfig {
+            listen: config.listen.clone(),
+            database_url: config.database_url.clone(),
+            body_limit: config.body_limit(),
+            listen_wakeups: config.listen_notify && !config.has(crate::config::Role::Worker),
+        }
+    }
+}
+
 /// A running HTTP server of one replica.
 pub struct HttpServer {
     state: AppState,
@@ -113,9 +138,9 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `listen` and serves `tasklane`, with its own events listener on
-    /// `database_url`.
-    pub async fn start(listen: &str, database_url: &str, tasklane: Tasklane, body_limit: usize) -> anyhow::Result<Self> {
+    /// Binds `config.listen` and serves `tasklane`, with its own events listener.
+    pub async fn start(config: &HttpConfig, tasklane: Tasklane) -> anyhow::Result<Self> {
+        let listen = &config.listen;
         let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("bind {listen}"))?;
         let local_addr = listener.local_addr()?;
         let state = AppState {
@@ -126,8 +151,12 @@ impl HttpServer {
             stopping: CancellationToken::new(),
         };
         let listener_stop = CancellationToken::new();
-        tokio::spawn(state.watch.clone().run(database_url.to_owned(), listener_stop.clone()));
-        let app = router(state.clone(), body_limit);
+        tokio::spawn(state.watch.clone().run(config.database_url.clone(), listener_stop.clone()));
+        if config.listen_wakeups {
+            let wakeup = state.tasklane.wakeup.clone();
+            tokio::spawn(wakeup.run_listener(config.database_url.clone(), listener_stop.clone()));
+        }
+        let app = router(state.clone(), config.body_limit);
         let stopping = state.stopping.clone();
         let server = tokio::spawn(async move {
             axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned()).await
