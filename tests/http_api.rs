@@ -311,3 +311,25 @@ async fn a_fenced_scope_refuses_submit_and_retry_with_410() {
     assert_eq!((retry.status, retry.code()), (410, "scope_deleted"));
     assert_eq!(api.get(&format!("/v1/tasks/{kept}")).await.body["state"], "cancelled");
 }
+
+#[tokio::test]
+async fn text_postgresql_cannot_store_is_a_422_not_a_500() {
+    let db = common::test_db().await;
+    let serve = Serve::start(&db.url, Options::default()).await;
+    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let nul_value = api.submit("remote", "s", "k1", json!({"input": {"a": ["x\u{0}"]}})).await;
+    assert_eq!((nul_value.status, nul_value.body["field"].as_str()), (422, Some("input")));
+    let nul_key = api.submit("remote", "s", "k2", json!({"input": {"k\u{0}": 1}})).await;
+    assert_eq!((nul_key.status, nul_key.body["field"].as_str()), (422, Some("input")));
+    let nul_scope = api.submit("remote", "s\u{0}", "k3", json!({})).await;
+    assert_eq!((nul_scope.status, nul_scope.body["field"].as_str()), (422, Some("scope_id")));
+    assert_eq!(api.get("/v1/tasks?scope_id=%00").await.status, 422);
+    let id = api.submit("remote", "s", "k4", json!({})).await.body["id"].as_str().unwrap().to_owned();
+    let claim = json!({"worker_id": "w", "task_types": ["remote"], "route": "local", "max": 1});
+    let lease = api.post("/v1/worker/claim", &claim).await.body["tasks"][0]["lease_token"].clone();
+    let result = json!({"lease_token": lease, "result": {"text": "a\u{0}"}});
+    assert_eq!(api.post(&format!("/v1/worker/tasks/{id}/complete"), &result).await.body["field"], "result");
+    let fail = json!({"lease_token": lease, "code": "x", "message": "m\u{0}", "retryable": false});
+    assert_eq!(api.post(&format!("/v1/worker/tasks/{id}/fail"), &fail).await.body["field"], "message");
+    assert_eq!(api.get(&format!("/v1/tasks/{id}")).await.body["state"], "running");
+}

@@ -92,7 +92,7 @@ pub fn openapi_json() -> String {
 /// applies to every route (413 before any handler reads a byte too many).
 pub fn router(state: AppState, body_limit: usize) -> Router {
     let (routes, openapi) = api();
-    let openapi = Arc::new(openapi);
+    let openapi = Arc::new(with_task_types(&openapi, &state.tasklane.registry.names()));
     routes
         .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
@@ -126,6 +126,21 @@ impl HttpConfig {
             listen_wakeups: config.listen_notify && !config.has(crate::config::Role::Worker),
         }
     }
+}
+
+/// The document with this replica's registered task types as the enum of every
+/// `task_type` field, so clients and fuzzers see what a submit or claim accepts.
+fn with_task_types(openapi: &utoipa::openapi::OpenApi, names: &[String]) -> serde_json::Value {
+    let mut doc = serde_json::to_value(openapi).unwrap_or_default();
+    if names.is_empty() {
+        return doc;
+    }
+    for pointer in ["/components/schemas/SubmitBody/properties/task_type", "/components/schemas/ClaimBody/properties/task_types/items"] {
+        if let Some(schema) = doc.pointer_mut(pointer).and_then(|s| s.as_object_mut()) {
+            schema.insert("enum".into(), serde_json::json!(names));
+        }
+    }
+    doc
 }
 
 /// A running HTTP server of one replica.

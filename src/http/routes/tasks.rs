@@ -125,6 +125,11 @@ pub async fn list_tasks(
     caller.require(Permission::Read)?;
     let limit = query.limit.unwrap_or(DEFAULT_PAGE);
     bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
+    for (field, value) in [("scope_id", &query.scope_id), ("task_type", &query.task_type)] {
+        if let Some(value) = value {
+            bounds::text(field, value).map_err(ApiError::Validation)?;
+        }
+    }
     let filter = ListFilter {
         scope_id: query.scope_id,
         state: query

@@ -140,6 +140,7 @@ impl HeartbeatBody {
             return Err(ApiError::invalid("phase", "must be loading or running"));
         }
         if let Some(snapshot) = &self.snapshot {
+            bounds::json("snapshot", snapshot).map_err(ApiError::Validation)?;
             if json_len(snapshot) > bounds::SNAPSHOT_BYTES {
                 return Err(ApiError::invalid("snapshot", format!("must be at most {} bytes", bounds::SNAPSHOT_BYTES)));
             }
@@ -154,6 +155,7 @@ impl HeartbeatBody {
                 return Err(ApiError::invalid(format!("events[{n}].type"), "must be task.output or task.progress"));
             }
             let data = event.data.clone().unwrap_or_else(|| serde_json::json!({}));
+            bounds::json(&format!("events[{n}].data"), &data).map_err(ApiError::Validation)?;
             if json_len(&data) > bounds::EVENT_DATA_BYTES {
                 return Err(ApiError::invalid(format!("events[{n}].data"), "must be at most 64 KiB"));
             }
@@ -179,6 +181,7 @@ pub async fn complete(
     Body(body): Body<CompleteBody>,
 ) -> Result<Json<Settled>, ApiError> {
     let (id, _) = owned(&state, &caller, &id).await?;
+    bounds::json("result", &body.result).map_err(ApiError::Validation)?;
     if json_len(&body.result) > bounds::RESULT_BYTES {
         return Err(ApiError::invalid("result", format!("must be at most {} bytes", bounds::RESULT_BYTES)));
     }
@@ -213,6 +216,7 @@ pub async fn fail(
     if !bounds::ERROR_CODE_BYTES.contains(&body.code.len()) {
         return Err(ApiError::invalid("code", "must be 1 to 64 bytes"));
     }
+    bounds::text("code", &body.code).and_then(|_| bounds::text("message", &body.message)).map_err(ApiError::Validation)?;
     let max_after = crate::task::outcome::MAX_RETRY_AFTER.as_secs();
     if body.retry_after_seconds.is_some_and(|s| s > max_after) {
         return Err(ApiError::invalid("retry_after_seconds", format!("must be at most {max_after}")));
@@ -239,6 +243,7 @@ pub async fn fallback(
     Body(body): Body<FallbackBody>,
 ) -> Result<Json<Settled>, ApiError> {
     let checked = owned(&state, &caller, &id).await?;
+    bounds::text("reason", &body.reason).map_err(ApiError::Validation)?;
     settle(&state, checked, body.lease_token, Report::Fallback { reason: body.reason }).await
 }
 
