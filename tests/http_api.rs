@@ -313,7 +313,7 @@ async fn a_fenced_scope_refuses_submit_and_retry_with_410() {
 }
 
 #[tokio::test]
-async fn text_postgresql_cannot_store_is_a_422_not_a_500() {
+async fn values_postgresql_cannot_store_or_return_are_a_422_not_a_500() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
     let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
@@ -332,4 +332,12 @@ async fn text_postgresql_cannot_store_is_a_422_not_a_500() {
     let fail = json!({"lease_token": lease, "code": "x", "message": "m\u{0}", "retryable": false});
     assert_eq!(api.post(&format!("/v1/worker/tasks/{id}/fail"), &fail).await.body["field"], "message");
     assert_eq!(api.get(&format!("/v1/tasks/{id}")).await.body["state"], "running");
+
+    // Numbers jsonb would hand back out of f64 range are refused; the edges round-trip.
+    let huge = api.submit("remote", "s", "k5", json!({"input": [1.7976931348623157e308]})).await;
+    assert_eq!((huge.status, huge.body["field"].as_str()), (422, Some("input")));
+    api.submit("remote", "s", "k6", json!({"input": [1e300, -1e300, 1e-320, u64::MAX, i64::MIN]})).await;
+    let claimed = api.post("/v1/worker/claim", &claim).await;
+    assert_eq!(claimed.status, 200, "{:?}", claimed.body);
+    assert_eq!(claimed.body["tasks"][0]["input"][0], json!(1e300));
 }

@@ -60,10 +60,22 @@ pub fn text(field: &str, value: &str) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// Checks every string and object key of a JSON value with [`text`].
+/// The largest magnitude of a JSON number. `jsonb` keeps numbers as exact decimals, and
+/// one next to `f64::MAX` written out in full can read back as out of range, which would
+/// make the row unreadable (and its claim fail).
+pub const JSON_NUMBER_MAGNITUDE: f64 = 1e300;
+
+/// Checks that PostgreSQL can store a JSON value and hand it back: every string and
+/// object key with [`text`], every number within [`JSON_NUMBER_MAGNITUDE`].
 pub fn json(field: &str, value: &serde_json::Value) -> Result<(), Invalid> {
     match value {
         serde_json::Value::String(s) => text(field, s),
+        serde_json::Value::Number(n) => match n.as_f64() {
+            Some(f) if f.abs() > JSON_NUMBER_MAGNITUDE => {
+                Err(Invalid::new(field, format!("numbers must be within ±{JSON_NUMBER_MAGNITUDE:e}")))
+            }
+            _ => Ok(()),
+        },
         serde_json::Value::Array(items) => items.iter().try_for_each(|item| json(field, item)),
         serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| text(field, k).and_then(|_| json(field, v))),
         _ => Ok(()),
@@ -129,6 +141,9 @@ mod tests {
         assert!(json("input", &serde_json::json!({"a": ["ok", {"b\0": 1}]})).is_err());
         assert!(json("input", &serde_json::json!({"a": ["ok", "x\0"]})).is_err());
         assert!(json("input", &serde_json::json!({"a": ["ok", {"b": 1}], "n": null})).is_ok());
+        assert!(json("input", &serde_json::json!([1.7976931348623157e308])).is_err());
+        assert!(json("input", &serde_json::json!([-1e301])).is_err());
+        assert!(json("input", &serde_json::json!([1e300, u64::MAX, i64::MIN, 1e-320])).is_ok());
     }
 
     #[test]
