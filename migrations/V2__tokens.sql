@@ -14,15 +14,19 @@ CREATE TABLE tasklane.api_tokens (
     revoked_at  timestamptz
 );
 
--- One NOTIFY per task per transaction that writes events (PostgreSQL folds duplicates
--- within a transaction and delivers at commit), whoever the writer is: store code, the
--- SQL API functions, or a future statement. A statement-level trigger with a transition
--- table keeps batch claims to one trigger call.
+-- A NOTIFY per task per transaction that ends it (terminal event) or streams worker
+-- output, whoever the writer is: store code, the SQL API functions, or a future
+-- statement. PostgreSQL folds duplicates within a transaction and delivers at commit.
+-- Other events (queued, running, progress) are not notified: a notifying commit takes a
+-- cluster-wide lock, so the HTTP layer's shared poll (one query per replica) picks them
+-- up instead. A statement-level trigger with a transition table keeps batch writes to
+-- one trigger call.
 CREATE FUNCTION tasklane.notify_task_events() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('tasklane_events', t.task_id::text)
-    FROM (SELECT DISTINCT task_id FROM new_events) t;
+    FROM (SELECT DISTINCT task_id FROM new_events
+          WHERE type IN ('task.succeeded', 'task.failed', 'task.cancelled', 'task.output')) t;
     RETURN NULL;
 END
 $$;

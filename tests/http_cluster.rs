@@ -296,3 +296,32 @@ async fn a_long_poll_on_one_replica_takes_work_submitted_on_the_other() {
     assert_eq!(claimed.body["tasks"][0]["id"].as_str(), Some(id.as_str()));
     assert!(submitted.elapsed() < Duration::from_secs(2), "took {:?}", submitted.elapsed());
 }
+
+#[tokio::test]
+async fn a_stream_sees_unnotified_events_through_the_shared_poll() {
+    let db = common::test_db().await;
+    let (a, b) = two_replicas(&db).await;
+    let token = replica::token(&db.url, "mail", None, ALL).await;
+    let (on_a, on_b) = (a.api(&token), b.api(&token));
+    let id = on_a.submit("remote", "s", "k1", json!({})).await.body["id"].as_str().unwrap().to_owned();
+    let mut response = on_a
+        .http
+        .get(format!("{}/v1/tasks/{id}/events", on_a.base))
+        .bearer_auth(&token)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let mut text = String::new();
+    while !text.contains("task.queued") {
+        text.push_str(&String::from_utf8_lossy(&response.chunk().await.unwrap().expect("stream open")));
+    }
+    // task.running is not NOTIFYed: the replica's shared poll must carry it.
+    let claimed = Instant::now();
+    claim_one(&on_b).await;
+    while !text.contains("task.running") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk()).await.expect("event in time");
+        text.push_str(&String::from_utf8_lossy(&chunk.unwrap().expect("stream open")));
+    }
+    assert!(claimed.elapsed() < Duration::from_millis(1500), "took {:?}", claimed.elapsed());
+}

@@ -1,6 +1,7 @@
 //! The HTTP façade of API.md: axum routes with bearer-token auth, problem+json errors
 //! mapped in one place (`error`), DTOs that cannot leak internals (`dto`), event streams
-//! and `?wait=` fed by one shared LISTEN per replica (`watch`), OpenTelemetry metrics,
+//! and `?wait=` fed by one shared LISTEN and one shared poll per replica (`watch`),
+//! OpenTelemetry metrics,
 //! and an OpenAPI 3.1 document generated from the handlers themselves (so it cannot
 //! drift from the routes). Every query is filtered by the caller's app and scope.
 //!
@@ -167,6 +168,7 @@ impl HttpServer {
         };
         let listener_stop = CancellationToken::new();
         tokio::spawn(state.watch.clone().run(config.database_url.clone(), listener_stop.clone()));
+        tokio::spawn(state.watch.clone().run_poller(state.tasklane.pool.clone(), listener_stop.clone()));
         if config.listen_wakeups {
             let wakeup = state.tasklane.wakeup.clone();
             tokio::spawn(wakeup.run_listener(config.database_url.clone(), listener_stop.clone()));

@@ -1,8 +1,13 @@
 //! How `?wait=` and event streams learn that a task changed, on whichever replica it
-//! changed: one LISTEN connection per replica on [`EVENTS_CHANNEL`] (a trigger NOTIFYs
-//! each task whose events were written), fanned out in-process to every waiter. Waiters
-//! re-read the database when their task is named, after a reconnect, and on a slow poll
-//! as the fallback for lost notifications or LISTEN being unavailable.
+//! changed, without a poll per request. Two shared sources per replica, fanned out
+//! in-process to the waiters of each task:
+//!
+//! - one LISTEN connection on [`EVENTS_CHANNEL`]: a trigger NOTIFYs a task's terminal
+//!   event and worker output at commit, so `?wait=` answers within milliseconds;
+//! - one poll every [`SHARED_POLL`] reading the last event seq of every watched task in
+//!   one query: it carries the other events (queued, running, progress), which are not
+//!   notified because a notifying commit takes a cluster-wide lock, and covers lost
+//!   notifications or LISTEN being unavailable (PgBouncer in transaction mode).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,8 +20,10 @@ use uuid::Uuid;
 
 use crate::store::EVENTS_CHANNEL;
 
-/// How often a waiter re-reads even without a notification.
-pub const FALLBACK_POLL: Duration = Duration::from_secs(2);
+/// How often the shared poll reads the watched tasks' last event seqs.
+pub const SHARED_POLL: Duration = Duration::from_millis(500);
+/// A waiter re-reads at least this often, whatever the sources say (a safety net).
+pub const SAFETY_POLL: Duration = Duration::from_secs(10);
 
 /// The fan-out of one replica's listener: a notification costs one map lookup, however
 /// many waiters there are. Cloning shares it.
@@ -36,6 +43,9 @@ struct Inner {
 struct Entry {
     generation: watch::Sender<u64>,
     waiters: usize,
+    /// What the shared poll last saw: `None` before its first look, then the task's
+    /// last event seq (`None` inside once the task is gone).
+    polled: Option<Option<i32>>,
 }
 
 impl TaskWatch {
@@ -43,7 +53,7 @@ impl TaskWatch {
     /// happens after the read is missed.
     pub fn subscribe(&self, task: Uuid) -> Waiter {
         let mut tasks = self.inner.tasks.lock().expect("watch map lock");
-        let entry = tasks.entry(task).or_insert_with(|| Entry { generation: watch::channel(0).0, waiters: 0 });
+        let entry = tasks.entry(task).or_insert_with(|| Entry { generation: watch::channel(0).0, waiters: 0, polled: None });
         entry.waiters += 1;
         Waiter {
             watch: self.clone(),
@@ -62,6 +72,47 @@ impl TaskWatch {
 
     fn notify_everything(&self) {
         self.inner.everything.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// Polls the watched tasks' last event seqs every [`SHARED_POLL`] until `shutdown`,
+    /// waking the waiters of every task whose seq moved (or that was deleted).
+    pub async fn run_poller(self, pool: deadpool_postgres::Pool, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(SHARED_POLL) => {}
+                _ = shutdown.cancelled() => return,
+            }
+            let ids: Vec<Uuid> = self.inner.tasks.lock().expect("watch map lock").keys().copied().collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let seqs = match pool.get().await {
+                Ok(client) => crate::store::events::latest_seqs(crate::store::client(&client), &ids).await,
+                Err(error) => {
+                    tracing::warn!(%error, "watch poll: no connection");
+                    continue;
+                }
+            };
+            match seqs {
+                Ok(seqs) => self.observe(&ids, &seqs),
+                Err(error) => tracing::warn!(%error, "watch poll"),
+            }
+        }
+    }
+
+    /// Wakes the waiters of each of `ids` whose last event seq is not what the poll saw
+    /// before (the first look always wakes: a change may fall between a waiter's read
+    /// and that look).
+    fn observe(&self, ids: &[Uuid], seqs: &HashMap<Uuid, i32>) {
+        let mut tasks = self.inner.tasks.lock().expect("watch map lock");
+        for id in ids {
+            let Some(entry) = tasks.get_mut(id) else { continue };
+            let now = Some(seqs.get(id).copied());
+            if entry.polled != now {
+                entry.polled = now;
+                entry.generation.send_modify(|g| *g = g.wrapping_add(1));
+            }
+        }
     }
 
     /// Listens on a dedicated connection until `shutdown`, reconnecting after failures.
@@ -123,13 +174,13 @@ pub struct Waiter {
 }
 
 impl Waiter {
-    /// Returns when the task may have changed: it was notified, notifications were
-    /// possibly missed, or the fallback poll came due.
+    /// Returns when the task may have changed: it was notified or its seq moved,
+    /// notifications were possibly missed, or the safety poll came due.
     pub async fn changed(&mut self) {
         tokio::select! {
             _ = self.own.changed() => {}
             _ = self.everything.changed() => {}
-            _ = tokio::time::sleep(FALLBACK_POLL) => {}
+            _ = tokio::time::sleep(SAFETY_POLL) => {}
         }
     }
 }
@@ -160,6 +211,15 @@ mod tests {
         watch.notify(a);
         assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
         watch.notify_everything();
+        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        // The poll wakes on its first look and on every move of the seq, not otherwise.
+        watch.observe(&[a], &HashMap::from([(a, 1)]));
+        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        watch.observe(&[a], &HashMap::from([(a, 1)]));
+        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_err());
+        watch.observe(&[a], &HashMap::from([(a, 2)]));
+        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        watch.observe(&[a], &HashMap::new());
         assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
         let second = watch.subscribe(a);
         drop(waiter);
