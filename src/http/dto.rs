@@ -128,10 +128,9 @@ pub struct Links {
 impl TaskView {
     /// The view of `record`; `redacted` for scope tokens.
     pub fn new(record: TaskRecord, redacted: bool) -> Self {
-        let error = record.error_code.map(|code| ErrorView {
-            code,
-            message: if redacted { None } else { record.error_message },
-        });
+        let error = record
+            .error_code
+            .map(|code| ErrorView { code, message: if redacted { None } else { record.error_message } });
         let provenance = (!redacted).then_some(Provenance {
             provider: record.provider,
             model: record.model,

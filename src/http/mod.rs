@@ -136,7 +136,10 @@ fn with_task_types(openapi: &utoipa::openapi::OpenApi, names: &[String]) -> serd
     if names.is_empty() {
         return doc;
     }
-    for pointer in ["/components/schemas/SubmitBody/properties/task_type", "/components/schemas/ClaimBody/properties/task_types/items"] {
+    for pointer in [
+        "/components/schemas/SubmitBody/properties/task_type",
+        "/components/schemas/ClaimBody/properties/task_types/items",
+    ] {
         if let Some(schema) = doc.pointer_mut(pointer).and_then(|s| s.as_object_mut()) {
             schema.insert("enum".into(), serde_json::json!(names));
         }
@@ -175,9 +178,10 @@ impl HttpServer {
         }
         let app = router(state.clone(), config.body_limit);
         let stopping = state.stopping.clone();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned()).await
-        });
+        let server =
+            tokio::spawn(
+                async move { axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned()).await },
+            );
         tracing::info!(%local_addr, "HTTP API listening");
         Ok(HttpServer { state, server, listener_stop, local_addr })
     }

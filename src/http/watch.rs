@@ -53,7 +53,8 @@ impl TaskWatch {
     /// happens after the read is missed.
     pub fn subscribe(&self, task: Uuid) -> Waiter {
         let mut tasks = self.inner.tasks.lock().expect("watch map lock");
-        let entry = tasks.entry(task).or_insert_with(|| Entry { generation: watch::channel(0).0, waiters: 0, polled: None });
+        let entry =
+            tasks.entry(task).or_insert_with(|| Entry { generation: watch::channel(0).0, waiters: 0, polled: None });
         entry.waiters += 1;
         Waiter {
             watch: self.clone(),

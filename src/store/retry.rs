@@ -64,7 +64,11 @@ impl TaskOwner {
 pub async fn owner_of<C: GenericClient + Sync>(client: &C, id: Uuid) -> Result<Option<TaskOwner>, DbError> {
     let row = client.query_opt(include_str!("../../sql/task_owner.sql"), &[&id]).await?;
     row.map(|row| {
-        Ok(TaskOwner { app: row.try_get("app")?, scope_id: row.try_get("scope_id")?, task_type: row.try_get("task_type")? })
+        Ok(TaskOwner {
+            app: row.try_get("app")?,
+            scope_id: row.try_get("scope_id")?,
+            task_type: row.try_get("task_type")?,
+        })
     })
     .transpose()
 }

@@ -48,10 +48,8 @@ pub async fn task_events(
     let client = state.tasklane.pool.get().await?;
     let client = crate::store::client(&client);
     query::get(client, &caller.owner, id).await?.ok_or(ApiError::NotFound)?;
-    let wants_stream = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/event-stream"));
+    let wants_stream =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
     if !wants_stream {
         let items = events::after(client, id, after, limit).await?.into_iter().map(EventView::from).collect();
         return Ok(Json(EventPage { items }).into_response());

@@ -59,7 +59,8 @@ pub async fn submit(
         }
     }
     let terminal = task.state.is_terminal();
-    let status = if terminal || submitted.outcome == SubmitOutcome::Existing { StatusCode::OK } else { StatusCode::ACCEPTED };
+    let status =
+        if terminal || submitted.outcome == SubmitOutcome::Existing { StatusCode::OK } else { StatusCode::ACCEPTED };
     let id = task.id;
     let mut response = (status, Json(TaskView::new(task, caller.is_scoped()))).into_response();
     if status == StatusCode::ACCEPTED {

@@ -195,7 +195,8 @@ pub async fn complete(
             bounds::key(field, value).map_err(ApiError::Validation)?;
         }
     }
-    let success = Success { result: body.result, usage_units: units, provider: provenance.provider, model: provenance.model };
+    let success =
+        Success { result: body.result, usage_units: units, provider: provenance.provider, model: provenance.model };
     let client = state.tasklane.pool.get().await?;
     lease::complete(crate::store::client(&client), id, body.lease_token, &success).await?;
     Ok(Json(Settled { state: "succeeded".into() }))
@@ -216,7 +217,9 @@ pub async fn fail(
     if !bounds::ERROR_CODE_BYTES.contains(&body.code.len()) {
         return Err(ApiError::invalid("code", "must be 1 to 64 bytes"));
     }
-    bounds::text("code", &body.code).and_then(|_| bounds::text("message", &body.message)).map_err(ApiError::Validation)?;
+    bounds::text("code", &body.code)
+        .and_then(|_| bounds::text("message", &body.message))
+        .map_err(ApiError::Validation)?;
     let max_after = crate::task::outcome::MAX_RETRY_AFTER.as_secs();
     if body.retry_after_seconds.is_some_and(|s| s > max_after) {
         return Err(ApiError::invalid("retry_after_seconds", format!("must be at most {max_after}")));
