@@ -2,7 +2,8 @@
 # Schema-driven fuzzing of the HTTP API: starts `tasklane serve` on a fresh database,
 # creates a token with every application permission, and runs schemathesis over
 # /openapi.json, failing on any 5xx (`not_a_server_error`). Bounded: FUZZ_EXAMPLES
-# examples per operation (default 100), so a run takes a few minutes at most.
+# examples per operation (default 100), so a run takes a few minutes at most;
+# FUZZ_SEED makes a run repeatable (CI pins one).
 #
 # Needs a reachable PostgreSQL (DATABASE_URL, default the local server) and psql.
 set -euo pipefail
@@ -54,8 +55,11 @@ curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null
 TOKEN="$(DATABASE_URL="$DB_URL" ./target/debug/tasklane token create --app fuzz \
     --perm submit,read,cancel,release,delete,work --name fuzz | tail -n 1)"
 
+seed=()
+if [[ -n "${FUZZ_SEED:-}" ]]; then seed=(--seed "$FUZZ_SEED"); fi
+
 status=0
-schemathesis run "http://127.0.0.1:$PORT/openapi.json" \
+schemathesis run "${seed[@]}" "http://127.0.0.1:$PORT/openapi.json" \
     --checks not_a_server_error \
     --max-examples "$EXAMPLES" \
     --header "Authorization: Bearer $TOKEN" \
