@@ -101,6 +101,7 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(body_limit))
         .layer(axum::middleware::map_response(error::normalize))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
 
