@@ -32,7 +32,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::client::Tasklane;
-use routes::{events, ops, tasks, worker};
+use routes::{events, lifecycle, ops, tasks, worker};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -72,6 +72,10 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::cancel_task))
         .routes(routes!(tasks::retry_task))
         .routes(routes!(events::task_events))
+        .routes(routes!(lifecycle::release))
+        .routes(routes!(lifecycle::delete_tasks))
+        .routes(routes!(lifecycle::lift_fence))
+        .routes(routes!(lifecycle::unreleased_sources))
         .routes(routes!(worker::claim_tasks))
         .routes(routes!(worker::heartbeat))
         .routes(routes!(worker::complete))
