@@ -1,7 +1,8 @@
 -- Claims up to $3 tasks for a local worker: queued and retrying tasks of any privacy. One statement: the SKIP LOCKED selection
 -- sits in a CTE so LIMIT bounds what is updated. Each claim gets a fresh random lease
 -- token, counts an attempt and writes its task.running event.
--- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker).
+-- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
+-- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
 -- Locks: the claimed rows (FOR UPDATE SKIP LOCKED: never waits on another claimer).
 WITH picked AS (
     SELECT id
@@ -9,6 +10,8 @@ WITH picked AS (
     WHERE state IN ('queued', 'waiting_for_retry')
       AND run_at <= now()
       AND task_type = ANY($1)
+      AND ($5::text IS NULL OR app = $5)
+      AND ($6::text IS NULL OR scope_id = $6)
       AND (deadline_at IS NULL OR deadline_at > now())
     ORDER BY priority DESC, run_at, id
     LIMIT $3

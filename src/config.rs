@@ -25,6 +25,8 @@
 //! | `TASKLANE_REPLICA_TTL_SECONDS` | 15 |
 //! | `TASKLANE_SHUTDOWN_GRACE_SECONDS` | 10 |
 //! | `TASKLANE_MAX_INPUT_BYTES` | 1048576 |
+//! | `TASKLANE_MAX_BODY_BYTES` | max input bytes + 65536 |
+//! | `TASKLANE_READINESS_DRAIN_MS` | 1000 |
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -124,6 +126,16 @@ pub struct ServeConfig {
     /// The largest task input accepted, in bytes.
     #[arg(long, env = "TASKLANE_MAX_INPUT_BYTES", default_value_t = crate::task::bounds::DEFAULT_INPUT_BYTES)]
     pub max_input_bytes: usize,
+
+    /// The largest HTTP request body on any route, in bytes (413 beyond); defaults to
+    /// the input bound plus 64 KiB for the rest of a submit body.
+    #[arg(long, env = "TASKLANE_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+
+    /// On SIGTERM, how long `/readyz` answers 503 while requests are still served, so
+    /// load balancers stop routing here before the listener closes, in ms.
+    #[arg(long, env = "TASKLANE_READINESS_DRAIN_MS", default_value_t = 1000)]
+    pub readiness_drain_ms: u64,
 }
 
 /// What a replica does.
@@ -157,6 +169,11 @@ impl ServeConfig {
             let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
             format!("{}-{}", host.trim(), std::process::id())
         })
+    }
+
+    /// The HTTP body limit in force.
+    pub fn body_limit(&self) -> usize {
+        self.max_body_bytes.unwrap_or(self.max_input_bytes + 64 * 1024)
     }
 
     pub fn poll_interval(&self) -> Duration {

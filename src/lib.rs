@@ -12,3 +12,4 @@ pub mod client;
 pub mod config;
 pub mod server;
 pub mod load;
+pub mod http;

@@ -36,19 +36,32 @@ pub struct Claimant<'a> {
     pub replica_id: Option<Uuid>,
 }
 
-/// Claims up to `limit` tasks of `task_types` for `claimant`.
+/// Claims up to `limit` tasks of `task_types` for `claimant`, of any owner.
 pub async fn claim<C: GenericClient + Sync>(
     client: &C,
     claimant: &Claimant<'_>,
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
+    claim_owned(client, claimant, None, task_types, limit).await
+}
+
+/// Claims like [`claim`], only tasks of `owner` (a remote worker's token): another
+/// app's tasks are never handed to it.
+pub async fn claim_owned<C: GenericClient + Sync>(
+    client: &C,
+    claimant: &Claimant<'_>,
+    owner: Option<&super::query::Owner>,
+    task_types: &[String],
+    limit: i64,
+) -> Result<Vec<ClaimedTask>, DbError> {
     let statement = client.prepare(sql(claimant.route)).await?;
-    claim_with(client, &statement, claimant, task_types, limit).await
+    claim_with(client, &statement, claimant, owner, task_types, limit).await
 }
 
 /// [`claim`] on a pooled connection, the statement prepared once per connection
-/// (deadpool's cache): the claim loop's hot path, one round trip and no re-parse.
+/// (deadpool's cache): the in-process claim loop's hot path, one round trip and no
+/// re-parse.
 pub async fn claim_pooled(
     client: &deadpool_postgres::Object,
     claimant: &Claimant<'_>,
@@ -56,7 +69,7 @@ pub async fn claim_pooled(
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
     let statement = client.prepare_cached(sql(claimant.route)).await?;
-    claim_with(crate::store::client(client), &statement, claimant, task_types, limit).await
+    claim_with(crate::store::client(client), &statement, claimant, None, task_types, limit).await
 }
 
 fn sql(route: Route) -> &'static str {
@@ -70,10 +83,15 @@ async fn claim_with<C: GenericClient + Sync>(
     client: &C,
     statement: &tokio_postgres::Statement,
     claimant: &Claimant<'_>,
+    owner: Option<&super::query::Owner>,
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let rows = client.query(statement, &[&task_types, &claimant.worker_id, &limit, &claimant.replica_id]).await?;
+    let app = owner.map(|o| o.app.as_str());
+    let scope = owner.and_then(|o| o.scope_id.as_deref());
+    let rows = client
+        .query(statement, &[&task_types, &claimant.worker_id, &limit, &claimant.replica_id, &app, &scope])
+        .await?;
     rows.iter().map(from_row).collect()
 }
 

@@ -38,3 +38,13 @@ pub async fn after<C: GenericClient + Sync>(
         })
         .collect()
 }
+
+/// The last event seq of each of `ids` that still exists: one query however many tasks
+/// a replica's waiters watch.
+pub async fn latest_seqs<C: GenericClient + Sync>(
+    client: &C,
+    ids: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, i32>, DbError> {
+    let rows = client.query(include_str!("../../sql/task_event_seqs.sql"), &[&ids]).await?;
+    rows.iter().map(|row| Ok((row.try_get("id")?, row.try_get("event_seq")?))).collect()
+}

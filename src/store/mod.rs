@@ -12,7 +12,9 @@ pub mod prune;
 pub mod query;
 pub mod recover;
 pub mod replicas;
+pub mod retry;
 pub mod submit;
+pub mod tokens;
 mod record;
 
 pub use claim::ClaimedTask;
@@ -33,3 +35,7 @@ pub fn client(object: &deadpool_postgres::Object) -> &tokio_postgres::Client {
 
 /// The name of the channel workers LISTEN on to hear of new claimable work.
 pub const WAKEUP_CHANNEL: &str = "tasklane_wakeup";
+
+/// The channel every task's event writes are NOTIFYed on (payload: the task id), by a
+/// trigger on `tasklane.task_events`; HTTP waiters of each replica share one LISTEN.
+pub const EVENTS_CHANNEL: &str = "tasklane_events";

@@ -44,12 +44,41 @@ impl Invalid {
     }
 }
 
-/// Checks a key's length in bytes.
+/// Checks a key's length in bytes (and that PostgreSQL can store it).
 pub fn key(field: &str, value: &str) -> Result<(), Invalid> {
-    if KEY_BYTES.contains(&value.len()) {
-        Ok(())
-    } else {
-        Err(Invalid::new(field, format!("must be 1 to {} bytes", KEY_BYTES.end())))
+    if !KEY_BYTES.contains(&value.len()) {
+        return Err(Invalid::new(field, format!("must be 1 to {} bytes", KEY_BYTES.end())));
+    }
+    text(field, value)
+}
+
+/// PostgreSQL `text` and `jsonb` cannot hold U+0000: refused up front, by field.
+pub fn text(field: &str, value: &str) -> Result<(), Invalid> {
+    if value.contains('\0') {
+        return Err(Invalid::new(field, "must not contain U+0000"));
+    }
+    Ok(())
+}
+
+/// The largest magnitude of a JSON number. `jsonb` keeps numbers as exact decimals, and
+/// one next to `f64::MAX` written out in full can read back as out of range, which would
+/// make the row unreadable (and its claim fail).
+pub const JSON_NUMBER_MAGNITUDE: f64 = 1e300;
+
+/// Checks that PostgreSQL can store a JSON value and hand it back: every string and
+/// object key with [`text`], every number within [`JSON_NUMBER_MAGNITUDE`].
+pub fn json(field: &str, value: &serde_json::Value) -> Result<(), Invalid> {
+    match value {
+        serde_json::Value::String(s) => text(field, s),
+        serde_json::Value::Number(n) => match n.as_f64() {
+            Some(f) if f.abs() > JSON_NUMBER_MAGNITUDE => {
+                Err(Invalid::new(field, format!("numbers must be within ±{JSON_NUMBER_MAGNITUDE:e}")))
+            }
+            _ => Ok(()),
+        },
+        serde_json::Value::Array(items) => items.iter().try_for_each(|item| json(field, item)),
+        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| text(field, k).and_then(|_| json(field, v))),
+        _ => Ok(()),
     }
 }
 
@@ -104,6 +133,17 @@ mod tests {
         assert!(within("max_attempts", 26, &MAX_ATTEMPTS).is_err());
         let err = within("progress", 101, &PROGRESS).unwrap_err();
         assert_eq!(err.field, "progress");
+    }
+
+    #[test]
+    fn nul_characters_are_refused_in_keys_and_json() {
+        assert!(key("scope_id", "a\0b").is_err());
+        assert!(json("input", &serde_json::json!({"a": ["ok", {"b\0": 1}]})).is_err());
+        assert!(json("input", &serde_json::json!({"a": ["ok", "x\0"]})).is_err());
+        assert!(json("input", &serde_json::json!({"a": ["ok", {"b": 1}], "n": null})).is_ok());
+        assert!(json("input", &serde_json::json!([1.7976931348623157e308])).is_err());
+        assert!(json("input", &serde_json::json!([-1e301])).is_err());
+        assert!(json("input", &serde_json::json!([1e300, u64::MAX, i64::MIN, 1e-320])).is_ok());
     }
 
     #[test]

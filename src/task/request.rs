@@ -71,6 +71,7 @@ impl SubmitRequest {
         if input_len > input_bytes {
             return Err(Invalid::new("input", format!("must be at most {input_bytes} bytes")));
         }
+        bounds::json("input", &self.input)?;
         let priority = self.priority.unwrap_or(0);
         bounds::within("priority", priority, &bounds::PRIORITY)?;
         let deadline_seconds = self.deadline_seconds.or(task_type.deadline_seconds);

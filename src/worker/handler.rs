@@ -136,6 +136,13 @@ impl Registry {
         self.types.get(name).and_then(|(_, handler)| handler.as_ref())
     }
 
+    /// Names of every registered type, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.types.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
     /// Names of the types this process runs in-process (remote types excluded).
     pub fn runnable(&self) -> Vec<String> {
         let mut names: Vec<String> =

@@ -174,6 +174,7 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
 }
 
 pub mod fixtures;
+pub mod replica;
 
 impl TestDb {
     /// A dedicated connection (not from the pool), for tests that drive transactions

@@ -1,0 +1,235 @@
+//! The JSON shapes of the application routes, with their OpenAPI schemas. The task view
+//! is built from a `TaskRecord` (which holds no lease, digest, effect key or snapshot)
+//! and redacted for scope tokens: no failure text, usage subject or provenance.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::store::events::Event;
+use crate::store::TaskRecord;
+use crate::task::{Privacy, RestartPolicy, SubmitRequest};
+
+/// The submit body (API.md "Submit body"). Unknown fields are refused.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitBody {
+    /// A registered task type.
+    #[schema(min_length = 1, max_length = 200)]
+    pub task_type: String,
+    /// 1..200 bytes.
+    #[schema(min_length = 1, max_length = 200)]
+    pub scope_id: String,
+    /// The idempotency key, 1..200 bytes.
+    #[schema(min_length = 1, max_length = 200)]
+    pub effect_key: String,
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
+    pub source_id: Option<String>,
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
+    pub usage_subject: Option<String>,
+    /// Any JSON value, bounded in size by the deployment.
+    #[schema(value_type = Object)]
+    pub input: serde_json::Value,
+    /// -100..100.
+    #[serde(default)]
+    #[schema(minimum = -100, maximum = 100)]
+    pub priority: Option<i32>,
+    /// Queue deadline, 1..604800 seconds.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 604800)]
+    pub deadline_seconds: Option<i64>,
+    /// 1..25.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 25)]
+    pub max_attempts: Option<i32>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^(fail|retry|resume)$")]
+    pub on_restart: Option<RestartPolicy>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^(local_only|external_allowed)$")]
+    pub privacy: Option<Privacy>,
+}
+
+impl From<SubmitBody> for SubmitRequest {
+    fn from(body: SubmitBody) -> Self {
+        SubmitRequest {
+            task_type: body.task_type,
+            scope_id: body.scope_id,
+            effect_key: body.effect_key,
+            source_id: body.source_id,
+            usage_subject: body.usage_subject,
+            input: body.input,
+            priority: body.priority,
+            deadline_seconds: body.deadline_seconds,
+            max_attempts: body.max_attempts,
+            on_restart: body.on_restart,
+            privacy: body.privacy,
+        }
+    }
+}
+
+/// A task as its owner sees it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TaskView {
+    pub id: Uuid,
+    pub task_type: String,
+    pub scope_id: String,
+    pub source_id: Option<String>,
+    /// Absent for scope tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_subject: Option<String>,
+    pub state: String,
+    pub priority: i16,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub progress: Option<i16>,
+    pub phase: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub released_at: Option<DateTime<Utc>>,
+    pub deadline_at: Option<DateTime<Utc>>,
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<serde_json::Value>,
+    pub error: Option<ErrorView>,
+    /// Provider, model and route of the last attempt; absent for scope tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+    pub links: Links,
+}
+
+/// A failure: its stable code and (not for scope tokens) its bounded message.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ErrorView {
+    pub code: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Where an attempt ran.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Provenance {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub route: Option<String>,
+    pub usage_units: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Links {
+    #[serde(rename = "self")]
+    pub this: String,
+    pub events: String,
+}
+
+impl TaskView {
+    /// The view of `record`; `redacted` for scope tokens.
+    pub fn new(record: TaskRecord, redacted: bool) -> Self {
+        let error = record
+            .error_code
+            .map(|code| ErrorView { code, message: if redacted { None } else { record.error_message } });
+        let provenance = (!redacted).then_some(Provenance {
+            provider: record.provider,
+            model: record.model,
+            route: record.route,
+            usage_units: record.usage_units,
+        });
+        TaskView {
+            id: record.id,
+            task_type: record.task_type,
+            scope_id: record.scope_id,
+            source_id: record.source_id,
+            usage_subject: if redacted { None } else { record.usage_subject },
+            state: record.state.as_str().to_owned(),
+            priority: record.priority,
+            attempt: record.attempt,
+            max_attempts: record.max_attempts,
+            progress: record.progress,
+            phase: record.phase,
+            created_at: record.created_at,
+            started_at: record.started_at,
+            finished_at: record.finished_at,
+            released_at: record.released_at,
+            deadline_at: record.deadline_at,
+            result: record.result,
+            error,
+            provenance,
+            links: Links { this: location(record.id), events: format!("{}/events", location(record.id)) },
+        }
+    }
+}
+
+/// The URL of a task.
+pub fn location(id: Uuid) -> String {
+    format!("/v1/tasks/{id}")
+}
+
+/// A page of tasks, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TaskPage {
+    pub items: Vec<TaskView>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    pub next_cursor: Option<String>,
+}
+
+/// One event of a task.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EventView {
+    pub seq: i32,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+    pub at: DateTime<Utc>,
+}
+
+impl From<Event> for EventView {
+    fn from(event: Event) -> Self {
+        EventView { seq: event.seq, kind: event.kind, data: event.data, at: event.at }
+    }
+}
+
+/// A page of events, ascending.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EventPage {
+    pub items: Vec<EventView>,
+}
+
+/// Query of the task listing.
+#[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    pub scope_id: Option<String>,
+    /// One of the task states.
+    pub state: Option<String>,
+    pub task_type: Option<String>,
+    /// 1..100, default 50.
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Query of the event listing.
+#[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// Events with a seq above this one (default 0).
+    #[param(minimum = 0)]
+    pub after: Option<i32>,
+    /// 1..100, default 100.
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+}
+
+/// Query of submit.
+#[derive(Debug, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SubmitQuery {
+    /// Wait up to this many seconds (0..60) for a terminal state.
+    #[param(minimum = 0, maximum = 60)]
+    pub wait: Option<u64>,
+}

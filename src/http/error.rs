@@ -1,0 +1,215 @@
+//! Every error the HTTP layer answers with, and the one place they become
+//! `application/problem+json` (RFC 9457) with a stable `code`. A 5xx is logged here, with
+//! its context, and answered without internals.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::client::SubmitRefused;
+use crate::store::{LeaseError, SubmitError};
+use crate::task::bounds::Invalid;
+
+/// What went wrong with a request.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("the request body is not valid JSON: {0}")]
+    MalformedJson(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("the id {0:?} is not a UUID")]
+    InvalidId(String),
+    #[error("a valid bearer token is required")]
+    Unauthorized,
+    #[error("the token lacks the {0:?} permission")]
+    Forbidden(&'static str),
+    #[error("no such task")]
+    NotFound,
+    #[error("no such route")]
+    NoRoute,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("the effect key is already used by a different request")]
+    IdempotencyConflict,
+    #[error("a concurrent change to this identity interfered; submit again")]
+    Raced,
+    #[error("only failed or cancelled tasks can be retried")]
+    NotRetryable,
+    #[error("the lease was lost")]
+    LeaseLost,
+    #[error("{0}")]
+    IllegalReport(String),
+    #[error("the task is gone")]
+    TaskGone,
+    #[error("the scope was deleted and is fenced")]
+    ScopeDeleted,
+    #[error("the request body is larger than the limit")]
+    TooLarge,
+    #[error("unknown field {0:?}")]
+    UnknownField(String),
+    #[error("{0}")]
+    Validation(Invalid),
+    #[error("unknown task type {0:?}")]
+    UnknownTaskType(String),
+    #[error("not ready")]
+    NotReady,
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// The problem+json body.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    /// Always `about:blank` with a `code`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub title: &'static str,
+    pub status: u16,
+    pub detail: String,
+    /// The stable machine-readable code.
+    pub code: &'static str,
+    /// For validation errors: the offending field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    /// The status and stable code of each error.
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        use ApiError::*;
+        match self {
+            MalformedJson(_) => (StatusCode::BAD_REQUEST, "malformed_json"),
+            BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            NoRoute => (StatusCode::NOT_FOUND, "no_route"),
+            MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),
+            Raced => (StatusCode::CONFLICT, "concurrent_change"),
+            NotRetryable => (StatusCode::CONFLICT, "not_retryable"),
+            LeaseLost => (StatusCode::CONFLICT, "lease_lost"),
+            IllegalReport(_) => (StatusCode::CONFLICT, "illegal_transition"),
+            TaskGone => (StatusCode::GONE, "task_gone"),
+            ScopeDeleted => (StatusCode::GONE, "scope_deleted"),
+            TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            UnknownField(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field"),
+            Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "validation_failed"),
+            UnknownTaskType(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_task_type"),
+            NotReady => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+            Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+
+    /// A 422 naming `field`.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::Validation(Invalid::new(field, message))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let detail = match &self {
+            ApiError::Internal(error) => {
+                tracing::error!(error = %format!("{error:#}"), "internal error answering a request");
+                "internal error".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let field = match &self {
+            ApiError::Validation(invalid) => Some(invalid.field.clone()),
+            ApiError::UnknownField(field) => Some(field.clone()),
+            _ => None,
+        };
+        let problem = Problem {
+            kind: "about:blank",
+            title: status.canonical_reason().unwrap_or("error"),
+            status: status.as_u16(),
+            detail,
+            code,
+            field,
+        };
+        let mut response = (status, axum::Json(problem)).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+impl From<crate::store::DbError> for ApiError {
+    fn from(error: crate::store::DbError) -> Self {
+        ApiError::Internal(anyhow::Error::new(error).context("database"))
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for ApiError {
+    fn from(error: deadpool_postgres::PoolError) -> Self {
+        ApiError::Internal(anyhow::Error::new(error).context("database pool"))
+    }
+}
+
+impl From<SubmitError> for ApiError {
+    fn from(error: SubmitError) -> Self {
+        match error {
+            SubmitError::IdempotencyConflict => ApiError::IdempotencyConflict,
+            SubmitError::Raced => ApiError::Raced,
+            SubmitError::ScopeDeleted => ApiError::ScopeDeleted,
+            SubmitError::Db(error) => error.into(),
+        }
+    }
+}
+
+impl From<SubmitRefused> for ApiError {
+    fn from(error: SubmitRefused) -> Self {
+        match error {
+            SubmitRefused::UnknownTaskType(name) => ApiError::UnknownTaskType(name),
+            SubmitRefused::Invalid(invalid) => ApiError::Validation(invalid),
+            SubmitRefused::Submit(error) => error.into(),
+            SubmitRefused::Pool(message) => ApiError::Internal(anyhow::anyhow!("database pool: {message}")),
+        }
+    }
+}
+
+impl From<LeaseError> for ApiError {
+    fn from(error: LeaseError) -> Self {
+        match error {
+            LeaseError::Lost => ApiError::LeaseLost,
+            LeaseError::Gone => ApiError::TaskGone,
+            LeaseError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
+            LeaseError::Db(error) => error.into(),
+        }
+    }
+}
+
+/// Gives responses that are not problem+json already (a 413 from the body-limit layer,
+/// axum's own rejections) the problem+json shape, so every error reads the same.
+pub async fn normalize(response: Response) -> Response {
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/problem+json"));
+    if is_problem {
+        return response;
+    }
+    match status {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge.into_response(),
+        StatusCode::METHOD_NOT_ALLOWED => {
+            let mut problem = ApiError::MethodNotAllowed.into_response();
+            if let Some(allow) = response.headers().get(header::ALLOW) {
+                problem.headers_mut().insert(header::ALLOW, allow.clone());
+            }
+            problem
+        }
+        StatusCode::NOT_FOUND => ApiError::NoRoute.into_response(),
+        status if status.is_server_error() => ApiError::Internal(anyhow::anyhow!("unhandled {status}")).into_response(),
+        _ => ApiError::BadRequest(status.canonical_reason().unwrap_or("bad request").to_owned()).into_response(),
+    }
+}

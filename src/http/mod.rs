@@ -1,0 +1,208 @@
+//! The HTTP façade of API.md: axum routes with bearer-token auth, problem+json errors
+//! mapped in one place (`error`), DTOs that cannot leak internals (`dto`), event streams
+//! and `?wait=` fed by one shared LISTEN and one shared poll per replica (`watch`),
+//! OpenTelemetry metrics,
+//! and an OpenAPI 3.1 document generated from the handlers themselves (so it cannot
+//! drift from the routes). Every query is filtered by the caller's app and scope.
+//!
+//! Shutdown is ordered: readiness turns 503, long polls and streams end, in-flight
+//! requests finish within the grace period, then the caller stops the replica.
+
+pub mod auth;
+pub mod dto;
+pub mod error;
+pub mod extract;
+pub mod metrics;
+pub mod routes;
+pub mod tokens;
+pub mod watch;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::{Json, Router};
+use tokio_util::sync::CancellationToken;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::client::Tasklane;
+use routes::{events, lifecycle, ops, tasks, worker};
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub tasklane: Tasklane,
+    pub watch: watch::TaskWatch,
+    pub metrics: metrics::Metrics,
+    /// False from the start of a shutdown: `/readyz` answers 503.
+    pub ready: Arc<AtomicBool>,
+    /// Cancelled at shutdown: long polls, waits and streams end.
+    pub stopping: CancellationToken,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "tasklane", description = "A durable task platform on PostgreSQL (API.md)."),
+    modifiers(&BearerAuth),
+    components(schemas(error::Problem))
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("tl_...").build();
+        components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
+    }
+}
+
+/// The routes and their OpenAPI document.
+pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(tasks::submit, tasks::list_tasks))
+        .routes(routes!(tasks::get_task))
+        .routes(routes!(tasks::cancel_task))
+        .routes(routes!(tasks::retry_task))
+        .routes(routes!(events::task_events))
+        .routes(routes!(lifecycle::release))
+        .routes(routes!(lifecycle::delete_tasks))
+        .routes(routes!(lifecycle::lift_fence))
+        .routes(routes!(lifecycle::unreleased_sources))
+        .routes(routes!(worker::claim_tasks))
+        .routes(routes!(worker::heartbeat))
+        .routes(routes!(worker::complete))
+        .routes(routes!(worker::fail))
+        .routes(routes!(worker::fallback))
+        .routes(routes!(worker::cancelled))
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+        .split_for_parts()
+}
+
+/// The OpenAPI document as JSON (also served at `/openapi.json`).
+pub fn openapi_json() -> String {
+    api().1.to_pretty_json().unwrap_or_default()
+}
+
+/// The whole application: routes, `/openapi.json`, metrics, and a body limit that
+/// applies to every route (413 before any handler reads a byte too many).
+pub fn router(state: AppState, body_limit: usize) -> Router {
+    let (routes, openapi) = api();
+    let openapi = Arc::new(with_task_types(&openapi, &state.tasklane.registry.names()));
+    routes
+        .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .fallback(|| async { error::ApiError::NoRoute })
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(body_limit))
+        .layer(axum::middleware::map_response(error::normalize))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// What the HTTP server of a replica is started with.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub listen: String,
+    /// For the server's own LISTEN connections.
+    pub database_url: String,
+    /// The body limit of every route.
+    pub body_limit: usize,
+    /// Listen for other replicas' work wake-ups too (so claim long-polls answer at
+    /// once): needed when this replica runs no in-process workers, which otherwise do.
+    pub listen_wakeups: bool,
+}
+
+impl HttpConfig {
+    /// The HTTP settings of a replica's configuration.
+    pub fn of(config: &crate::config::ServeConfig) -> Self {
+        HttpConfig {
+            listen: config.listen.clone(),
+            database_url: config.database_url.clone(),
+            body_limit: config.body_limit(),
+            listen_wakeups: config.listen_notify && !config.has(crate::config::Role::Worker),
+        }
+    }
+}
+
+/// The document with this replica's registered task types as the enum of every
+/// `task_type` field, so clients and fuzzers see what a submit or claim accepts.
+fn with_task_types(openapi: &utoipa::openapi::OpenApi, names: &[String]) -> serde_json::Value {
+    let mut doc = serde_json::to_value(openapi).unwrap_or_default();
+    if names.is_empty() {
+        return doc;
+    }
+    for pointer in [
+        "/components/schemas/SubmitBody/properties/task_type",
+        "/components/schemas/ClaimBody/properties/task_types/items",
+    ] {
+        if let Some(schema) = doc.pointer_mut(pointer).and_then(|s| s.as_object_mut()) {
+            schema.insert("enum".into(), serde_json::json!(names));
+        }
+    }
+    doc
+}
+
+/// A running HTTP server of one replica.
+pub struct HttpServer {
+    state: AppState,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    listener_stop: CancellationToken,
+    /// The address actually bound.
+    pub local_addr: std::net::SocketAddr,
+}
+
+impl HttpServer {
+    /// Binds `config.listen` and serves `tasklane`, with its own events listener.
+    pub async fn start(config: &HttpConfig, tasklane: Tasklane) -> anyhow::Result<Self> {
+        let listen = &config.listen;
+        let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("bind {listen}"))?;
+        let local_addr = listener.local_addr()?;
+        let state = AppState {
+            tasklane,
+            watch: watch::TaskWatch::default(),
+            metrics: metrics::Metrics::new()?,
+            ready: Arc::new(AtomicBool::new(true)),
+            stopping: CancellationToken::new(),
+        };
+        let listener_stop = CancellationToken::new();
+        tokio::spawn(state.watch.clone().run(config.database_url.clone(), listener_stop.clone()));
+        tokio::spawn(state.watch.clone().run_poller(state.tasklane.pool.clone(), listener_stop.clone()));
+        if config.listen_wakeups {
+            let wakeup = state.tasklane.wakeup.clone();
+            tokio::spawn(wakeup.run_listener(config.database_url.clone(), listener_stop.clone()));
+        }
+        let app = router(state.clone(), config.body_limit);
+        let stopping = state.stopping.clone();
+        let server =
+            tokio::spawn(
+                async move { axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned()).await },
+            );
+        tracing::info!(%local_addr, "HTTP API listening");
+        Ok(HttpServer { state, server, listener_stop, local_addr })
+    }
+
+    /// Readiness false for `drain` while still serving, then waits and streams end,
+    /// the listener closes and in-flight requests finish, within `grace`.
+    pub async fn shutdown(self, drain: Duration, grace: Duration) {
+        self.state.ready.store(false, Ordering::SeqCst);
+        tokio::time::sleep(drain).await;
+        self.state.stopping.cancel();
+        match tokio::time::timeout(grace, self.server).await {
+            Ok(Ok(Ok(()))) => tracing::info!("HTTP drained"),
+            Ok(Ok(Err(error))) => tracing::warn!(%error, "HTTP server"),
+            Ok(Err(error)) => tracing::warn!(%error, "HTTP server task"),
+            Err(_) => tracing::warn!("HTTP requests still running after the grace period"),
+        }
+        self.listener_stop.cancel();
+    }
+}

@@ -1,0 +1,134 @@
+//! A task's events: JSON pages, or Server-Sent Events (`id:` = seq, resumable with
+//! `Last-Event-ID`) that end after the terminal event. A stream waits on the replica's
+//! shared listener, so it sees events written by any replica promptly; a client going
+//! away drops only its own stream.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use uuid::Uuid;
+
+use crate::http::auth::{Caller, Permission};
+use crate::http::dto::{EventPage, EventView, EventsQuery};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{task_id, QueryOf};
+use crate::http::watch::Waiter;
+use crate::http::AppState;
+use crate::store::events::{self, Event};
+use crate::store::query::{self, Owner};
+use crate::task::bounds;
+
+/// Events of one task after a seq, as a JSON page or an event stream.
+#[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = "tasks", params(("id" = Uuid, Path), EventsQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "a page, or with `Accept: text/event-stream` a stream", body = EventPage),
+        (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub async fn task_events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    QueryOf(query): QueryOf<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    caller.require(Permission::Read)?;
+    let id = task_id(&id)?;
+    let mut after = query.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::invalid("after", "must not be negative"));
+    }
+    let limit = query.limit.unwrap_or(*bounds::PAGE_SIZE.end());
+    bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
+    let client = state.tasklane.pool.get().await?;
+    let client = crate::store::client(&client);
+    query::get(client, &caller.owner, id).await?.ok_or(ApiError::NotFound)?;
+    let wants_stream =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
+    if !wants_stream {
+        let items = events::after(client, id, after, limit).await?.into_iter().map(EventView::from).collect();
+        return Ok(Json(EventPage { items }).into_response());
+    }
+    if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
+        after = last.trim().parse().map_err(|_| ApiError::invalid("Last-Event-ID", "must be an event seq"))?;
+    }
+    let tail = Tail {
+        waiter: state.watch.subscribe(id),
+        state: state.clone(),
+        owner: caller.owner.clone(),
+        id,
+        after,
+        pending: VecDeque::new(),
+        done: false,
+    };
+    let stream = futures_util::stream::unfold(tail, Tail::next);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
+}
+
+/// The state of one event stream.
+struct Tail {
+    state: AppState,
+    owner: Owner,
+    id: Uuid,
+    after: i32,
+    pending: VecDeque<Event>,
+    waiter: Waiter,
+    done: bool,
+}
+
+impl Tail {
+    /// The next event, waiting for it if need be; `None` ends the stream (after the
+    /// terminal event, when the task is gone, or when the server stops).
+    async fn next(mut self) -> Option<(Result<SseEvent, Infallible>, Tail)> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(event) = self.pending.pop_front() {
+                self.after = event.seq;
+                self.done = event.is_terminal();
+                return Some((Ok(to_sse(event)), self));
+            }
+            match self.fetch().await {
+                Ok(Some((events, terminal))) => {
+                    if events.is_empty() && terminal {
+                        return None;
+                    }
+                    self.pending.extend(events);
+                    if !self.pending.is_empty() {
+                        continue;
+                    }
+                }
+                Ok(None) => return None,
+                Err(error) => {
+                    tracing::warn!(task = %self.id, error = %format!("{error:#}"), "event stream read");
+                    return None;
+                }
+            }
+            tokio::select! {
+                _ = self.waiter.changed() => {}
+                _ = self.state.stopping.cancelled() => return None,
+            }
+        }
+    }
+
+    /// New events, and whether the task is terminal; `None` when it is gone.
+    async fn fetch(&self) -> anyhow::Result<Option<(Vec<Event>, bool)>> {
+        let client = self.state.tasklane.pool.get().await?;
+        let client = crate::store::client(&client);
+        let Some(task) = query::get(client, &self.owner, self.id).await? else { return Ok(None) };
+        let events = events::after(client, self.id, self.after, *bounds::PAGE_SIZE.end()).await?;
+        Ok(Some((events, task.state.is_terminal())))
+    }
+}
+
+fn to_sse(event: Event) -> SseEvent {
+    let view = EventView::from(event);
+    let data = serde_json::to_string(&view).unwrap_or_else(|_| "{}".to_owned());
+    SseEvent::default().id(view.seq.to_string()).event(view.kind.clone()).data(data)
+}

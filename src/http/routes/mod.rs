@@ -1,0 +1,8 @@
+//! The route handlers, one file per group; `http::router` assembles them.
+
+pub mod events;
+pub mod lifecycle;
+pub mod ops;
+pub mod tasks;
+pub mod worker;
+pub mod worker_dto;

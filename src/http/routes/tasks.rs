@@ -1,0 +1,207 @@
+//! The application's task routes: submit (with `?wait=`), get, list, cancel, retry.
+//! Every read and write is filtered by the caller's app (and scope): another owner's
+//! task is a 404.
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use uuid::Uuid;
+
+use crate::http::auth::{Caller, Permission};
+use crate::http::dto::{location, ListQuery, SubmitBody, SubmitQuery, TaskPage, TaskView};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{task_id, Body, QueryOf};
+use crate::http::AppState;
+use crate::store::query::{self, ListFilter, Owner};
+use crate::store::retry::{self, Retried};
+use crate::store::{SubmitOutcome, TaskRecord};
+use crate::task::bounds;
+
+/// The longest `?wait=` in seconds.
+pub const MAX_WAIT_SECONDS: u64 = 60;
+/// Page size of a listing without `limit`.
+const DEFAULT_PAGE: i64 = 50;
+
+/// Submit a task, or join or replay the one with the same identity.
+#[utoipa::path(post, path = "/v1/tasks", tag = "tasks", params(SubmitQuery), request_body = SubmitBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 202, description = "created or in flight", body = TaskView, headers(("Location" = String))),
+        (status = 200, description = "terminal: a replay, or finished within `wait`", body = TaskView),
+        (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 409, description = "idempotency_conflict", body = Problem),
+        (status = 410, description = "scope_deleted", body = Problem),
+        (status = 413, body = Problem), (status = 422, body = Problem)))]
+pub async fn submit(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryOf(query): QueryOf<SubmitQuery>,
+    Body(body): Body<SubmitBody>,
+) -> Result<Response, ApiError> {
+    caller.require(Permission::Submit)?;
+    let wait = query.wait.unwrap_or(0);
+    if wait > MAX_WAIT_SECONDS {
+        return Err(ApiError::invalid("wait", format!("must be between 0 and {MAX_WAIT_SECONDS}")));
+    }
+    if caller.owner.scope_id.as_ref().is_some_and(|own| *own != body.scope_id) {
+        return Err(ApiError::Forbidden("submit"));
+    }
+    let submitted = state.tasklane.submit(&caller.owner.app, &body.into()).await?;
+    let mut task = submitted.task;
+    if wait > 0 && !task.state.is_terminal() {
+        let owner = Owner { app: caller.owner.app.clone(), scope_id: Some(task.scope_id.clone()) };
+        match wait_terminal(&state, &owner, task.id, Duration::from_secs(wait)).await? {
+            Some(latest) => task = latest,
+            None => return Err(ApiError::NotFound),
+        }
+    }
+    let terminal = task.state.is_terminal();
+    let status =
+        if terminal || submitted.outcome == SubmitOutcome::Existing { StatusCode::OK } else { StatusCode::ACCEPTED };
+    let id = task.id;
+    let mut response = (status, Json(TaskView::new(task, caller.is_scoped()))).into_response();
+    if status == StatusCode::ACCEPTED {
+        let value = location(id).parse().expect("a task URL is a valid header value");
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
+}
+
+/// Re-reads the task until it is terminal, `wait` passes, or the server stops; `None`
+/// when it disappeared. Wakes on the replica's shared listener, not by polling.
+pub async fn wait_terminal(
+    state: &AppState,
+    owner: &Owner,
+    id: Uuid,
+    wait: Duration,
+) -> Result<Option<TaskRecord>, ApiError> {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut waiter = state.watch.subscribe(id);
+    loop {
+        let task = {
+            let client = state.tasklane.pool.get().await?;
+            query::get(crate::store::client(&client), owner, id).await?
+        };
+        let Some(task) = task else { return Ok(None) };
+        if task.state.is_terminal() {
+            return Ok(Some(task));
+        }
+        tokio::select! {
+            _ = waiter.changed() => {}
+            _ = tokio::time::sleep_until(deadline) => return Ok(Some(task)),
+            _ = state.stopping.cancelled() => return Ok(Some(task)),
+        }
+    }
+}
+
+/// One task.
+#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", params(("id" = Uuid, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn get_task(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
+    caller.require(Permission::Read)?;
+    let id = task_id(&id)?;
+    let client = state.tasklane.pool.get().await?;
+    let task = query::get(crate::store::client(&client), &caller.owner, id).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(TaskView::new(task, caller.is_scoped())))
+}
+
+/// The caller's tasks, newest first, keyset-paged.
+#[utoipa::path(get, path = "/v1/tasks", tag = "tasks", params(ListQuery), security(("bearer" = [])),
+    responses((status = 200, body = TaskPage), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 422, body = Problem)))]
+pub async fn list_tasks(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryOf(query): QueryOf<ListQuery>,
+) -> Result<Json<TaskPage>, ApiError> {
+    caller.require(Permission::Read)?;
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
+    for (field, value) in [("scope_id", &query.scope_id), ("task_type", &query.task_type)] {
+        if let Some(value) = value {
+            bounds::text(field, value).map_err(ApiError::Validation)?;
+        }
+    }
+    let filter = ListFilter {
+        scope_id: query.scope_id,
+        state: query
+            .state
+            .map(|s| s.parse().map_err(|_| ApiError::invalid("state", format!("unknown state {s:?}"))))
+            .transpose()?,
+        task_type: query.task_type,
+        before: query
+            .cursor
+            .map(|c| Uuid::parse_str(&c).map_err(|_| ApiError::invalid("cursor", "not a cursor of this listing")))
+            .transpose()?,
+    };
+    let client = state.tasklane.pool.get().await?;
+    let mut tasks = query::list(crate::store::client(&client), &caller.owner, &filter, limit + 1).await?;
+    let next_cursor = if tasks.len() as i64 > limit {
+        tasks.truncate(limit as usize);
+        tasks.last().map(|t| t.id.to_string())
+    } else {
+        None
+    };
+    let items = tasks.into_iter().map(|t| TaskView::new(t, caller.is_scoped())).collect();
+    Ok(Json(TaskPage { items, next_cursor }))
+}
+
+/// Cancel: queued now, running cooperatively, terminal unchanged.
+#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks", params(("id" = Uuid, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn cancel_task(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
+    caller.require(Permission::Cancel)?;
+    let id = task_id(&id)?;
+    let client = state.tasklane.pool.get().await?;
+    let task = query::cancel(crate::store::client(&client), &caller.owner, id).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(TaskView::new(task, caller.is_scoped())))
+}
+
+/// Retry a failed or cancelled task with a fresh attempt budget.
+#[utoipa::path(post, path = "/v1/tasks/{id}/retry", tag = "tasks", params(("id" = Uuid, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem),
+        (status = 409, description = "not_retryable", body = Problem),
+        (status = 410, description = "scope_deleted", body = Problem)))]
+pub async fn retry_task(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
+    caller.require(Permission::Submit)?;
+    let id = task_id(&id)?;
+    let mut object = state.tasklane.pool.get().await?;
+    let client: &mut tokio_postgres::Client = &mut object;
+    let tx = client.transaction().await?;
+    // Under the owner lock: a fenced scope refuses (410); admission limits plug in here.
+    let fenced = &tx;
+    let retried = retry::retry(&tx, &caller.owner, id, |task| async move {
+        crate::store::lifecycle::check_fence(fenced, &task.app, &task.scope_id).await.map_err(ApiError::from)
+    })
+    .await?;
+    tx.commit().await?;
+    match retried {
+        Retried::Queued(task) => {
+            state.tasklane.wakeup.wake_all();
+            Ok(Json(TaskView::new(task, caller.is_scoped())))
+        }
+        Retried::NotRetryable(_) => Err(ApiError::NotRetryable),
+        Retried::NotFound => Err(ApiError::NotFound),
+    }
+}

@@ -1,0 +1,282 @@
+//! The worker protocol for remote workers in any language: claim (long-polling), then
+//! heartbeat and one settlement, every write fenced on the lease token (409
+//! `lease_lost`, 410 `task_gone`). A worker's token sees only its app's tasks: another
+//! owner's task is a 404 here too.
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::Json;
+use uuid::Uuid;
+
+use crate::http::auth::{Caller, Permission};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::{task_id, Body};
+use crate::http::AppState;
+use crate::store::claim::{self, Claimant};
+use crate::store::lease::{self, Beat, Success};
+use crate::store::retry::{owner_of, TaskOwner};
+use crate::store::ClaimedTask;
+use crate::task::bounds;
+use crate::task::outcome::Report;
+use crate::task::Route;
+
+use super::worker_dto::*;
+
+/// The longest claim long-poll, in seconds.
+pub const MAX_CLAIM_WAIT_SECONDS: u64 = 30;
+/// How often an empty long-poll re-tries the claim when no wake-up arrives.
+const CLAIM_POLL: Duration = Duration::from_millis(500);
+
+/// Claim up to `max` tasks, waiting up to `wait_seconds` while there are none.
+#[utoipa::path(post, path = "/v1/worker/claim", tag = "worker", request_body = ClaimBody,
+    security(("bearer" = [])),
+    responses((status = 200, body = ClaimAnswer), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 422, body = Problem)))]
+pub async fn claim_tasks(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(body): Body<ClaimBody>,
+) -> Result<Json<ClaimAnswer>, ApiError> {
+    caller.require(Permission::Work)?;
+    body.validate(&state)?;
+    let route = if body.route == "external" { Route::External } else { Route::Local };
+    let claimant = Claimant { worker_id: &body.worker_id, route, replica_id: None };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(body.wait_seconds.unwrap_or(0));
+    let mut wakeups = state.tasklane.wakeup.subscribe();
+    loop {
+        wakeups.borrow_and_update();
+        let claimed = {
+            let client = state.tasklane.pool.get().await?;
+            let client = crate::store::client(&client);
+            claim::claim_owned(client, &claimant, Some(&caller.owner), &body.task_types, body.max).await?
+        };
+        if !claimed.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(Json(ClaimAnswer { tasks: claimed.into_iter().map(ClaimedView::from).collect() }));
+        }
+        tokio::select! {
+            _ = wakeups.changed() => {}
+            _ = tokio::time::sleep(CLAIM_POLL) => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = state.stopping.cancelled() => return Ok(Json(ClaimAnswer { tasks: Vec::new() })),
+        }
+    }
+}
+
+impl ClaimBody {
+    fn validate(&self, state: &AppState) -> Result<(), ApiError> {
+        bounds::key("worker_id", &self.worker_id).map_err(ApiError::Validation)?;
+        bounds::within("max", self.max, &bounds::CLAIM_BATCH).map_err(ApiError::Validation)?;
+        let wait = self.wait_seconds.unwrap_or(0);
+        bounds::within("wait_seconds", wait, &(0..=MAX_CLAIM_WAIT_SECONDS)).map_err(ApiError::Validation)?;
+        if !matches!(self.route.as_str(), "local" | "external") {
+            return Err(ApiError::invalid("route", "must be local or external"));
+        }
+        if self.task_types.is_empty() || self.task_types.len() > 100 {
+            return Err(ApiError::invalid("task_types", "must name 1 to 100 task types"));
+        }
+        match self.task_types.iter().find(|name| state.tasklane.registry.get(name).is_none()) {
+            Some(unknown) => Err(ApiError::UnknownTaskType(unknown.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl From<ClaimedTask> for ClaimedView {
+    fn from(task: ClaimedTask) -> Self {
+        ClaimedView {
+            id: task.id,
+            task_type: task.task_type,
+            attempt: task.attempt,
+            lease_token: task.lease_token,
+            lease_expires_at: task.lease_expires_at,
+            input: task.input,
+            snapshot: task.snapshot,
+            deadline_at: task.deadline_at,
+        }
+    }
+}
+
+/// Checks that the caller's app owns task `id`: absent is 410 (deleted), another
+/// owner's is 404.
+async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<(Uuid, TaskOwner), ApiError> {
+    caller.require(Permission::Work)?;
+    let id = task_id(id)?;
+    let client = state.tasklane.pool.get().await?;
+    match owner_of(crate::store::client(&client), id).await? {
+        None => Err(ApiError::TaskGone),
+        Some(owner) if !owner.visible_to(&caller.owner) => Err(ApiError::NotFound),
+        Some(owner) => Ok((id, owner)),
+    }
+}
+
+/// Extend the lease; report progress, phase, a snapshot and events.
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/heartbeat", tag = "worker", params(("id" = Uuid, Path)),
+    request_body = HeartbeatBody, security(("bearer" = [])),
+    responses((status = 200, body = BeatView), (status = 404, body = Problem),
+        (status = 409, description = "lease_lost", body = Problem), (status = 410, description = "task_gone", body = Problem),
+        (status = 422, body = Problem)))]
+pub async fn heartbeat(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(body): Body<HeartbeatBody>,
+) -> Result<Json<BeatView>, ApiError> {
+    let (id, _) = owned(&state, &caller, &id).await?;
+    let beat = body.validate()?;
+    let client = state.tasklane.pool.get().await?;
+    let answer = lease::heartbeat(crate::store::client(&client), id, body.lease_token, &beat).await?;
+    Ok(Json(BeatView { lease_expires_at: answer.lease_expires_at, cancel_requested: answer.cancel_requested }))
+}
+
+impl HeartbeatBody {
+    fn validate(&self) -> Result<Beat, ApiError> {
+        let progress = self
+            .progress
+            .map(|p| bounds::within("progress", p, &bounds::PROGRESS).map(|_| p as i16))
+            .transpose()
+            .map_err(ApiError::Validation)?;
+        if self.phase.as_deref().is_some_and(|p| !matches!(p, "loading" | "running")) {
+            return Err(ApiError::invalid("phase", "must be loading or running"));
+        }
+        if let Some(snapshot) = &self.snapshot {
+            bounds::json("snapshot", snapshot).map_err(ApiError::Validation)?;
+            if json_len(snapshot) > bounds::SNAPSHOT_BYTES {
+                return Err(ApiError::invalid("snapshot", format!("must be at most {} bytes", bounds::SNAPSHOT_BYTES)));
+            }
+        }
+        let events = self.events.as_deref().unwrap_or_default();
+        if events.len() > bounds::EVENTS_PER_HEARTBEAT {
+            return Err(ApiError::invalid("events", format!("at most {} per heartbeat", bounds::EVENTS_PER_HEARTBEAT)));
+        }
+        let mut checked = Vec::with_capacity(events.len());
+        for (n, event) in events.iter().enumerate() {
+            if !matches!(event.kind.as_str(), "task.output" | "task.progress") {
+                return Err(ApiError::invalid(format!("events[{n}].type"), "must be task.output or task.progress"));
+            }
+            let data = event.data.clone().unwrap_or_else(|| serde_json::json!({}));
+            bounds::json(&format!("events[{n}].data"), &data).map_err(ApiError::Validation)?;
+            if json_len(&data) > bounds::EVENT_DATA_BYTES {
+                return Err(ApiError::invalid(format!("events[{n}].data"), "must be at most 64 KiB"));
+            }
+            checked.push(serde_json::json!({"type": event.kind, "data": data}));
+        }
+        Ok(Beat { progress, phase: self.phase.clone(), snapshot: self.snapshot.clone(), events: checked })
+    }
+}
+
+fn json_len(value: &serde_json::Value) -> usize {
+    serde_json::to_vec(value).map(|v| v.len()).unwrap_or(usize::MAX)
+}
+
+/// Settle the attempt as succeeded.
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/complete", tag = "worker", params(("id" = Uuid, Path)),
+    request_body = CompleteBody, security(("bearer" = [])),
+    responses((status = 200, body = Settled), (status = 404, body = Problem),
+        (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
+pub async fn complete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(body): Body<CompleteBody>,
+) -> Result<Json<Settled>, ApiError> {
+    let (id, _) = owned(&state, &caller, &id).await?;
+    bounds::json("result", &body.result).map_err(ApiError::Validation)?;
+    if json_len(&body.result) > bounds::RESULT_BYTES {
+        return Err(ApiError::invalid("result", format!("must be at most {} bytes", bounds::RESULT_BYTES)));
+    }
+    let units = body.usage.as_ref().map(|u| u.units);
+    if units.is_some_and(|u| u < 0) {
+        return Err(ApiError::invalid("usage.units", "must not be negative"));
+    }
+    let provenance = body.provenance.unwrap_or_default();
+    for (field, value) in [("provenance.provider", &provenance.provider), ("provenance.model", &provenance.model)] {
+        if let Some(value) = value {
+            bounds::key(field, value).map_err(ApiError::Validation)?;
+        }
+    }
+    let success =
+        Success { result: body.result, usage_units: units, provider: provenance.provider, model: provenance.model };
+    let client = state.tasklane.pool.get().await?;
+    lease::complete(crate::store::client(&client), id, body.lease_token, &success).await?;
+    Ok(Json(Settled { state: "succeeded".into() }))
+}
+
+/// Settle the attempt as failed (retryable or not).
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/fail", tag = "worker", params(("id" = Uuid, Path)),
+    request_body = FailBody, security(("bearer" = [])),
+    responses((status = 200, body = Settled), (status = 404, body = Problem),
+        (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
+pub async fn fail(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(body): Body<FailBody>,
+) -> Result<Json<Settled>, ApiError> {
+    let checked = owned(&state, &caller, &id).await?;
+    if !bounds::ERROR_CODE_BYTES.contains(&body.code.len()) {
+        return Err(ApiError::invalid("code", "must be 1 to 64 bytes"));
+    }
+    bounds::text("code", &body.code)
+        .and_then(|_| bounds::text("message", &body.message))
+        .map_err(ApiError::Validation)?;
+    let max_after = crate::task::outcome::MAX_RETRY_AFTER.as_secs();
+    if body.retry_after_seconds.is_some_and(|s| s > max_after) {
+        return Err(ApiError::invalid("retry_after_seconds", format!("must be at most {max_after}")));
+    }
+    let report = Report::Error {
+        code: body.code,
+        message: body.message,
+        retryable: body.retryable,
+        retry_after: body.retry_after_seconds.map(Duration::from_secs),
+    };
+    settle(&state, checked, body.lease_token, report).await
+}
+
+/// Give the task up on the local route: it waits for an external worker if its privacy
+/// allows, else it fails `no_fallback_allowed`.
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/fallback", tag = "worker", params(("id" = Uuid, Path)),
+    request_body = FallbackBody, security(("bearer" = [])),
+    responses((status = 200, body = Settled), (status = 404, body = Problem),
+        (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
+pub async fn fallback(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(body): Body<FallbackBody>,
+) -> Result<Json<Settled>, ApiError> {
+    let checked = owned(&state, &caller, &id).await?;
+    bounds::text("reason", &body.reason).map_err(ApiError::Validation)?;
+    settle(&state, checked, body.lease_token, Report::Fallback { reason: body.reason }).await
+}
+
+/// Acknowledge a requested cancellation: the task is cancelled.
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/cancelled", tag = "worker", params(("id" = Uuid, Path)),
+    request_body = CancelledBody, security(("bearer" = [])),
+    responses((status = 200, body = Settled), (status = 404, body = Problem),
+        (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
+pub async fn cancelled(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(body): Body<CancelledBody>,
+) -> Result<Json<Settled>, ApiError> {
+    let checked = owned(&state, &caller, &id).await?;
+    settle(&state, checked, body.lease_token, Report::Cancelled).await
+}
+
+async fn settle(
+    state: &AppState,
+    (id, owner): (Uuid, TaskOwner),
+    lease_token: Uuid,
+    report: Report,
+) -> Result<Json<Settled>, ApiError> {
+    let backoff = state.tasklane.registry.get(&owner.task_type).map(|t| t.backoff()).unwrap_or_default();
+    let mut object = state.tasklane.pool.get().await?;
+    let client: &mut tokio_postgres::Client = &mut object;
+    let settled = lease::settle(client, id, lease_token, report, &backoff).await?;
+    if !settled.is_terminal() {
+        state.tasklane.wakeup.wake_all();
+    }
+    Ok(Json(Settled { state: settled.as_str().to_owned() }))
+}

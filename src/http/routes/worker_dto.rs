@@ -1,0 +1,158 @@
+//! The JSON shapes of the worker protocol. Unknown fields are refused everywhere.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// A claim request.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimBody {
+    /// The worker's own name, 1..200 bytes (recorded on the task).
+    #[schema(min_length = 1, max_length = 200)]
+    pub worker_id: String,
+    /// Registered task types to take, 1..100 of them.
+    #[schema(min_items = 1, max_items = 100)]
+    pub task_types: Vec<String>,
+    /// `local` or `external`: a `local_only` task never goes to an external worker.
+    #[schema(pattern = "^(local|external)$")]
+    pub route: String,
+    /// 1..100.
+    #[schema(minimum = 1, maximum = 100)]
+    pub max: i64,
+    /// Long-poll up to this many seconds (0..30) while nothing is claimable.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 30)]
+    pub wait_seconds: Option<u64>,
+}
+
+/// A claimed task: everything needed to run one attempt and fence its writes.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClaimedView {
+    pub id: Uuid,
+    pub task_type: String,
+    pub attempt: i32,
+    /// The fencing token: every later write of this attempt carries it.
+    pub lease_token: Uuid,
+    pub lease_expires_at: DateTime<Utc>,
+    #[schema(value_type = Object)]
+    pub input: serde_json::Value,
+    /// The last snapshot of a resumed task.
+    #[schema(value_type = Option<Object>)]
+    pub snapshot: Option<serde_json::Value>,
+    pub deadline_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClaimAnswer {
+    pub tasks: Vec<ClaimedView>,
+}
+
+/// A worker-emitted event.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerEvent {
+    /// `task.output` or `task.progress`.
+    #[serde(rename = "type")]
+    #[schema(pattern = "^task\\.(output|progress)$")]
+    pub kind: String,
+    /// At most 64 KiB.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatBody {
+    pub lease_token: Uuid,
+    /// 0..100.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 100)]
+    pub progress: Option<i32>,
+    /// `loading` or `running`.
+    #[serde(default)]
+    #[schema(pattern = "^(loading|running)$")]
+    pub phase: Option<String>,
+    /// A resume snapshot, at most 1 MiB.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub snapshot: Option<serde_json::Value>,
+    /// At most 100.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub events: Option<Vec<WorkerEvent>>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BeatView {
+    pub lease_expires_at: DateTime<Utc>,
+    /// The owner asked to cancel: stop and acknowledge with `cancelled`.
+    pub cancel_requested: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    #[schema(minimum = 0)]
+    pub units: i64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceBody {
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Informational: the route was recorded by the claim.
+    #[serde(default)]
+    pub route: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteBody {
+    pub lease_token: Uuid,
+    #[schema(value_type = Object)]
+    pub result: serde_json::Value,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub provenance: Option<ProvenanceBody>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailBody {
+    pub lease_token: Uuid,
+    /// 1..64 bytes.
+    #[schema(min_length = 1, max_length = 64)]
+    pub code: String,
+    /// Cut to 1 KiB.
+    pub message: String,
+    pub retryable: bool,
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 86400)]
+    pub retry_after_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackBody {
+    pub lease_token: Uuid,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelledBody {
+    pub lease_token: Uuid,
+}
+
+/// The task's state after a settlement.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Settled {
+    pub state: String,
+}

@@ -1,0 +1,74 @@
+//! The owner's retry of a failed or cancelled task, and the owner check the worker
+//! protocol makes before its fenced writes.
+
+use tokio_postgres::GenericClient;
+use uuid::Uuid;
+
+use super::query::{self, Owner};
+use super::record::TaskRecord;
+use super::DbError;
+
+/// How a retry was answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Retried {
+    /// Queued again; the task after the move.
+    Queued(TaskRecord),
+    /// The task is not failed or cancelled; as it is.
+    NotRetryable(TaskRecord),
+    /// `owner` cannot see such a task.
+    NotFound,
+}
+
+/// Queues a failed or cancelled task again with a fresh attempt budget, in the caller's
+/// transaction (which must be one: the owner lock is held until it ends, so a retry
+/// serializes with the scope's deletion like a submit does). `admit` runs under the
+/// owner lock before the move: fences and admission limits refuse there.
+pub async fn retry<C, E, F, Fut>(tx: &C, owner: &Owner, id: Uuid, admit: F) -> Result<Retried, E>
+where
+    C: GenericClient + Sync,
+    E: From<DbError>,
+    F: FnOnce(TaskRecord) -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+{
+    let Some(task) = query::get(tx, owner, id).await? else { return Ok(Retried::NotFound) };
+    if !matches!(task.state, crate::task::TaskState::Failed | crate::task::TaskState::Cancelled) {
+        return Ok(Retried::NotRetryable(task));
+    }
+    tx.execute(include_str!("../../sql/owner_lock_shared.sql"), &[&task.app, &task.scope_id]).await?;
+    admit(task.clone()).await?;
+    let moved = tx.query_opt(include_str!("../../sql/task_retry.sql"), &[&id, &owner.app, &owner.scope_id]).await?;
+    let after = query::get(tx, owner, id).await?;
+    Ok(match (moved, after) {
+        (Some(_), Some(task)) => Retried::Queued(task),
+        (None, Some(task)) => Retried::NotRetryable(task),
+        (_, None) => Retried::NotFound,
+    })
+}
+
+/// A task's owner and type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskOwner {
+    pub app: String,
+    pub scope_id: String,
+    pub task_type: String,
+}
+
+impl TaskOwner {
+    /// Whether `owner` (a token's app, and scope if any) may see this task.
+    pub fn visible_to(&self, owner: &Owner) -> bool {
+        self.app == owner.app && owner.scope_id.as_ref().is_none_or(|scope| *scope == self.scope_id)
+    }
+}
+
+/// The owner and type of a task, if it exists.
+pub async fn owner_of<C: GenericClient + Sync>(client: &C, id: Uuid) -> Result<Option<TaskOwner>, DbError> {
+    let row = client.query_opt(include_str!("../../sql/task_owner.sql"), &[&id]).await?;
+    row.map(|row| {
+        Ok(TaskOwner {
+            app: row.try_get("app")?,
+            scope_id: row.try_get("scope_id")?,
+            task_type: row.try_get("task_type")?,
+        })
+    })
+    .transpose()
+}

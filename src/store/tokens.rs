@@ -1,0 +1,60 @@
+//! API tokens at rest: only their SHA-256 is stored. Reads happen on every request with
+//! no cache, so a revocation takes effect at once on every replica.
+
+use tokio_postgres::GenericClient;
+use uuid::Uuid;
+
+use super::DbError;
+
+/// A live token's row: who it speaks for and what it may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRow {
+    pub id: Uuid,
+    pub app: String,
+    /// Set for a scope token (it sees only this scope, redacted).
+    pub scope_id: Option<String>,
+    pub permissions: Vec<String>,
+    pub token_hash: Vec<u8>,
+}
+
+/// What a new token is created with; the caller has hashed the secret.
+#[derive(Debug, Clone)]
+pub struct NewToken<'a> {
+    pub id: Uuid,
+    pub app: &'a str,
+    pub scope_id: Option<&'a str>,
+    pub permissions: &'a [String],
+    pub name: Option<&'a str>,
+    pub token_hash: &'a [u8],
+}
+
+/// Stores a new token.
+pub async fn insert<C: GenericClient + Sync>(client: &C, token: &NewToken<'_>) -> Result<(), DbError> {
+    client
+        .execute(
+            include_str!("../../sql/token_insert.sql"),
+            &[&token.id, &token.app, &token.scope_id, &token.permissions, &token.name, &token.token_hash],
+        )
+        .await?;
+    Ok(())
+}
+
+/// The live (unrevoked) token whose hash is `token_hash`.
+pub async fn lookup<C: GenericClient + Sync>(client: &C, token_hash: &[u8]) -> Result<Option<TokenRow>, DbError> {
+    let row = client.query_opt(include_str!("../../sql/token_lookup.sql"), &[&token_hash]).await?;
+    row.map(|row| {
+        Ok(TokenRow {
+            id: row.try_get("id")?,
+            app: row.try_get("app")?,
+            scope_id: row.try_get("scope_id")?,
+            permissions: row.try_get("permissions")?,
+            token_hash: row.try_get("token_hash")?,
+        })
+    })
+    .transpose()
+}
+
+/// Revokes token `id`; false when there is no such token.
+pub async fn revoke<C: GenericClient + Sync>(client: &C, id: Uuid) -> Result<bool, DbError> {
+    Ok(client.query_opt(include_str!("../../sql/token_revoke.sql"), &[&id]).await?.is_some())
+}
