@@ -1,11 +1,12 @@
 //! tasklane: a durable task platform on PostgreSQL. See DESIGN.md for the contract.
 //!
 //! Dependencies point one way: [`task`] (pure domain) <- [`store`] (all SQL) <-
-//! [`worker`], [`maintenance`] <- the binary.
+//! [`admission`], [`worker`], [`maintenance`] <- the binary.
 
 pub mod task;
 pub mod devdb;
 pub mod store;
+pub mod admission;
 pub mod worker;
 pub mod maintenance;
 pub mod client;

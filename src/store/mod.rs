@@ -2,10 +2,13 @@
 //! (`tokio_postgres::GenericClient`: a client or a transaction), so an application can
 //! call it inside its own transaction. Statements live in `sql/`, one per file.
 
+pub mod admission;
 pub mod claim;
 pub mod events;
 pub mod lease;
+pub mod limits;
 pub mod migrate;
+pub mod overview;
 pub mod query;
 pub mod recover;
 pub mod replicas;

@@ -6,7 +6,7 @@ use tokio_postgres::GenericClient;
 
 use super::record::TaskRecord;
 use super::DbError;
-use crate::task::NewTask;
+use crate::task::{NewTask, TaskId};
 
 /// How a submit was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,13 +40,16 @@ pub enum SubmitError {
 }
 
 /// Submits `task` inside the caller's transaction. `admit` runs after the owner lock is
-/// taken and before the insert, only when a new task is about to be created: it is where
-/// fences and admission limits refuse (their error converts into the caller's `E`).
+/// taken and before the insert, only when a new task is about to be created, with the
+/// id the task will get: it is where fences and admission limits refuse (their error
+/// converts into the caller's `E`) and where reservations are taken for that id. If a
+/// concurrent duplicate wins the insert, those reservations are given back
+/// (`tasklane.unadmit`): a join consumes nothing.
 pub async fn submit<C, E, F, Fut>(tx: &C, task: &NewTask, admit: F) -> Result<Submitted, E>
 where
     C: GenericClient + Sync,
     E: From<SubmitError>,
-    F: FnOnce() -> Fut,
+    F: FnOnce(TaskId) -> Fut,
     Fut: std::future::Future<Output = Result<(), E>>,
 {
     if let Some(existing) = lookup(tx, task).await.map_err(SubmitError::from)? {
@@ -55,8 +58,8 @@ where
     tx.execute(include_str!("../../sql/owner_lock_shared.sql"), &[&task.app, &task.scope_id])
         .await
         .map_err(SubmitError::from)?;
-    admit().await?;
     let id = crate::task::new_task_id();
+    admit(id).await?;
     let row = tx
         .query_opt(
             include_str!("../../sql/submit_insert.sql"),
@@ -77,6 +80,7 @@ where
                 &(task.lease_seconds as i32),
                 &(task.attempt_timeout_seconds as i32),
                 &task.deadline_seconds,
+                &task.resource,
             ],
         )
         .await
@@ -86,11 +90,17 @@ where
             task: TaskRecord::from_row(&row).map_err(SubmitError::from)?,
             outcome: SubmitOutcome::Created,
         }),
-        // A concurrent submit of the same identity committed first: join it.
-        None => match lookup(tx, task).await.map_err(SubmitError::from)? {
+        // A concurrent submit of the same identity committed first: join it, giving back
+        // what admission took for the id that was not used.
+        None => {
+            super::admission::unadmit(tx, id, &task.app, task.usage_subject.as_deref())
+                .await
+                .map_err(SubmitError::from)?;
+            match lookup(tx, task).await.map_err(SubmitError::from)? {
             Some(existing) => existing.map_err(E::from),
             None => Err(E::from(SubmitError::Raced)),
-        },
+            }
+        }
     }
 }
 

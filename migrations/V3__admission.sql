@@ -1,0 +1,429 @@
+-- Admission (DESIGN §3 step 4) and resource slots (DESIGN §4): limits, their
+-- reservations, the emergency stop, usage records and refusal counts.
+-- Forward-only: never edit once landed; add a new V<n> file instead.
+--
+-- Design: every reservation is a row of its own, never a shared counter. A capacity
+-- limit of n is n slot rows; a submit takes a free one with SKIP LOCKED and writes the
+-- task id into it, and the transaction that makes the task terminal (or deletes it)
+-- frees it through a trigger. Submits and completions therefore never queue on one hot
+-- row, and the count of holders can never exceed the slot rows. A rate limit of n per
+-- window is n token rows, each remembering when it last admitted: a token is reusable
+-- only once its last use has left the window, so any window holds at most n
+-- admissions. Resource slots work like capacity slots, taken in the claim statement.
+
+-- What a task holds, so the triggers fire only for tasks that hold something.
+ALTER TABLE tasklane.tasks
+    ADD COLUMN resource text,
+    ADD COLUMN resource_slot integer,
+    ADD COLUMN holds_capacity boolean NOT NULL DEFAULT false;
+
+-- Claimable tasks that need a resource slot, for the claim's choice of resources.
+CREATE INDEX tasks_claimable_resource ON tasklane.tasks (resource)
+    WHERE resource IS NOT NULL AND state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback');
+
+-- Limits set by admins. '' stands for "any": app '' is global, usage_subject '' is the
+-- app as a whole (for budgets: the app's background budget, paying for tasks without a
+-- subject). window_seconds is 0 except for rate limits.
+CREATE TABLE tasklane.limits (
+    id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind           text NOT NULL CHECK (kind IN ('capacity', 'rate', 'budget')),
+    app            text NOT NULL DEFAULT '',
+    usage_subject  text NOT NULL DEFAULT '',
+    window_seconds integer NOT NULL DEFAULT 0 CHECK (window_seconds BETWEEN 0 AND 86400),
+    max            bigint NOT NULL CHECK (max >= 0),
+    updated_at     timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT limits_key UNIQUE (kind, app, usage_subject, window_seconds),
+    CHECK (usage_subject = '' OR app <> ''),
+    CHECK ((kind = 'rate') = (window_seconds > 0))
+);
+
+-- One row per unit of a capacity limit. A held slot names its task; a retired slot
+-- (the limit was lowered below what is held) is deleted when its task lets go, and
+-- while any retired slot of a limit exists no free slot of it is handed out.
+CREATE TABLE tasklane.capacity_slots (
+    limit_id bigint NOT NULL REFERENCES tasklane.limits (id) ON DELETE CASCADE,
+    slot     integer NOT NULL,
+    task_id  uuid,
+    retired  boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (limit_id, slot)
+);
+CREATE INDEX capacity_slots_free ON tasklane.capacity_slots (limit_id, slot) WHERE task_id IS NULL;
+CREATE INDEX capacity_slots_task ON tasklane.capacity_slots (task_id) WHERE task_id IS NOT NULL;
+CREATE INDEX capacity_slots_retired ON tasklane.capacity_slots (limit_id) WHERE retired;
+
+-- One row per admission a rate limit allows per window; used_at is its last admission.
+-- used_by/prev_used_at let a submit that does not go through (refused by a later
+-- check, or beaten by a concurrent duplicate) give its token back as it was.
+CREATE TABLE tasklane.rate_tokens (
+    limit_id     bigint NOT NULL REFERENCES tasklane.limits (id) ON DELETE CASCADE,
+    token        integer NOT NULL,
+    used_at      timestamptz,
+    used_by      uuid,
+    prev_used_at timestamptz,
+    PRIMARY KEY (limit_id, token)
+);
+CREATE INDEX rate_tokens_oldest ON tasklane.rate_tokens (limit_id, used_at NULLS FIRST);
+
+-- Admissions of rate-limited apps and subjects in the last 24 h (pruned after), from
+-- which a newly set rate limit starts. usage_subject '' = none.
+CREATE TABLE tasklane.admission_history (
+    app           text NOT NULL,
+    usage_subject text NOT NULL,
+    at            timestamptz NOT NULL,
+    task_id       uuid NOT NULL
+);
+CREATE INDEX admission_history_key ON tasklane.admission_history (app, usage_subject, at);
+-- Append-mostly in time order: a BRIN index serves the pruning sweep cheaply.
+CREATE INDEX admission_history_at ON tasklane.admission_history USING brin (at);
+
+-- Usage units spent per UTC day, striped so completions do not queue on one row.
+CREATE TABLE tasklane.budget_usage (
+    app           text NOT NULL,
+    usage_subject text NOT NULL,
+    day           date NOT NULL,
+    stripe        smallint NOT NULL,
+    units         bigint NOT NULL,
+    PRIMARY KEY (app, usage_subject, day, stripe)
+);
+
+-- Emergency stops: app '' is global.
+CREATE TABLE tasklane.emergency_stops (
+    app        text PRIMARY KEY,
+    enabled_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Refusals per UTC day, code and app, striped; written outside the refused
+-- transaction (which leaves nothing behind).
+CREATE TABLE tasklane.refusals (
+    day    date NOT NULL,
+    code   text NOT NULL,
+    app    text NOT NULL,
+    stripe smallint NOT NULL,
+    count  bigint NOT NULL,
+    PRIMARY KEY (day, code, app, stripe)
+);
+
+-- Execution resources and their slots (DESIGN §4). A resource without a row here is
+-- unlimited.
+CREATE TABLE tasklane.resources (
+    name       text PRIMARY KEY,
+    slots      integer NOT NULL CHECK (slots >= 0),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE tasklane.resource_slots (
+    resource text NOT NULL REFERENCES tasklane.resources (name) ON DELETE CASCADE,
+    slot     integer NOT NULL,
+    task_id  uuid,
+    retired  boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (resource, slot)
+);
+CREATE INDEX resource_slots_free ON tasklane.resource_slots (resource, slot) WHERE task_id IS NULL;
+CREATE INDEX resource_slots_retired ON tasklane.resource_slots (resource) WHERE retired;
+
+-- Capacity comes back in the transaction that ends the task: a terminal transition or
+-- a deletion. Retired slots go away instead of becoming free.
+CREATE FUNCTION tasklane.release_capacity() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM tasklane.capacity_slots WHERE task_id = OLD.id AND retired;
+    UPDATE tasklane.capacity_slots SET task_id = NULL WHERE task_id = OLD.id;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER tasks_release_capacity
+    AFTER UPDATE OF state ON tasklane.tasks
+    FOR EACH ROW
+    WHEN (OLD.holds_capacity
+          AND NEW.state IN ('succeeded', 'failed', 'cancelled')
+          AND OLD.state NOT IN ('succeeded', 'failed', 'cancelled'))
+    EXECUTE FUNCTION tasklane.release_capacity();
+
+CREATE TRIGGER tasks_release_capacity_on_delete
+    AFTER DELETE ON tasklane.tasks
+    FOR EACH ROW
+    WHEN (OLD.holds_capacity AND OLD.state NOT IN ('succeeded', 'failed', 'cancelled'))
+    EXECUTE FUNCTION tasklane.release_capacity();
+
+-- A resource slot comes back whenever its task stops running (settled, retried, handed
+-- back, recovered after its lease expired) or is deleted.
+CREATE FUNCTION tasklane.release_resource_slot() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM tasklane.resource_slots
+    WHERE resource = OLD.resource AND slot = OLD.resource_slot AND task_id = OLD.id AND retired;
+    UPDATE tasklane.resource_slots SET task_id = NULL
+    WHERE resource = OLD.resource AND slot = OLD.resource_slot AND task_id = OLD.id;
+    IF TG_OP = 'UPDATE' THEN
+        NEW.resource_slot := NULL;
+        RETURN NEW;
+    END IF;
+    RETURN OLD;
+END
+$$;
+
+CREATE TRIGGER tasks_release_resource_slot
+    BEFORE UPDATE OF state ON tasklane.tasks
+    FOR EACH ROW
+    WHEN (OLD.resource_slot IS NOT NULL AND NEW.state NOT IN ('running', 'cancelling'))
+    EXECUTE FUNCTION tasklane.release_resource_slot();
+
+CREATE TRIGGER tasks_release_resource_slot_on_delete
+    BEFORE DELETE ON tasklane.tasks
+    FOR EACH ROW
+    WHEN (OLD.resource_slot IS NOT NULL)
+    EXECUTE FUNCTION tasklane.release_resource_slot();
+
+-- Usage units count against the UTC day the task finished; never given back.
+CREATE FUNCTION tasklane.record_usage() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO tasklane.budget_usage AS u (app, usage_subject, day, stripe, units)
+    VALUES (NEW.app, coalesce(NEW.usage_subject, ''),
+            (coalesce(NEW.finished_at, now()) AT TIME ZONE 'UTC')::date,
+            floor(random() * 8)::smallint, NEW.usage_units)
+    ON CONFLICT (app, usage_subject, day, stripe) DO UPDATE SET units = u.units + excluded.units;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER tasks_record_usage
+    AFTER UPDATE OF state ON tasklane.tasks
+    FOR EACH ROW
+    WHEN (NEW.usage_units IS NOT NULL AND NEW.usage_units > 0
+          AND NEW.state IN ('succeeded', 'failed', 'cancelled')
+          AND OLD.state NOT IN ('succeeded', 'failed', 'cancelled'))
+    EXECUTE FUNCTION tasklane.record_usage();
+
+-- Resizes the slot rows of one capacity limit or resource to p_n under locks on all of
+-- them (so it waits for in-flight takers): grows with free slots (un-retiring first);
+-- shrinks by deleting free slots, then retiring held ones. Generic over the two slot
+-- tables: p_table, its key column, the key (as text) and the key's type.
+CREATE FUNCTION tasklane.resize_slots(p_table regclass, p_key_column text, p_key text, p_key_type text, p_n integer)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    k text := format('%I = $1::%s', p_key_column, p_key_type);
+    total integer;
+    retired_count integer;
+    live integer;
+    deleted integer;
+BEGIN
+    EXECUTE format('SELECT count(*), count(*) FILTER (WHERE retired)
+                    FROM (SELECT retired FROM %s WHERE %s FOR UPDATE) s', p_table, k)
+        INTO total, retired_count USING p_key;
+    live := total - retired_count;
+    IF p_n >= live THEN
+        EXECUTE format('UPDATE %s SET retired = false WHERE %s AND slot IN (
+                            SELECT slot FROM %s WHERE %s AND retired ORDER BY slot LIMIT $2)',
+                       p_table, k, p_table, k)
+            USING p_key, p_n - live;
+        live := least(p_n, total);
+        IF p_n > live THEN
+            EXECUTE format('INSERT INTO %s (%I, slot)
+                            SELECT $1::%s, coalesce((SELECT max(slot) FROM %s WHERE %s), -1) + g
+                            FROM generate_series(1, $2) g', p_table, p_key_column, p_key_type, p_table, k)
+                USING p_key, p_n - live;
+        END IF;
+        RETURN;
+    END IF;
+    EXECUTE format('WITH gone AS (
+                        DELETE FROM %s WHERE %s AND slot IN (
+                            SELECT slot FROM %s WHERE %s AND task_id IS NULL ORDER BY slot DESC LIMIT $2)
+                        RETURNING 1)
+                    SELECT count(*) FROM gone', p_table, k, p_table, k)
+        INTO deleted USING p_key, live - p_n;
+    IF live - deleted > p_n THEN
+        EXECUTE format('UPDATE %s SET retired = true WHERE %s AND slot IN (
+                            SELECT slot FROM %s WHERE %s AND NOT retired ORDER BY slot DESC LIMIT $2)',
+                       p_table, k, p_table, k)
+            USING p_key, live - deleted - p_n;
+    END IF;
+END
+$$;
+
+-- Gives back what tasklane.admit took for p_task: capacity slots, rate tokens (to
+-- their previous use) and its history row. For a refusal by a later check, and for a
+-- submit that lost its identity to a concurrent duplicate (a join consumes nothing).
+CREATE FUNCTION tasklane.unadmit(p_task uuid, p_app text, p_subject text)
+RETURNS void
+LANGUAGE sql AS $$
+    UPDATE tasklane.capacity_slots SET task_id = NULL WHERE task_id = p_task;
+    UPDATE tasklane.rate_tokens SET used_at = prev_used_at, prev_used_at = NULL, used_by = NULL
+    WHERE used_by = p_task
+      AND limit_id IN (SELECT id FROM tasklane.limits WHERE kind = 'rate'
+                       AND (app, usage_subject) IN (('', ''), (p_app, ''), (p_app, coalesce(p_subject, ''))));
+    DELETE FROM tasklane.admission_history
+    WHERE app = p_app AND usage_subject = coalesce(p_subject, '') AND task_id = p_task;
+$$;
+
+-- Takes a free capacity slot of limit p_limit for p_task, starting the search at a
+-- random slot so concurrent submits spread over the rows; SKIP LOCKED, so it never
+-- waits. None while the limit has retired slots (it was lowered below what is held).
+CREATE FUNCTION tasklane.take_capacity_slot(p_limit bigint, p_max bigint, p_task uuid)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_start integer := floor(random() * greatest(p_max, 1));
+    v_slot integer;
+BEGIN
+    IF EXISTS (SELECT 1 FROM tasklane.capacity_slots WHERE limit_id = p_limit AND retired) THEN
+        RETURN NULL;
+    END IF;
+    WITH free AS (
+        SELECT slot FROM tasklane.capacity_slots
+        WHERE limit_id = p_limit AND task_id IS NULL AND slot >= v_start
+        ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED
+    )
+    UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free
+    WHERE s.limit_id = p_limit AND s.slot = free.slot
+    RETURNING s.slot INTO v_slot;
+    IF v_slot IS NULL THEN
+        WITH free AS (
+            SELECT slot FROM tasklane.capacity_slots
+            WHERE limit_id = p_limit AND task_id IS NULL AND slot < v_start
+            ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED
+        )
+        UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free
+        WHERE s.limit_id = p_limit AND s.slot = free.slot
+        RETURNING s.slot INTO v_slot;
+    END IF;
+    RETURN v_slot;
+END
+$$;
+
+-- Admission of one new task (DESIGN §3 step 4), in the submit transaction, in order:
+-- emergency stop, capacity (global, app, subject), rate (same keys, every window),
+-- budget (the subject's, or the app's background budget). Takes what it admits with
+-- (capacity slots, rate tokens, a history row); a refusal gives all of it back first,
+-- so nothing is left behind. p_now replaces now() (tests move the clock with it).
+-- Out: refused (NULL: admitted, else the stable code), the refusing limit, free_at
+-- (rate: when its oldest token leaves the window), at (the time used).
+-- Never waits on a lock: slots and tokens are taken with SKIP LOCKED.
+CREATE FUNCTION tasklane.admit(p_task uuid, p_app text, p_subject text, p_now timestamptz,
+                               OUT refused text, OUT limit_id bigint, OUT free_at timestamptz,
+                               OUT at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_subject text := coalesce(p_subject, '');
+    l record;
+    v_taken integer;
+    v_rated boolean := false;
+    v_spent bigint;
+BEGIN
+    at := coalesce(p_now, now());
+    IF EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app IN ('', p_app)) THEN
+        refused := 'emergency_stop';
+        RETURN;
+    END IF;
+    FOR l IN SELECT id, max FROM tasklane.limits
+             WHERE kind = 'capacity' AND (app, usage_subject) IN (('', ''), (p_app, ''), (p_app, v_subject))
+             ORDER BY app, usage_subject
+    LOOP
+        v_taken := tasklane.take_capacity_slot(l.id, l.max, p_task);
+        IF v_taken IS NULL THEN
+            PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+            refused := 'capacity_exhausted';
+            limit_id := l.id;
+            RETURN;
+        END IF;
+    END LOOP;
+    FOR l IN SELECT id, max, window_seconds FROM tasklane.limits
+             WHERE kind = 'rate' AND (app, usage_subject) IN (('', ''), (p_app, ''), (p_app, v_subject))
+             ORDER BY app, usage_subject, window_seconds
+    LOOP
+        v_rated := true;
+        v_taken := NULL;
+        WITH free AS (
+            SELECT token, used_at FROM tasklane.rate_tokens t
+            WHERE t.limit_id = l.id
+              AND (t.used_at IS NULL OR t.used_at <= at - l.window_seconds * interval '1 second')
+            ORDER BY t.used_at NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED
+        )
+        UPDATE tasklane.rate_tokens t SET used_at = at, prev_used_at = free.used_at, used_by = p_task
+        FROM free WHERE t.limit_id = l.id AND t.token = free.token
+        RETURNING t.token INTO v_taken;
+        IF v_taken IS NULL THEN
+            PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+            refused := 'rate_limited';
+            limit_id := l.id;
+            SELECT min(t.used_at) + l.window_seconds * interval '1 second' INTO free_at
+            FROM tasklane.rate_tokens t WHERE t.limit_id = l.id;
+            RETURN;
+        END IF;
+    END LOOP;
+    SELECT id, max INTO l FROM tasklane.limits b
+    WHERE b.kind = 'budget' AND b.app = p_app AND b.usage_subject = v_subject;
+    IF FOUND THEN
+        SELECT coalesce(sum(units), 0) INTO v_spent FROM tasklane.budget_usage u
+        WHERE u.app = p_app AND u.usage_subject = v_subject AND u.day = (at AT TIME ZONE 'UTC')::date;
+        IF v_spent >= l.max THEN
+            PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+            refused := 'budget_exhausted';
+            limit_id := l.id;
+            RETURN;
+        END IF;
+    END IF;
+    IF v_rated THEN
+        INSERT INTO tasklane.admission_history (app, usage_subject, at, task_id)
+        VALUES (p_app, v_subject, at, p_task);
+    END IF;
+END
+$$;
+
+-- Sets one limit (creating it, or changing its max) with its reservation rows, as one
+-- admin step. Capacity: slot rows (tasklane.resize_slots). Rate: token rows; a new
+-- limit starts from the admission history of its key within its window (the most
+-- recent admissions first), a lowered one keeps its most recent tokens, so no window
+-- ever holds more admissions than the new max. Returns the limit id.
+-- Locks: the limit row, then its slots or tokens FOR UPDATE (waits for in-flight takers).
+CREATE FUNCTION tasklane.set_limit(p_kind text, p_app text, p_subject text, p_window integer, p_max bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_id bigint;
+    v_created boolean;
+    v_have integer;
+BEGIN
+    INSERT INTO tasklane.limits AS l (kind, app, usage_subject, window_seconds, max)
+    VALUES (p_kind, coalesce(p_app, ''), coalesce(p_subject, ''), coalesce(p_window, 0), p_max)
+    ON CONFLICT ON CONSTRAINT limits_key DO UPDATE SET max = excluded.max, updated_at = now()
+    RETURNING id, (xmax = 0) INTO v_id, v_created;
+    IF p_kind = 'capacity' THEN
+        PERFORM tasklane.resize_slots('tasklane.capacity_slots', 'limit_id', v_id::text, 'bigint', p_max::integer);
+    ELSIF p_kind = 'rate' THEN
+        PERFORM 1 FROM tasklane.rate_tokens WHERE limit_id = v_id FOR UPDATE;
+        SELECT count(*) INTO v_have FROM tasklane.rate_tokens WHERE limit_id = v_id;
+        IF v_have > p_max THEN
+            DELETE FROM tasklane.rate_tokens WHERE limit_id = v_id AND token IN (
+                SELECT token FROM tasklane.rate_tokens WHERE limit_id = v_id
+                ORDER BY used_at NULLS FIRST LIMIT v_have - p_max);
+        ELSIF v_have < p_max THEN
+            INSERT INTO tasklane.rate_tokens (limit_id, token, used_at)
+            SELECT v_id, coalesce((SELECT max(token) FROM tasklane.rate_tokens WHERE limit_id = v_id), -1) + g,
+                   CASE WHEN v_created THEN recent.at END
+            FROM generate_series(1, (p_max - v_have)::integer) g
+            LEFT JOIN (
+                SELECT h.at, row_number() OVER (ORDER BY h.at DESC) AS n
+                FROM tasklane.admission_history h
+                WHERE (coalesce(p_app, '') = '' OR h.app = p_app)
+                  AND (coalesce(p_subject, '') = '' OR h.usage_subject = p_subject)
+                  AND h.at > now() - p_window * interval '1 second'
+                ORDER BY h.at DESC LIMIT p_max
+            ) recent ON recent.n = g;
+        END IF;
+    END IF;
+    RETURN v_id;
+END
+$$;
+
+-- Sets a resource's slot count with its slot rows. Locks: the resource row, its slots.
+CREATE FUNCTION tasklane.set_resource(p_name text, p_slots integer)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO tasklane.resources AS r (name, slots) VALUES (p_name, p_slots)
+    ON CONFLICT (name) DO UPDATE SET slots = excluded.slots, updated_at = now();
+    PERFORM tasklane.resize_slots('tasklane.resource_slots', 'resource', p_name, 'text', p_slots);
+END
+$$;
