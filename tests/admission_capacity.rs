@@ -1,0 +1,180 @@
+//! Capacity limits under real concurrency: 64 submitters on 64 connections against one
+//! app, a sampler watching the non-terminal count in the database, completions giving
+//! room back; and every path that ends a task giving its slot back in its transaction.
+
+mod admission_support;
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use admission_support::*;
+use common::fixtures::{self, APP};
+use tasklane::admission::{LimitKind, RefusalCode};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_four_submitters_never_exceed_capacity_ten() {
+    let db = common::test_db().await;
+    let admin = db.client().await;
+    set(&admin, limit(LimitKind::Capacity, Some(APP), None, 10, None)).await;
+    let tl = tasklane(&db.url, 64);
+
+    // Sample the non-terminal count from the database for the whole test.
+    let stop = Arc::new(AtomicBool::new(false));
+    let max_seen = Arc::new(AtomicI64::new(0));
+    let samples = Arc::new(AtomicUsize::new(0));
+    let sampler = {
+        let (stop, max_seen, samples, sampler_client) = (stop.clone(), max_seen.clone(), samples.clone(), db.client().await);
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                max_seen.fetch_max(non_terminal(&sampler_client).await, Ordering::Relaxed);
+                samples.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+
+    // All at once, nothing finishing: exactly ten get in.
+    let first = submit_together(&tl, APP, "a", 64, None).await;
+    assert_eq!(first.admitted.len(), 10, "refused: {:?}", first.refused.len());
+    assert!(first.refused.iter().all(|c| *c == RefusalCode::CapacityExhausted));
+
+    // Now a worker completes tasks while the 64 keep submitting: completions make room.
+    let worker_stop = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (worker_stop, c) = (worker_stop.clone(), db.client().await);
+        tokio::spawn(async move {
+            let mut done = 0;
+            while !worker_stop.load(Ordering::Relaxed) {
+                done += complete_all(&c, None).await;
+                tokio::task::yield_now().await;
+            }
+            done
+        })
+    };
+    let admitted = Arc::new(AtomicUsize::new(10));
+    let mut submitters = tokio::task::JoinSet::new();
+    for s in 0..64 {
+        let (tl, admitted) = (tl.clone(), admitted.clone());
+        submitters.spawn(async move {
+            let mut refusals = Vec::new();
+            let mut i = 0;
+            while admitted.load(Ordering::Relaxed) < 60 {
+                match submit_one(&tl, &format!("b-{s}-{i}"), None).await {
+                    Ok(_) => {
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(code) => refusals.push(code),
+                }
+                i += 1;
+            }
+            refusals
+        });
+    }
+    let mut refusals = Vec::new();
+    while let Some(r) = submitters.join_next().await {
+        refusals.extend(r.unwrap());
+    }
+    worker_stop.store(true, Ordering::Relaxed);
+    let completed = worker.await.unwrap();
+    stop.store(true, Ordering::Relaxed);
+    sampler.await.unwrap();
+
+    assert!(admitted.load(Ordering::Relaxed) >= 60);
+    assert!(completed >= 50, "completed {completed}");
+    assert!(refusals.iter().all(|c| *c == RefusalCode::CapacityExhausted), "{refusals:?}");
+    let max = max_seen.load(Ordering::Relaxed);
+    assert!(max <= 10, "saw {max} non-terminal tasks");
+    assert!(samples.load(Ordering::Relaxed) > 10);
+    // Slots held are exactly the tasks still in flight.
+    assert_eq!(held_slots(&admin).await, non_terminal(&admin).await);
+    println!(
+        "capacity: admitted {}, refused {}, completed {completed}, max non-terminal {max}, samples {}",
+        admitted.load(Ordering::Relaxed),
+        refusals.len(),
+        samples.load(Ordering::Relaxed)
+    );
+}
+
+#[tokio::test]
+async fn every_ending_gives_the_slot_back_in_its_transaction() {
+    let db = common::test_db().await;
+    let mut c = db.client().await;
+    set(&c, limit(LimitKind::Capacity, None, None, 3, None)).await;
+    set(&c, limit(LimitKind::Capacity, Some(APP), Some("u"), 2, None)).await;
+    let tl = tasklane(&db.url, 4);
+    let a = submit_one(&tl, "a", Some("u")).await.unwrap().task;
+    let b = submit_one(&tl, "b", Some("u")).await.unwrap().task;
+    assert_eq!(submit_one(&tl, "c", Some("u")).await.unwrap_err(), RefusalCode::CapacityExhausted);
+    let d = submit_one(&tl, "d", None).await.unwrap().task;
+    assert_eq!(submit_one(&tl, "e", None).await.unwrap_err(), RefusalCode::CapacityExhausted);
+    assert_eq!(held_slots(&c).await, 5); // global 3 + subject 2
+
+    // Cancelling a queued task frees its global and subject slots at once.
+    tasklane::store::query::cancel(&c, &tasklane::store::query::Owner::app(APP), a.id).await.unwrap();
+    assert_eq!(held_slots(&c).await, 3);
+    let cc = submit_one(&tl, "c", Some("u")).await.unwrap().task;
+    assert_eq!(held_slots(&c).await, 5);
+
+    // Claiming keeps slots; a permanent failure frees them.
+    let claimed = fixtures::claim(&c, 10).await;
+    assert_eq!(claimed.len(), 3);
+    assert_eq!(held_slots(&c).await, 5);
+    let failing = claimed.iter().find(|t| t.id == d.id).unwrap();
+    let report = tasklane::task::outcome::Report::Error {
+        code: "x".into(),
+        message: "boom".into(),
+        retryable: false,
+        retry_after: None,
+    };
+    tasklane::store::lease::settle(&mut c, d.id, failing.lease_token, report, &fixtures::fast_backoff()).await.unwrap();
+    assert_eq!(held_slots(&c).await, 4);
+
+    // Deletion frees what the deleted task held; a rolled-back deletion frees nothing.
+    c.batch_execute("BEGIN").await.unwrap();
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&b.id]).await.unwrap();
+    assert_eq!(held_slots(&c).await, 2);
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(held_slots(&c).await, 4);
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&b.id]).await.unwrap();
+    assert_eq!(held_slots(&c).await, 2);
+
+    // A lost lease requeues (still holding); the queue deadline then fails it and frees.
+    fixtures::expire_lease(&c, cc.id).await;
+    assert_eq!(fixtures::rescue_expired(&c).await, 1);
+    assert_eq!(held_slots(&c).await, 2);
+    c.execute("UPDATE tasklane.tasks SET deadline_at = now() - interval '1 second' WHERE id = $1", &[&cc.id])
+        .await
+        .unwrap();
+    assert_eq!(tasklane::store::recover::expire_deadlines(&c, 100).await.unwrap(), 1);
+    assert_eq!(held_slots(&c).await, 0);
+    assert_eq!(non_terminal(&c).await, 0);
+    // And the room is there again.
+    submit_one(&tl, "again", Some("u")).await.unwrap();
+}
+
+#[tokio::test]
+async fn lowering_a_limit_below_use_admits_nothing_until_under_it() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    set(&c, limit(LimitKind::Capacity, Some(APP), None, 4, None)).await;
+    let tl = tasklane(&db.url, 4);
+    for i in 0..4 {
+        submit_one(&tl, &format!("k{i}"), None).await.unwrap();
+    }
+    set(&c, limit(LimitKind::Capacity, Some(APP), None, 2, None)).await;
+    // Four held, limit two: the next admission needs three to finish.
+    for finished in 1..=3 {
+        let task = fixtures::claim_one(&c).await;
+        let success = tasklane::store::lease::Success::default();
+        tasklane::store::lease::complete(&c, task.id, task.lease_token, &success).await.unwrap();
+        let admitted = submit_one(&tl, &format!("after-{finished}"), None).await.is_ok();
+        assert_eq!(admitted, finished == 3, "after {finished} finished");
+        assert!(non_terminal(&c).await <= 4 - finished + i64::from(admitted));
+    }
+    assert_eq!(non_terminal(&c).await, 2);
+    assert_eq!(submit_one(&tl, "full", None).await.unwrap_err(), RefusalCode::CapacityExhausted);
+    // Raising it again admits at once.
+    set(&c, limit(LimitKind::Capacity, Some(APP), None, 3, None)).await;
+    submit_one(&tl, "raised", None).await.unwrap();
+    assert_eq!(held_slots(&c).await, 3);
+}
