@@ -55,9 +55,16 @@ where
     if let Some(existing) = lookup(tx, task).await.map_err(SubmitError::from)? {
         return existing.map_err(E::from);
     }
-    tx.execute(include_str!("../../sql/owner_lock_shared.sql"), &[&task.app, &task.scope_id])
-        .await
-        .map_err(SubmitError::from)?;
+    let identity = [&task.app as &(dyn tokio_postgres::types::ToSql + Sync), &task.scope_id, &task.effect_key, &task.usage_subject];
+    let locks = tx.query_one(include_str!("../../sql/owner_lock_shared.sql"), &identity).await.map_err(SubmitError::from)?;
+    if !locks.try_get::<_, bool>("identity_free").map_err(SubmitError::from)? {
+        // A concurrent submit of this identity is in flight: wait for it, then join what
+        // it created rather than taking (or being refused) reservations of our own.
+        tx.execute(include_str!("../../sql/identity_lock.sql"), &identity).await.map_err(SubmitError::from)?;
+        if let Some(existing) = lookup(tx, task).await.map_err(SubmitError::from)? {
+            return existing.map_err(E::from);
+        }
+    }
     let id = crate::task::new_task_id();
     admit(id).await?;
     let row = tx
