@@ -69,9 +69,11 @@ CREATE TABLE tasklane.rate_tokens (
     token        integer NOT NULL,
     used_at      timestamptz,
     used_by      uuid,
-    prev_used_at timestamptz,
-    PRIMARY KEY (limit_id, token)
+    prev_used_at timestamptz
 );
+-- The only index: every use rewrites the row (used_at is indexed, so no HOT update),
+-- and each index more is one more insert per admission. Tokens are found by this
+-- index and updated by ctid; token numbers only label them.
 CREATE INDEX rate_tokens_oldest ON tasklane.rate_tokens (limit_id, used_at NULLS FIRST);
 
 -- Admissions of rate-limited apps and subjects in the last 24 h (pruned after), from
@@ -82,8 +84,9 @@ CREATE TABLE tasklane.admission_history (
     at            timestamptz NOT NULL,
     task_id       uuid NOT NULL
 );
-CREATE INDEX admission_history_key ON tasklane.admission_history (app, usage_subject, at);
--- Append-mostly in time order: a BRIN index serves the pruning sweep cheaply.
+-- Append-mostly in time order: one BRIN index serves pruning, seeding a new rate limit
+-- (rare) and unadmit (which looks only at this transaction's now()), and costs next to
+-- nothing per admission.
 CREATE INDEX admission_history_at ON tasklane.admission_history USING brin (at);
 
 -- Usage units spent per UTC day, striped so completions do not queue on one row.
@@ -128,15 +131,36 @@ CREATE TABLE tasklane.resource_slots (
     PRIMARY KEY (resource, slot)
 );
 CREATE INDEX resource_slots_free ON tasklane.resource_slots (resource, slot) WHERE task_id IS NULL;
+CREATE INDEX resource_slots_task ON tasklane.resource_slots (task_id) WHERE task_id IS NOT NULL;
 CREATE INDEX resource_slots_retired ON tasklane.resource_slots (resource) WHERE retired;
 
 -- Capacity comes back in the transaction that ends the task: a terminal transition or
--- a deletion. Retired slots go away instead of becoming free.
+-- a deletion. A retired slot goes away instead of becoming free; a freed slot of a
+-- limit that still has retired slots is handed to the holder of one of them (whose
+-- retired row goes), so a lowered limit is exact both ways: nothing is admitted while
+-- more than the limit is held, and admission resumes as soon as fewer are.
 CREATE FUNCTION tasklane.release_capacity() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    freed record;
 BEGIN
     DELETE FROM tasklane.capacity_slots WHERE task_id = OLD.id AND retired;
-    UPDATE tasklane.capacity_slots SET task_id = NULL WHERE task_id = OLD.id;
+    FOR freed IN UPDATE tasklane.capacity_slots SET task_id = NULL WHERE task_id = OLD.id
+                 RETURNING limit_id, slot
+    LOOP
+        IF EXISTS (SELECT 1 FROM tasklane.capacity_slots WHERE limit_id = freed.limit_id AND retired) THEN
+            -- SKIP LOCKED: a locked retired row is being released by its own task.
+            WITH moved AS (
+                DELETE FROM tasklane.capacity_slots WHERE ctid = (
+                    SELECT ctid FROM tasklane.capacity_slots
+                    WHERE limit_id = freed.limit_id AND retired
+                    LIMIT 1 FOR UPDATE SKIP LOCKED)
+                RETURNING task_id
+            )
+            UPDATE tasklane.capacity_slots c SET task_id = moved.task_id FROM moved
+            WHERE c.limit_id = freed.limit_id AND c.slot = freed.slot;
+        END IF;
+    END LOOP;
     RETURN NULL;
 END
 $$;
@@ -156,14 +180,31 @@ CREATE TRIGGER tasks_release_capacity_on_delete
     EXECUTE FUNCTION tasklane.release_capacity();
 
 -- A resource slot comes back whenever its task stops running (settled, retried, handed
--- back, recovered after its lease expired) or is deleted.
+-- back, recovered after its lease expired) or is deleted; retired slots are handled as
+-- in tasklane.release_capacity. tasks.resource_slot only marks that the task holds a
+-- slot (a lowered resource may move it to another slot row).
 CREATE FUNCTION tasklane.release_resource_slot() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    freed record;
 BEGIN
-    DELETE FROM tasklane.resource_slots
-    WHERE resource = OLD.resource AND slot = OLD.resource_slot AND task_id = OLD.id AND retired;
-    UPDATE tasklane.resource_slots SET task_id = NULL
-    WHERE resource = OLD.resource AND slot = OLD.resource_slot AND task_id = OLD.id;
+    DELETE FROM tasklane.resource_slots WHERE resource = OLD.resource AND task_id = OLD.id AND retired;
+    FOR freed IN UPDATE tasklane.resource_slots SET task_id = NULL
+                 WHERE resource = OLD.resource AND task_id = OLD.id
+                 RETURNING resource, slot
+    LOOP
+        IF EXISTS (SELECT 1 FROM tasklane.resource_slots WHERE resource = freed.resource AND retired) THEN
+            WITH moved AS (
+                DELETE FROM tasklane.resource_slots WHERE ctid = (
+                    SELECT ctid FROM tasklane.resource_slots
+                    WHERE resource = freed.resource AND retired
+                    LIMIT 1 FOR UPDATE SKIP LOCKED)
+                RETURNING task_id
+            )
+            UPDATE tasklane.resource_slots r SET task_id = moved.task_id FROM moved
+            WHERE r.resource = freed.resource AND r.slot = freed.slot;
+        END IF;
+    END LOOP;
     IF TG_OP = 'UPDATE' THEN
         NEW.resource_slot := NULL;
         RETURN NEW;
@@ -263,8 +304,9 @@ LANGUAGE sql AS $$
     WHERE used_by = p_task
       AND limit_id IN (SELECT id FROM tasklane.limits WHERE kind = 'rate'
                        AND (app, usage_subject) IN (('', ''), (p_app, ''), (p_app, coalesce(p_subject, ''))));
+    -- tasklane.admit wrote it at this transaction's now() (p_now is for tests only).
     DELETE FROM tasklane.admission_history
-    WHERE app = p_app AND usage_subject = coalesce(p_subject, '') AND task_id = p_task;
+    WHERE at = now() AND task_id = p_task;
 $$;
 
 -- Takes a free capacity slot of limit p_limit for p_task, starting the search at a
@@ -281,21 +323,21 @@ BEGIN
         RETURN NULL;
     END IF;
     WITH free AS (
-        SELECT slot FROM tasklane.capacity_slots
+        SELECT ctid FROM tasklane.capacity_slots
         WHERE limit_id = p_limit AND task_id IS NULL AND slot >= v_start
         ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED
     )
     UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free
-    WHERE s.limit_id = p_limit AND s.slot = free.slot
+    WHERE s.ctid = free.ctid
     RETURNING s.slot INTO v_slot;
     IF v_slot IS NULL THEN
         WITH free AS (
-            SELECT slot FROM tasklane.capacity_slots
+            SELECT ctid FROM tasklane.capacity_slots
             WHERE limit_id = p_limit AND task_id IS NULL AND slot < v_start
             ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED
         )
         UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free
-        WHERE s.limit_id = p_limit AND s.slot = free.slot
+        WHERE s.ctid = free.ctid
         RETURNING s.slot INTO v_slot;
     END IF;
     RETURN v_slot;
@@ -345,13 +387,13 @@ BEGIN
         v_rated := true;
         v_taken := NULL;
         WITH free AS (
-            SELECT token, used_at FROM tasklane.rate_tokens t
+            SELECT ctid, token, used_at FROM tasklane.rate_tokens t
             WHERE t.limit_id = l.id
               AND (t.used_at IS NULL OR t.used_at <= at - l.window_seconds * interval '1 second')
             ORDER BY t.used_at NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED
         )
         UPDATE tasklane.rate_tokens t SET used_at = at, prev_used_at = free.used_at, used_by = p_task
-        FROM free WHERE t.limit_id = l.id AND t.token = free.token
+        FROM free WHERE t.ctid = free.ctid
         RETURNING t.token INTO v_taken;
         IF v_taken IS NULL THEN
             PERFORM tasklane.unadmit(p_task, p_app, p_subject);
