@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::client::Tasklane;
 use crate::config::{Role, ServeConfig};
+use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
 use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::registry::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
@@ -85,6 +86,8 @@ impl Replica {
             let deadlines =
                 DeadlineSweeper { pool: pool.clone(), interval: Duration::from_millis(config.deadline_interval_ms) };
             services.spawn(deadlines.run(shutdown.clone()));
+            let history = AdmissionHistoryPruner { pool: pool.clone(), interval: admission_history::INTERVAL };
+            services.spawn(history.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {
             for n in 0..config.claimers.max(1) {
