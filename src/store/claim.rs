@@ -36,7 +36,8 @@ pub struct Claimant<'a> {
     pub replica_id: Option<Uuid>,
 }
 
-/// Claims up to `limit` tasks of `task_types` for `claimant`.
+/// Claims up to `limit` tasks of `task_types` for `claimant`, taking a resource slot for
+/// each task that needs one (DESIGN §4).
 pub async fn claim<C: GenericClient + Sync>(
     client: &C,
     claimant: &Claimant<'_>,
@@ -47,6 +48,32 @@ pub async fn claim<C: GenericClient + Sync>(
         Route::Local => include_str!("../../sql/claim_local.sql"),
         Route::External => include_str!("../../sql/claim_external.sql"),
     };
+    run_claim(client, sql, claimant, task_types, limit).await
+}
+
+/// Like [`claim`], for a claimer none of whose task types names a resource: tasks that
+/// need a slot are left to resource-aware claimers, and the statement stays as cheap as
+/// a claim without resources (the resource-aware one costs ~0.5 ms more to plan).
+pub async fn claim_without_resources<C: GenericClient + Sync>(
+    client: &C,
+    claimant: &Claimant<'_>,
+    task_types: &[String],
+    limit: i64,
+) -> Result<Vec<ClaimedTask>, DbError> {
+    let sql = match claimant.route {
+        Route::Local => include_str!("../../sql/claim_local_plain.sql"),
+        Route::External => include_str!("../../sql/claim_external_plain.sql"),
+    };
+    run_claim(client, sql, claimant, task_types, limit).await
+}
+
+async fn run_claim<C: GenericClient + Sync>(
+    client: &C,
+    sql: &str,
+    claimant: &Claimant<'_>,
+    task_types: &[String],
+    limit: i64,
+) -> Result<Vec<ClaimedTask>, DbError> {
     let statement = client.prepare(sql).await?;
     let rows = client
         .query(&statement, &[&task_types, &claimant.worker_id, &limit, &claimant.replica_id])

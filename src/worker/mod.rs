@@ -121,6 +121,13 @@ impl Worker {
         limit: i64,
     ) -> anyhow::Result<Vec<crate::store::ClaimedTask>> {
         let client = self.pool.get().await?;
-        Ok(claim::claim(crate::store::client(&client), claimant, task_types, limit).await?)
+        let client = crate::store::client(&client);
+        // Without resources among our types, the cheaper statement (no slot bookkeeping).
+        let needs_slots = task_types.iter().any(|t| self.registry.get(t).is_some_and(|t| t.resource.is_some()));
+        Ok(if needs_slots {
+            claim::claim(client, claimant, task_types, limit).await?
+        } else {
+            claim::claim_without_resources(client, claimant, task_types, limit).await?
+        })
     }
 }
