@@ -181,3 +181,30 @@ async fn lowering_a_limit_below_use_admits_nothing_until_under_it() {
     submit_one(&tl, "raised", None).await.unwrap();
     assert_eq!(held_slots(&c).await, 3);
 }
+
+#[tokio::test]
+async fn a_retried_task_goes_through_admission_again() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    set(&c, limit(LimitKind::Capacity, Some(APP), None, 1, None)).await;
+    let tl = tasklane(&db.url, 2);
+    let first = submit_one(&tl, "a", None).await.unwrap().task;
+    let owner = tasklane::store::query::Owner::app(APP);
+    tasklane::store::query::cancel(&c, &owner, first.id).await.unwrap();
+    let second = submit_one(&tl, "b", None).await.unwrap().task;
+    // No room: the retry of the cancelled task is refused and nothing changes.
+    c.batch_execute("BEGIN").await.unwrap();
+    let refused = tasklane::admission::readmit(&c, first.id, APP, None).await.unwrap();
+    assert_eq!(refused.unwrap_err().code, RefusalCode::CapacityExhausted);
+    c.batch_execute("ROLLBACK").await.unwrap();
+    // Room again: the retry takes the slot, and gives it back when the task ends.
+    tasklane::store::query::cancel(&c, &owner, second.id).await.unwrap();
+    c.batch_execute("BEGIN").await.unwrap();
+    tasklane::admission::readmit(&c, first.id, APP, None).await.unwrap().unwrap();
+    c.execute("UPDATE tasklane.tasks SET state = 'queued', finished_at = NULL WHERE id = $1", &[&first.id]).await.unwrap();
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(held_slots(&c).await, 1);
+    assert_eq!(submit_one(&tl, "c", None).await.unwrap_err(), RefusalCode::CapacityExhausted);
+    tasklane::store::query::cancel(&c, &owner, first.id).await.unwrap();
+    assert_eq!(held_slots(&c).await, 0);
+}

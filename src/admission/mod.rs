@@ -43,6 +43,23 @@ pub async fn admit<C: GenericClient + Sync>(tx: &C, id: Uuid, task: &NewTask) ->
     Ok(decide(&report))
 }
 
+/// Admission for an existing terminal task about to be queued again (`POST
+/// /v1/tasks/{id}/retry` goes "through admission"): call it in the transaction that
+/// requeues the task, before the requeue; on `Ok(Ok(()))` the task holds its slots.
+pub async fn readmit<C: GenericClient + Sync>(
+    tx: &C,
+    id: Uuid,
+    app: &str,
+    usage_subject: Option<&str>,
+) -> Result<Result<(), Refusal>, DbError> {
+    let report = store::admission::admit(tx, id, app, usage_subject, None).await?;
+    let decision = decide(&report);
+    if decision.is_ok() {
+        store::admission::mark_readmitted(tx, id).await?;
+    }
+    Ok(decision)
+}
+
 /// Turns the database's report into the caller's answer.
 pub fn decide(report: &store::admission::AdmitReport) -> Result<(), Refusal> {
     match report.refused.as_deref() {

@@ -51,6 +51,12 @@ pub async fn unadmit<C: GenericClient + Sync>(
     Ok(())
 }
 
+/// Marks whether an existing task (requeued by `retry`) holds capacity after [`admit`].
+pub async fn mark_readmitted<C: GenericClient + Sync>(tx: &C, id: Uuid) -> Result<(), DbError> {
+    tx.execute(include_str!("../../sql/readmit_mark.sql"), &[&id]).await?;
+    Ok(())
+}
+
 /// Counts a refusal for the overview. Call it outside the refused transaction.
 pub async fn record_refusal<C: GenericClient + Sync>(client: &C, code: &str, app: &str) -> Result<(), DbError> {
     client.execute(include_str!("../../sql/refusal_record.sql"), &[&code, &app]).await?;
