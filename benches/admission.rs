@@ -6,6 +6,10 @@
 //! scenarios alternate and the median of `ROUNDS` rounds is reported. Limits are sized
 //! so nothing is refused: the cost measured is that of taking reservations.
 //!
+//! Then, on the tasks just submitted, completion throughput (claim 16 + complete each)
+//! from the same number of workers: with limits every completion gives its slots back
+//! through the release trigger, so this is the cost of the completion side.
+//!
 //! `cargo bench --bench admission` (DATABASE_URL, else a private cluster).
 //! Environment: `BENCH_SECONDS` (default 8), `BENCH_ROUNDS` (3), `BENCH_SUBMITTERS` (16).
 
@@ -58,8 +62,47 @@ async fn configure(c: &tokio_postgres::Client, scenario: Scenario) -> anyhow::Re
     Ok(())
 }
 
-/// Submits for `seconds` from `submitters` tasks; returns submits per second.
-async fn run(url: &str, scenario: Scenario, seconds: u64, submitters: usize) -> anyhow::Result<f64> {
+/// Claims and completes from `workers` loops until nothing is claimable or `seconds`
+/// pass; returns completions per second.
+async fn complete(pool: &deadpool_postgres::Pool, workers: usize, seconds: u64) -> anyhow::Result<f64> {
+    use tasklane::store::claim::{self, Claimant};
+    use tasklane::store::lease::{self, Success};
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut set = tokio::task::JoinSet::new();
+    for w in 0..workers {
+        let pool = pool.clone();
+        set.spawn(async move {
+            let object = pool.get().await?;
+            let client = tasklane::store::client(&object);
+            let worker_id = format!("bench-{w}");
+            let claimant = Claimant { worker_id: &worker_id, route: tasklane::task::Route::Local, replica_id: None };
+            let types = vec!["noop".to_owned()];
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                let claimed = claim::claim_without_resources(client, &claimant, &types, 16).await?;
+                if claimed.is_empty() {
+                    break;
+                }
+                for task in claimed {
+                    let success = Success { result: serde_json::json!({}), usage_units: Some(1), ..Default::default() };
+                    lease::complete(client, task.id, task.lease_token, &success).await?;
+                    n += 1;
+                }
+            }
+            anyhow::Ok(n)
+        });
+    }
+    let start = Instant::now();
+    let mut total = 0;
+    while let Some(n) = set.join_next().await {
+        total += n??;
+    }
+    Ok(total as f64 / start.elapsed().as_secs_f64())
+}
+
+/// Submits for `seconds` from `submitters` tasks, then completes them; returns submits
+/// and completions per second.
+async fn run(url: &str, scenario: Scenario, seconds: u64, submitters: usize) -> anyhow::Result<(f64, f64)> {
     let (admin, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     configure(&admin, scenario).await?;
@@ -102,8 +145,9 @@ async fn run(url: &str, scenario: Scenario, seconds: u64, submitters: usize) -> 
         total += n??;
     }
     let rate = total as f64 / start.elapsed().as_secs_f64();
+    let completions = complete(&tl.pool, submitters, seconds).await?;
     tl.pool.close();
-    Ok(rate)
+    Ok((rate, completions))
 }
 
 async fn fresh_database(server: &str, n: usize) -> anyhow::Result<(String, String)> {
@@ -130,22 +174,32 @@ async fn main() -> anyhow::Result<()> {
     let server = tasklane::devdb::resolve_server(std::env::var("DATABASE_URL").ok().as_deref()).await?;
     let scenarios = [Scenario::NoLimits, Scenario::GlobalCapacityOnly, Scenario::AllLimits];
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); scenarios.len()];
+    let mut completions: Vec<Vec<f64>> = vec![Vec::new(); scenarios.len()];
     let mut n = 0;
     for round in 0..rounds {
         for (i, scenario) in scenarios.iter().enumerate() {
             let (name, url) = fresh_database(server.url(), n).await?;
             n += 1;
-            let rate = run(&url, *scenario, seconds, submitters).await?;
-            println!("round {round} {scenario:?}: {rate:.0} submits/s");
+            let (rate, done) = run(&url, *scenario, seconds, submitters).await?;
+            println!("round {round} {scenario:?}: {rate:.0} submits/s, {done:.0} completions/s");
             results[i].push(rate);
+            completions[i].push(done);
             tasklane::devdb::drop_database(server.url(), &name).await?;
         }
     }
     let base = median(results[0].clone());
-    println!("\nsubmit throughput, {submitters} submitters, {seconds} s x {rounds} rounds (median):");
+    let done_base = median(completions[0].clone());
+    println!("\nthroughput, {submitters} clients, {seconds} s x {rounds} rounds (median):");
     for (i, scenario) in scenarios.iter().enumerate() {
-        let m = median(results[i].clone());
-        println!("  {:<20} {:>8.0} submits/s  {:>5.1}% of no limits", format!("{scenario:?}"), m, 100.0 * m / base);
+        let (m, d) = (median(results[i].clone()), median(completions[i].clone()));
+        println!(
+            "  {:<20} {:>7.0} submits/s ({:>5.1}%)   {:>7.0} completions/s ({:>5.1}%)",
+            format!("{scenario:?}"),
+            m,
+            100.0 * m / base,
+            d,
+            100.0 * d / done_base
+        );
     }
     server.stop().await;
     Ok(())

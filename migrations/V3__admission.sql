@@ -144,11 +144,18 @@ LANGUAGE plpgsql AS $$
 DECLARE
     freed record;
 BEGIN
-    DELETE FROM tasklane.capacity_slots WHERE task_id = OLD.id AND retired;
-    FOR freed IN UPDATE tasklane.capacity_slots SET task_id = NULL WHERE task_id = OLD.id
-                 RETURNING limit_id, slot
+    -- One statement: retired slots go, the others become free, and each freed slot says
+    -- whether its limit still has retired slots (a task holds one slot per limit, so
+    -- the statement's own deletion never matters to that answer).
+    FOR freed IN
+        WITH gone AS (DELETE FROM tasklane.capacity_slots WHERE task_id = OLD.id AND retired)
+        UPDATE tasklane.capacity_slots c SET task_id = NULL
+        WHERE c.task_id = OLD.id AND NOT c.retired
+        RETURNING c.limit_id, c.slot,
+                  EXISTS (SELECT 1 FROM tasklane.capacity_slots r
+                          WHERE r.limit_id = c.limit_id AND r.retired) AS lowered
     LOOP
-        IF EXISTS (SELECT 1 FROM tasklane.capacity_slots WHERE limit_id = freed.limit_id AND retired) THEN
+        IF freed.lowered THEN
             -- SKIP LOCKED: a locked retired row is being released by its own task.
             WITH moved AS (
                 DELETE FROM tasklane.capacity_slots WHERE ctid = (
@@ -188,12 +195,15 @@ LANGUAGE plpgsql AS $$
 DECLARE
     freed record;
 BEGIN
-    DELETE FROM tasklane.resource_slots WHERE resource = OLD.resource AND task_id = OLD.id AND retired;
-    FOR freed IN UPDATE tasklane.resource_slots SET task_id = NULL
-                 WHERE resource = OLD.resource AND task_id = OLD.id
-                 RETURNING resource, slot
+    FOR freed IN
+        WITH gone AS (DELETE FROM tasklane.resource_slots WHERE task_id = OLD.id AND retired)
+        UPDATE tasklane.resource_slots s SET task_id = NULL
+        WHERE s.task_id = OLD.id AND NOT s.retired
+        RETURNING s.resource, s.slot,
+                  EXISTS (SELECT 1 FROM tasklane.resource_slots r
+                          WHERE r.resource = s.resource AND r.retired) AS lowered
     LOOP
-        IF EXISTS (SELECT 1 FROM tasklane.resource_slots WHERE resource = freed.resource AND retired) THEN
+        IF freed.lowered THEN
             WITH moved AS (
                 DELETE FROM tasklane.resource_slots WHERE ctid = (
                     SELECT ctid FROM tasklane.resource_slots
