@@ -372,10 +372,20 @@ DECLARE
     v_taken integer;
     v_rated boolean := false;
     v_spent bigint;
+    v_stopped boolean;
+    v_limited boolean;
 BEGIN
     at := coalesce(p_now, now());
-    IF EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app IN ('', p_app)) THEN
+    -- One probe decides the common case (no stop, no limit for this key): admitted.
+    SELECT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app IN ('', p_app)),
+           EXISTS (SELECT 1 FROM tasklane.limits k
+                   WHERE (k.app, k.usage_subject) IN (('', ''), (p_app, ''), (p_app, v_subject)))
+    INTO v_stopped, v_limited;
+    IF v_stopped THEN
         refused := 'emergency_stop';
+        RETURN;
+    END IF;
+    IF NOT v_limited THEN
         RETURN;
     END IF;
     FOR l IN SELECT id, max FROM tasklane.limits
