@@ -245,3 +245,54 @@ async fn overview_shows_use_against_every_limit() {
     assert_eq!(tasklane::store::admission::prune(&c, 100).await.unwrap(), 1);
     assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 1);
 }
+
+#[tokio::test]
+async fn a_refusal_leaves_nothing_even_when_the_caller_commits() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    set(&c, limit(LimitKind::Capacity, Some(APP), None, 5, None)).await;
+    set(&c, limit(LimitKind::Rate, Some(APP), None, 5, Some(60))).await;
+    set(&c, limit(LimitKind::Budget, Some(APP), None, 0, None)).await;
+    // Budget 0: refused after capacity and rate took their rows; the application
+    // commits its own transaction anyway.
+    c.batch_execute("BEGIN").await.unwrap();
+    c.batch_execute("CREATE TABLE app_side (x int); INSERT INTO app_side VALUES (1)").await.unwrap();
+    let task = request("a", None).resolve(APP, &fixtures::task_type(), 1 << 20).unwrap();
+    let refused = tasklane::client::submit_in(&c, &task).await;
+    assert!(matches!(refused, Err(SubmitRefused::Refused(ref r)) if r.code == RefusalCode::BudgetExhausted));
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(count(&c, "SELECT count(*) FROM app_side").await, 1);
+    assert_eq!(held_slots(&c).await, 0);
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at IS NOT NULL").await, 0);
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 0);
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.tasks").await, 0);
+}
+
+#[tokio::test]
+async fn the_window_slides_with_the_database_clock() {
+    use chrono::{Duration, SubsecRound, Utc};
+    use tasklane::store::admission::admit;
+    let db = common::test_db().await;
+    let c = db.client().await;
+    set(&c, limit(LimitKind::Rate, Some(APP), None, 2, Some(30))).await;
+    let t0 = Utc::now().trunc_subsecs(0);
+    let at = |s: i64| Some(t0 + Duration::seconds(s));
+    let mut results = Vec::new();
+    // Admissions at 0 s and 10 s fill the window; at 29 s still full (free at 30 s);
+    // at 30 s the first has left it; at 35 s full again until 40 s.
+    for s in [0, 10, 29, 30, 35, 40] {
+        let report = admit(&c, uuid::Uuid::now_v7(), APP, None, at(s)).await.unwrap();
+        results.push((s, report.refused.clone(), report.free_at.map(|f| (f - t0).num_seconds())));
+    }
+    assert_eq!(
+        results,
+        vec![
+            (0, None, None),
+            (10, None, None),
+            (29, Some("rate_limited".into()), Some(30)),
+            (30, None, None),
+            (35, Some("rate_limited".into()), Some(40)),
+            (40, None, None),
+        ]
+    );
+}
