@@ -21,14 +21,17 @@ ALTER TABLE tasklane.tasks
 CREATE INDEX tasks_claimable_resource ON tasklane.tasks (resource)
     WHERE resource IS NOT NULL AND state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback');
 
--- The 64-bit advisory-lock key of a task identity. A submit try-locks it before
--- admission; a concurrent duplicate finds it taken, waits for the first submit to end
--- and joins its task instead of taking (or being refused) reservations of its own.
-CREATE FUNCTION tasklane.identity_key(p_app text, p_scope text, p_effect_key text, p_subject text) RETURNS bigint
+-- The advisory-lock key of a task identity, as the two int4 halves: two-key advisory
+-- locks live in a keyspace of their own, so an identity can never collide with an owner
+-- key (tasklane.owner_key, one bigint). A submit try-locks it before admission; a
+-- concurrent duplicate finds it taken, waits for the first submit to end and joins its
+-- task instead of taking (or being refused) reservations of its own.
+CREATE FUNCTION tasklane.identity_key(p_app text, p_scope text, p_effect_key text, p_subject text) RETURNS integer[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT ('x' || substr(encode(sha256(convert_to(
-        concat_ws(chr(31), 'identity', p_app, p_scope, p_effect_key, coalesce(chr(30) || p_subject, '')),
-        'UTF8')), 'hex'), 1, 16))::bit(64)::bigint
+    SELECT ARRAY[('x' || substr(h, 1, 8))::bit(32)::integer, ('x' || substr(h, 9, 8))::bit(32)::integer]
+    FROM (SELECT encode(sha256(convert_to(
+              concat_ws(chr(31), p_app, p_scope, p_effect_key, coalesce(chr(30) || p_subject, '')),
+              'UTF8')), 'hex') AS h) d
 $$;
 
 -- Limits set by admins. '' stands for "any": app '' is global, usage_subject '' is the
