@@ -47,6 +47,7 @@ CREATE TABLE tasklane.limits (
     updated_at     timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT limits_key UNIQUE (kind, app, usage_subject, window_seconds),
     CHECK (usage_subject = '' OR app <> ''),
+    CHECK (kind <> 'budget' OR app <> ''),
     CHECK ((kind = 'rate') = (window_seconds > 0))
 );
 
@@ -322,49 +323,18 @@ LANGUAGE sql AS $$
     WHERE at = now() AND task_id = p_task;
 $$;
 
--- Takes a free capacity slot of limit p_limit for p_task, starting the search at a
--- random slot so concurrent submits spread over the rows; SKIP LOCKED, so it never
--- waits. None while the limit has retired slots (it was lowered below what is held).
-CREATE FUNCTION tasklane.take_capacity_slot(p_limit bigint, p_max bigint, p_task uuid)
-RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_start integer := floor(random() * greatest(p_max, 1));
-    v_slot integer;
-BEGIN
-    IF EXISTS (SELECT 1 FROM tasklane.capacity_slots WHERE limit_id = p_limit AND retired) THEN
-        RETURN NULL;
-    END IF;
-    WITH free AS (
-        SELECT ctid FROM tasklane.capacity_slots
-        WHERE limit_id = p_limit AND task_id IS NULL AND slot >= v_start
-        ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED
-    )
-    UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free
-    WHERE s.ctid = free.ctid
-    RETURNING s.slot INTO v_slot;
-    IF v_slot IS NULL THEN
-        WITH free AS (
-            SELECT ctid FROM tasklane.capacity_slots
-            WHERE limit_id = p_limit AND task_id IS NULL AND slot < v_start
-            ORDER BY slot LIMIT 1 FOR UPDATE SKIP LOCKED
-        )
-        UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free
-        WHERE s.ctid = free.ctid
-        RETURNING s.slot INTO v_slot;
-    END IF;
-    RETURN v_slot;
-END
-$$;
-
 -- Admission of one new task (DESIGN §3 step 4), in the submit transaction, in order:
 -- emergency stop, capacity (global, app, subject), rate (same keys, every window),
--- budget (the subject's, or the app's background budget). Takes what it admits with
--- (capacity slots, rate tokens, a history row); a refusal gives all of it back first,
--- so nothing is left behind. p_now replaces now() (tests move the clock with it).
+-- budget (the subject's, or the app's background budget for a task without one). One
+-- query reads the stops and limits that apply, in that order; with none it is the whole
+-- cost. Takes what it admits with (capacity slots, rate tokens, a history row); a
+-- refusal gives all of it back first (tasklane.unadmit), so nothing is left behind.
+-- p_now replaces now() (tests move the clock with it).
 -- Out: refused (NULL: admitted, else the stable code), the refusing limit, free_at
 -- (rate: when its oldest token leaves the window), at (the time used).
--- Never waits on a lock: slots and tokens are taken with SKIP LOCKED.
+-- Never waits on a lock: slots and tokens are taken with SKIP LOCKED. A capacity slot
+-- search starts at a random slot so concurrent submits spread over the rows, and finds
+-- nothing while the limit has retired slots (it was lowered below what is held).
 CREATE FUNCTION tasklane.admit(p_task uuid, p_app text, p_subject text, p_now timestamptz,
                                OUT refused text, OUT limit_id bigint, OUT free_at timestamptz,
                                OUT at timestamptz)
@@ -372,73 +342,83 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_subject text := coalesce(p_subject, '');
     l record;
+    v_start integer;
     v_taken integer;
     v_rated boolean := false;
-    v_spent bigint;
-    v_stopped boolean;
-    v_limited boolean;
 BEGIN
     at := coalesce(p_now, now());
-    -- One probe decides the common case (no stop, no limit for this key): admitted.
-    SELECT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app IN ('', p_app)),
-           EXISTS (SELECT 1 FROM tasklane.limits k
-                   WHERE (k.app, k.usage_subject) IN (('', ''), (p_app, ''), (p_app, v_subject)))
-    INTO v_stopped, v_limited;
-    IF v_stopped THEN
-        refused := 'emergency_stop';
-        RETURN;
-    END IF;
-    IF NOT v_limited THEN
-        RETURN;
-    END IF;
-    FOR l IN SELECT id, max FROM tasklane.limits
-             WHERE kind = 'capacity' AND (app, usage_subject) IN (('', ''), (p_app, ''), (p_app, v_subject))
-             ORDER BY app, usage_subject
+    FOR l IN
+        SELECT 0 AS step, NULL::bigint AS id, 0::bigint AS max, 0 AS window_seconds, ''::text AS usage_subject
+        FROM tasklane.emergency_stops e WHERE e.app IN ('', p_app)
+        UNION ALL
+        SELECT CASE k.kind WHEN 'capacity' THEN 1 WHEN 'rate' THEN 2 ELSE 3 END, k.id, k.max,
+               k.window_seconds, k.usage_subject
+        FROM tasklane.limits k
+        WHERE (k.app, k.usage_subject) IN (('', ''), (p_app, ''), (p_app, v_subject))
+        ORDER BY 1, 2
     LOOP
-        v_taken := tasklane.take_capacity_slot(l.id, l.max, p_task);
-        IF v_taken IS NULL THEN
-            PERFORM tasklane.unadmit(p_task, p_app, p_subject);
-            refused := 'capacity_exhausted';
-            limit_id := l.id;
+        IF l.step = 0 THEN
+            refused := 'emergency_stop';
             RETURN;
+        ELSIF l.step = 1 THEN
+            v_start := floor(random() * greatest(l.max, 1));
+            v_taken := NULL;
+            WITH free AS (
+                SELECT c.ctid FROM tasklane.capacity_slots c
+                WHERE c.limit_id = l.id AND c.task_id IS NULL AND c.slot >= v_start
+                  AND NOT EXISTS (SELECT 1 FROM tasklane.capacity_slots r WHERE r.limit_id = l.id AND r.retired)
+                ORDER BY c.slot LIMIT 1 FOR UPDATE SKIP LOCKED
+            )
+            UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free WHERE s.ctid = free.ctid
+            RETURNING s.slot INTO v_taken;
+            IF v_taken IS NULL THEN
+                WITH free AS (
+                    SELECT c.ctid FROM tasklane.capacity_slots c
+                    WHERE c.limit_id = l.id AND c.task_id IS NULL AND c.slot < v_start
+                      AND NOT EXISTS (SELECT 1 FROM tasklane.capacity_slots r WHERE r.limit_id = l.id AND r.retired)
+                    ORDER BY c.slot LIMIT 1 FOR UPDATE SKIP LOCKED
+                )
+                UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free WHERE s.ctid = free.ctid
+                RETURNING s.slot INTO v_taken;
+            END IF;
+            IF v_taken IS NULL THEN
+                PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+                refused := 'capacity_exhausted';
+                limit_id := l.id;
+                RETURN;
+            END IF;
+        ELSIF l.step = 2 THEN
+            v_rated := true;
+            v_taken := NULL;
+            WITH free AS (
+                SELECT t.ctid, t.used_at FROM tasklane.rate_tokens t
+                WHERE t.limit_id = l.id
+                  AND (t.used_at IS NULL OR t.used_at <= at - l.window_seconds * interval '1 second')
+                ORDER BY t.used_at NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED
+            )
+            UPDATE tasklane.rate_tokens t SET used_at = at, prev_used_at = free.used_at, used_by = p_task
+            FROM free WHERE t.ctid = free.ctid
+            RETURNING t.token INTO v_taken;
+            IF v_taken IS NULL THEN
+                PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+                refused := 'rate_limited';
+                limit_id := l.id;
+                SELECT coalesce(min(t.used_at), at) + l.window_seconds * interval '1 second' INTO free_at
+                FROM tasklane.rate_tokens t WHERE t.limit_id = l.id;
+                RETURN;
+            END IF;
+        -- Budgets: only the subject's own, or the background budget when there is none.
+        ELSIF l.usage_subject = v_subject THEN
+            IF (SELECT coalesce(sum(u.units), 0) FROM tasklane.budget_usage u
+                WHERE u.app = p_app AND u.usage_subject = v_subject
+                  AND u.day = (at AT TIME ZONE 'UTC')::date) >= l.max THEN
+                PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+                refused := 'budget_exhausted';
+                limit_id := l.id;
+                RETURN;
+            END IF;
         END IF;
     END LOOP;
-    FOR l IN SELECT id, max, window_seconds FROM tasklane.limits
-             WHERE kind = 'rate' AND (app, usage_subject) IN (('', ''), (p_app, ''), (p_app, v_subject))
-             ORDER BY app, usage_subject, window_seconds
-    LOOP
-        v_rated := true;
-        v_taken := NULL;
-        WITH free AS (
-            SELECT ctid, token, used_at FROM tasklane.rate_tokens t
-            WHERE t.limit_id = l.id
-              AND (t.used_at IS NULL OR t.used_at <= at - l.window_seconds * interval '1 second')
-            ORDER BY t.used_at NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED
-        )
-        UPDATE tasklane.rate_tokens t SET used_at = at, prev_used_at = free.used_at, used_by = p_task
-        FROM free WHERE t.ctid = free.ctid
-        RETURNING t.token INTO v_taken;
-        IF v_taken IS NULL THEN
-            PERFORM tasklane.unadmit(p_task, p_app, p_subject);
-            refused := 'rate_limited';
-            limit_id := l.id;
-            SELECT min(t.used_at) + l.window_seconds * interval '1 second' INTO free_at
-            FROM tasklane.rate_tokens t WHERE t.limit_id = l.id;
-            RETURN;
-        END IF;
-    END LOOP;
-    SELECT id, max INTO l FROM tasklane.limits b
-    WHERE b.kind = 'budget' AND b.app = p_app AND b.usage_subject = v_subject;
-    IF FOUND THEN
-        SELECT coalesce(sum(units), 0) INTO v_spent FROM tasklane.budget_usage u
-        WHERE u.app = p_app AND u.usage_subject = v_subject AND u.day = (at AT TIME ZONE 'UTC')::date;
-        IF v_spent >= l.max THEN
-            PERFORM tasklane.unadmit(p_task, p_app, p_subject);
-            refused := 'budget_exhausted';
-            limit_id := l.id;
-            RETURN;
-        END IF;
-    END IF;
     IF v_rated THEN
         INSERT INTO tasklane.admission_history (app, usage_subject, at, task_id)
         VALUES (p_app, v_subject, at, p_task);
