@@ -71,14 +71,16 @@ CREATE INDEX capacity_slots_retired ON tasklane.capacity_slots (limit_id) WHERE 
 CREATE TABLE tasklane.rate_tokens (
     limit_id     bigint NOT NULL REFERENCES tasklane.limits (id) ON DELETE CASCADE,
     token        integer NOT NULL,
-    used_at      timestamptz,
+    -- '-infinity' for a token never used: NOT NULL keeps "free since" a plain range
+    -- condition on the index, so a full window is seen at its first entry.
+    used_at      timestamptz NOT NULL DEFAULT '-infinity',
     used_by      uuid,
     prev_used_at timestamptz
 );
 -- The only index: every use rewrites the row (used_at is indexed, so no HOT update),
 -- and each index more is one more insert per admission. Tokens are found by this
 -- index and updated by ctid; token numbers only label them.
-CREATE INDEX rate_tokens_oldest ON tasklane.rate_tokens (limit_id, used_at NULLS FIRST);
+CREATE INDEX rate_tokens_oldest ON tasklane.rate_tokens (limit_id, used_at);
 
 -- Admissions of rate-limited apps and subjects in the last 24 h (pruned after), from
 -- which a newly set rate limit starts. usage_subject '' = none.
@@ -314,8 +316,8 @@ CREATE FUNCTION tasklane.unadmit(p_task uuid, p_app text, p_subject text)
 RETURNS void
 LANGUAGE sql AS $$
     UPDATE tasklane.capacity_slots SET task_id = NULL WHERE task_id = p_task;
-    UPDATE tasklane.rate_tokens SET used_at = prev_used_at, prev_used_at = NULL, used_by = NULL
-    WHERE used_by = p_task
+    UPDATE tasklane.rate_tokens SET used_at = coalesce(prev_used_at, '-infinity'), prev_used_at = NULL, used_by = NULL
+    WHERE used_by = p_task AND used_at = now()  -- admit used this transaction's now()
       AND limit_id IN (SELECT id FROM tasklane.limits WHERE kind = 'rate'
                        AND (app, usage_subject) IN (('', ''), (p_app, ''), (p_app, coalesce(p_subject, ''))));
     -- tasklane.admit wrote it at this transaction's now() (p_now is for tests only).
@@ -323,12 +325,30 @@ LANGUAGE sql AS $$
     WHERE at = now() AND task_id = p_task;
 $$;
 
+-- Gives back, within tasklane.admit, what it took before a later check refused: the
+-- capacity slots held by p_task (if any were taken) and the rate tokens at p_tokens
+-- (the versions it wrote), each back to its previous use. Cheap on purpose: a refusal
+-- storm must not cost more than admissions.
+CREATE FUNCTION tasklane.give_back(p_task uuid, p_slots boolean, p_tokens tid[])
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_slots THEN
+        UPDATE tasklane.capacity_slots SET task_id = NULL WHERE task_id = p_task;
+    END IF;
+    IF cardinality(p_tokens) > 0 THEN
+        UPDATE tasklane.rate_tokens SET used_at = coalesce(prev_used_at, '-infinity'), prev_used_at = NULL, used_by = NULL
+        WHERE ctid = ANY (p_tokens);
+    END IF;
+END
+$$;
+
 -- Admission of one new task (DESIGN §3 step 4), in the submit transaction, in order:
 -- emergency stop, capacity (global, app, subject), rate (same keys, every window),
 -- budget (the subject's, or the app's background budget for a task without one). One
 -- query reads the stops and limits that apply, in that order; with none it is the whole
 -- cost. Takes what it admits with (capacity slots, rate tokens, a history row); a
--- refusal gives all of it back first (tasklane.unadmit), so nothing is left behind.
+-- refusal gives all of it back first (tasklane.give_back), so nothing is left behind.
 -- p_now replaces now() (tests move the clock with it).
 -- Out: refused (NULL: admitted, else the stable code), the refusing limit, free_at
 -- (rate: when its oldest token leaves the window), at (the time used).
@@ -345,6 +365,11 @@ DECLARE
     v_start integer;
     v_taken integer;
     v_rated boolean := false;
+    -- What this call took, to give back on a refusal: capacity slots (found again by
+    -- task id) and the new versions of the rate tokens it used.
+    v_slots boolean := false;
+    v_tokens tid[] := '{}';
+    v_token tid;
 BEGIN
     at := coalesce(p_now, now());
     FOR l IN
@@ -381,38 +406,41 @@ BEGIN
                 UPDATE tasklane.capacity_slots s SET task_id = p_task FROM free WHERE s.ctid = free.ctid
                 RETURNING s.slot INTO v_taken;
             END IF;
+            v_slots := v_slots OR v_taken IS NOT NULL;
             IF v_taken IS NULL THEN
-                PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+                PERFORM tasklane.give_back(p_task, v_slots, v_tokens);
                 refused := 'capacity_exhausted';
                 limit_id := l.id;
                 RETURN;
             END IF;
         ELSIF l.step = 2 THEN
             v_rated := true;
-            v_taken := NULL;
+            v_token := NULL;
             WITH free AS (
                 SELECT t.ctid, t.used_at FROM tasklane.rate_tokens t
-                WHERE t.limit_id = l.id
-                  AND (t.used_at IS NULL OR t.used_at <= at - l.window_seconds * interval '1 second')
-                ORDER BY t.used_at NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED
+                WHERE t.limit_id = l.id AND t.used_at <= at - l.window_seconds * interval '1 second'
+                ORDER BY t.used_at LIMIT 1 FOR UPDATE SKIP LOCKED
             )
             UPDATE tasklane.rate_tokens t SET used_at = at, prev_used_at = free.used_at, used_by = p_task
             FROM free WHERE t.ctid = free.ctid
-            RETURNING t.token INTO v_taken;
-            IF v_taken IS NULL THEN
-                PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+            RETURNING t.ctid INTO v_token;
+            IF v_token IS NULL THEN
+                PERFORM tasklane.give_back(p_task, v_slots, v_tokens);
                 refused := 'rate_limited';
                 limit_id := l.id;
-                SELECT coalesce(min(t.used_at), at) + l.window_seconds * interval '1 second' INTO free_at
+                -- Never before now: a free token may only be locked by an in-flight submit.
+                SELECT greatest(coalesce(min(t.used_at), at), at - l.window_seconds * interval '1 second')
+                       + l.window_seconds * interval '1 second' INTO free_at
                 FROM tasklane.rate_tokens t WHERE t.limit_id = l.id;
                 RETURN;
             END IF;
+            v_tokens := v_tokens || v_token;
         -- Budgets: only the subject's own, or the background budget when there is none.
         ELSIF l.usage_subject = v_subject THEN
             IF (SELECT coalesce(sum(u.units), 0) FROM tasklane.budget_usage u
                 WHERE u.app = p_app AND u.usage_subject = v_subject
                   AND u.day = (at AT TIME ZONE 'UTC')::date) >= l.max THEN
-                PERFORM tasklane.unadmit(p_task, p_app, p_subject);
+                PERFORM tasklane.give_back(p_task, v_slots, v_tokens);
                 refused := 'budget_exhausted';
                 limit_id := l.id;
                 RETURN;
@@ -452,11 +480,11 @@ BEGIN
         IF v_have > p_max THEN
             DELETE FROM tasklane.rate_tokens WHERE limit_id = v_id AND token IN (
                 SELECT token FROM tasklane.rate_tokens WHERE limit_id = v_id
-                ORDER BY used_at NULLS FIRST LIMIT v_have - p_max);
+                ORDER BY used_at LIMIT v_have - p_max);
         ELSIF v_have < p_max THEN
             INSERT INTO tasklane.rate_tokens (limit_id, token, used_at)
             SELECT v_id, coalesce((SELECT max(token) FROM tasklane.rate_tokens WHERE limit_id = v_id), -1) + g,
-                   CASE WHEN v_created THEN recent.at END
+                   coalesce(CASE WHEN v_created THEN recent.at END, '-infinity')
             FROM generate_series(1, (p_max - v_have)::integer) g
             LEFT JOIN (
                 SELECT h.at, row_number() OVER (ORDER BY h.at DESC) AS n

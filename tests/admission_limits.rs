@@ -18,7 +18,7 @@ async fn age_tokens(c: &tokio_postgres::Client, window: i32, n: i64, secs: f64) 
         "UPDATE tasklane.rate_tokens t SET used_at = t.used_at - $2 * interval '1 second'
          FROM (SELECT r.limit_id, r.token FROM tasklane.rate_tokens r
                JOIN tasklane.limits l ON l.id = r.limit_id AND l.window_seconds = $3
-               WHERE r.used_at IS NOT NULL ORDER BY r.used_at LIMIT $1) o
+               WHERE r.used_at > '-infinity' ORDER BY r.used_at LIMIT $1) o
          WHERE t.limit_id = o.limit_id AND t.token = o.token",
         &[&n, &secs, &window],
     )
@@ -71,7 +71,7 @@ async fn rate_retry_after_is_when_the_window_frees_a_token() {
     assert_eq!(refused.code, RefusalCode::RateLimited);
     assert!((595..=601).contains(&refused.retry_after_seconds()), "{}", refused.retry_after_seconds());
     // The 60 s window's token taken before the refusal was given back as it was.
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at IS NOT NULL").await, 4);
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'").await, 4);
     // Other subjects and no subject are not limited by u's rate.
     submit_one(&tl, "d", Some("v")).await.unwrap();
     submit_one(&tl, "e", None).await.unwrap();
@@ -213,7 +213,7 @@ async fn joins_and_concurrent_duplicates_consume_nothing() {
     }
     assert_eq!(ids.len(), 1);
     assert_eq!(held_slots(&c).await, 1);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at IS NOT NULL").await, 1);
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'").await, 1);
     assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 1);
     assert_eq!(submit_one(&tl, "same", None).await.unwrap().outcome, SubmitOutcome::Joined);
     assert_eq!(held_slots(&c).await, 1);
@@ -263,7 +263,7 @@ async fn a_refusal_leaves_nothing_even_when_the_caller_commits() {
     c.batch_execute("COMMIT").await.unwrap();
     assert_eq!(count(&c, "SELECT count(*) FROM app_side").await, 1);
     assert_eq!(held_slots(&c).await, 0);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at IS NOT NULL").await, 0);
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'").await, 0);
     assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 0);
     assert_eq!(count(&c, "SELECT count(*) FROM tasklane.tasks").await, 0);
 }
