@@ -473,6 +473,24 @@ BEGIN
     ON CONFLICT ON CONSTRAINT limits_key DO UPDATE SET max = excluded.max, updated_at = now()
     RETURNING id, (xmax = 0) INTO v_id, v_created;
     IF p_kind = 'capacity' THEN
+        IF v_created THEN
+            -- A new limit counts the tasks already in flight for its key: each gets a slot
+            -- (retired past the max) and starts giving it back when it ends. Locking
+            -- them first keeps one from ending unnoticed in between.
+            WITH existing AS (
+                SELECT t.id FROM tasklane.tasks t
+                WHERE t.state NOT IN ('succeeded', 'failed', 'cancelled')
+                  AND (coalesce(p_app, '') = '' OR t.app = p_app)
+                  AND (coalesce(p_subject, '') = '' OR t.usage_subject = p_subject)
+                FOR UPDATE OF t
+            ), seeded AS (
+                INSERT INTO tasklane.capacity_slots (limit_id, slot, task_id, retired)
+                SELECT v_id, n - 1, id, n > p_max
+                FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM existing) e
+            )
+            UPDATE tasklane.tasks t SET holds_capacity = true
+            FROM existing WHERE t.id = existing.id AND NOT t.holds_capacity;
+        END IF;
         PERFORM tasklane.resize_slots('tasklane.capacity_slots', 'limit_id', v_id::text, 'bigint', p_max::integer);
     ELSIF p_kind = 'rate' THEN
         PERFORM 1 FROM tasklane.rate_tokens WHERE limit_id = v_id FOR UPDATE;

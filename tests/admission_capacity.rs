@@ -208,3 +208,32 @@ async fn a_retried_task_goes_through_admission_again() {
     tasklane::store::query::cancel(&c, &owner, first.id).await.unwrap();
     assert_eq!(held_slots(&c).await, 0);
 }
+
+#[tokio::test]
+async fn a_new_limit_counts_the_tasks_already_in_flight() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let tl = tasklane(&db.url, 2);
+    for i in 0..4 {
+        submit_one(&tl, &format!("k{i}"), Some("u")).await.unwrap();
+    }
+    let done = fixtures::claim_one(&c).await;
+    tasklane::store::lease::complete(&c, done.id, done.lease_token, &Default::default()).await.unwrap();
+    // Three in flight, then a limit of two for the subject: nothing until one ends.
+    set(&c, limit(LimitKind::Capacity, Some(APP), Some("u"), 2, None)).await;
+    assert_eq!(held_slots(&c).await, 3);
+    assert_eq!(submit_one(&tl, "more", Some("u")).await.unwrap_err(), RefusalCode::CapacityExhausted);
+    submit_one(&tl, "other-subject", Some("v")).await.unwrap();
+    let task = fixtures::claim_one(&c).await;
+    tasklane::store::lease::complete(&c, task.id, task.lease_token, &Default::default()).await.unwrap();
+    assert_eq!(submit_one(&tl, "more", Some("u")).await.unwrap_err(), RefusalCode::CapacityExhausted);
+    // One more of u's ends (cancelled while queued): one in flight, room for one.
+    let queued: uuid::Uuid = c
+        .query_one("SELECT id FROM tasklane.tasks WHERE usage_subject = 'u' AND state = 'queued' ORDER BY id LIMIT 1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    tasklane::store::query::cancel(&c, &tasklane::store::query::Owner::app(APP), queued).await.unwrap();
+    submit_one(&tl, "more", Some("u")).await.unwrap();
+    assert_eq!(submit_one(&tl, "more-2", Some("u")).await.unwrap_err(), RefusalCode::CapacityExhausted);
+}

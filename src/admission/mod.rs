@@ -107,6 +107,12 @@ pub async fn set_resource<C: GenericClient + Sync>(client: &C, name: &str, slots
     Ok(store::limits::set_resource(client, name, slots as i32).await?)
 }
 
+/// Removes a resource: its tasks run without a slot limit again.
+pub async fn remove_resource<C: GenericClient + Sync>(client: &C, name: &str) -> Result<bool, AdminError> {
+    crate::task::bounds::key("name", name)?;
+    Ok(store::limits::remove_resource(client, name).await?)
+}
+
 /// `GET /v1/admin/overview`.
 pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, DbError> {
     store::overview::overview(client).await
