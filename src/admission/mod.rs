@@ -117,3 +117,35 @@ pub async fn remove_resource<C: GenericClient + Sync>(client: &C, name: &str) ->
 pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, DbError> {
     store::overview::overview(client).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::admission::AdmitReport;
+
+    fn report(refused: Option<&str>, free_at: Option<&str>) -> AdmitReport {
+        AdmitReport {
+            refused: refused.map(str::to_owned),
+            limit_id: refused.map(|_| 7),
+            free_at: free_at.map(|t| t.parse().unwrap()),
+            at: "2026-05-01T12:00:00Z".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn admitted_when_nothing_refused() {
+        assert_eq!(decide(&report(None, None)), Ok(()));
+    }
+
+    #[test]
+    fn each_code_becomes_its_refusal() {
+        let rate = decide(&report(Some("rate_limited"), Some("2026-05-01T12:00:09.5Z"))).unwrap_err();
+        assert_eq!((rate.code, rate.retry_after_seconds(), rate.limit_id), (RefusalCode::RateLimited, 10, Some(7)));
+        let budget = decide(&report(Some("budget_exhausted"), None)).unwrap_err();
+        assert_eq!(budget.retry_after_seconds(), 12 * 3600);
+        let stop = decide(&report(Some("emergency_stop"), None)).unwrap_err();
+        assert_eq!(stop.code.http_status(), 503);
+        // An unknown code from the database is still a refusal, never an admission.
+        assert_eq!(decide(&report(Some("???"), None)).unwrap_err().code, RefusalCode::CapacityExhausted);
+    }
+}
