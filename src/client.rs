@@ -88,6 +88,8 @@ async fn count_refusal(client: &tokio_postgres::Client, refusal: &Refusal, app: 
 /// lock lasts until it ends), through admission. Workers find it at their next poll or
 /// wake-up. A refusal leaves nothing behind in the transaction.
 pub async fn submit_in<C: GenericClient + Sync>(tx: &C, task: &NewTask) -> Result<Submitted, SubmitRefused> {
-    submit::submit(tx, task, |id| async move { crate::admission::admit(tx, id, task).await?.map_err(SubmitRefused::from) })
-        .await
+    submit::submit(tx, task, |id| async move {
+        crate::admission::admit(tx, id, task).await?.map_err(SubmitRefused::from)
+    })
+    .await
 }

@@ -55,15 +55,8 @@ where
     if let Some(existing) = lookup(tx, task).await.map_err(SubmitError::from)? {
         return existing.map_err(E::from);
     }
-    let identity = [&task.app as &(dyn tokio_postgres::types::ToSql + Sync), &task.scope_id, &task.effect_key, &task.usage_subject];
-    let locks = tx.query_one(include_str!("../../sql/owner_lock_shared.sql"), &identity).await.map_err(SubmitError::from)?;
-    if !locks.try_get::<_, bool>("identity_free").map_err(SubmitError::from)? {
-        // A concurrent submit of this identity is in flight: wait for it, then join what
-        // it created rather than taking (or being refused) reservations of our own.
-        tx.execute(include_str!("../../sql/identity_lock.sql"), &identity).await.map_err(SubmitError::from)?;
-        if let Some(existing) = lookup(tx, task).await.map_err(SubmitError::from)? {
-            return existing.map_err(E::from);
-        }
+    if let Some(existing) = lock(tx, task).await.map_err(SubmitError::from)? {
+        return existing.map_err(E::from);
     }
     let id = crate::task::new_task_id();
     admit(id).await?;
@@ -104,11 +97,28 @@ where
                 .await
                 .map_err(SubmitError::from)?;
             match lookup(tx, task).await.map_err(SubmitError::from)? {
-            Some(existing) => existing.map_err(E::from),
-            None => Err(E::from(SubmitError::Raced)),
+                Some(existing) => existing.map_err(E::from),
+                None => Err(E::from(SubmitError::Raced)),
             }
         }
     }
+}
+
+/// Takes the owner lock (shared) and try-locks the identity. If a concurrent submit of
+/// the identity is in flight, waits for it to end and returns what it created, so the
+/// caller joins it rather than taking (or being refused) reservations of its own.
+async fn lock<C: GenericClient + Sync>(
+    tx: &C,
+    task: &NewTask,
+) -> Result<Option<Result<Submitted, SubmitError>>, DbError> {
+    let identity: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&task.app, &task.scope_id, &task.effect_key, &task.usage_subject];
+    let locks = tx.query_one(include_str!("../../sql/owner_lock_shared.sql"), &identity).await?;
+    if locks.try_get::<_, bool>("identity_free")? {
+        return Ok(None);
+    }
+    tx.execute(include_str!("../../sql/identity_lock.sql"), &identity).await?;
+    lookup(tx, task).await
 }
 
 /// The task already holding `task`'s identity, judged against its digest.
