@@ -15,8 +15,14 @@ const RESOURCE: &str = "local-model";
 
 /// Submits a task of the fixture type as if the type named `resource`.
 async fn submit(c: &Client, key: &str, resource: Option<&str>) -> uuid::Uuid {
+    submit_as(c, key, resource, tasklane::task::Privacy::LocalOnly).await
+}
+
+async fn submit_as(c: &Client, key: &str, resource: Option<&str>, privacy: tasklane::task::Privacy) -> uuid::Uuid {
     let task_type = TaskType { resource: resource.map(str::to_owned), ..TaskType::new(TYPE, Executor::Noop) };
-    let task = fixtures::request(key, serde_json::json!({})).resolve(fixtures::APP, &task_type, 1 << 20).unwrap();
+    let mut request = fixtures::request(key, serde_json::json!({}));
+    request.privacy = Some(privacy);
+    let task = request.resolve(fixtures::APP, &task_type, 1 << 20).unwrap();
     c.batch_execute("BEGIN").await.unwrap();
     let submitted = tasklane::client::submit_in(c, &task).await.expect("submit");
     c.batch_execute("COMMIT").await.unwrap();
@@ -146,4 +152,27 @@ async fn lowered_slots_hand_out_nothing_until_under_and_unknown_resources_are_fr
         submit(&c, &format!("u{i}"), Some("unconfigured")).await;
     }
     assert_eq!(fixtures::claim(&c, 10).await.len(), 3);
+}
+
+#[tokio::test]
+async fn external_claims_take_slots_and_a_fallback_gives_them_back() {
+    use tasklane::task::{Privacy, Route};
+    let db = common::test_db().await;
+    let mut c = db.client().await;
+    admission::set_resource(&c, RESOURCE, 1).await.unwrap();
+    let a = submit_as(&c, "a", Some(RESOURCE), Privacy::ExternalAllowed).await;
+    submit_as(&c, "b", Some(RESOURCE), Privacy::ExternalAllowed).await;
+    // A local worker takes the slot; the task falls back to the external route.
+    let local = fixtures::claim_one(&c).await;
+    assert_eq!(local.id, a);
+    assert!(fixtures::claim_route(&c, Route::External, 10).await.is_empty(), "the slot is taken");
+    let report = Report::Fallback { reason: "overloaded".into() };
+    lease::settle(&mut c, a, local.lease_token, report, &fixtures::fast_backoff()).await.unwrap();
+    assert_eq!(in_use(&c).await, 0);
+    // An external worker now takes one of the two, never both.
+    let external = fixtures::claim_route(&c, Route::External, 10).await;
+    assert_eq!(external.len(), 1);
+    assert_eq!((in_use(&c).await, running_with_resource(&c).await), (1, 1));
+    lease::complete(&c, external[0].id, external[0].lease_token, &Success::default()).await.unwrap();
+    assert_eq!(fixtures::claim_route(&c, Route::External, 10).await.len(), 1);
 }
