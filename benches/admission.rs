@@ -12,7 +12,7 @@
 //! through the release trigger, so this is the cost of the completion side.
 //!
 //! `cargo bench --bench admission` (DATABASE_URL, else a private cluster).
-//! Environment: `BENCH_SECONDS` (default 8), `BENCH_ROUNDS` (3), `BENCH_SUBMITTERS` (16).
+//! Environment: `BENCH_SECONDS` (default 4), `BENCH_ROUNDS` (5), `BENCH_SUBMITTERS` (16).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,21 +48,21 @@ async fn configure(c: &tokio_postgres::Client, scenario: Scenario) -> anyhow::Re
     if scenario == Scenario::NoLimits {
         return Ok(());
     }
-    admission::set_limit(c, &spec(LimitKind::Capacity, None, None, 400_000, None)).await?;
+    admission::set_limit(c, &spec(LimitKind::Capacity, None, None, 100_000, None)).await?;
     if scenario == Scenario::GlobalCapacity {
         return Ok(());
     }
     let all = scenario == Scenario::AllKinds;
-    admission::set_limit(c, &spec(LimitKind::Capacity, Some(APP), None, 400_000, None)).await?;
+    admission::set_limit(c, &spec(LimitKind::Capacity, Some(APP), None, 100_000, None)).await?;
     if all {
-        admission::set_limit(c, &spec(LimitKind::Rate, Some(APP), None, 400_000, Some(3600))).await?;
+        admission::set_limit(c, &spec(LimitKind::Rate, Some(APP), None, 100_000, Some(3600))).await?;
         admission::set_limit(c, &spec(LimitKind::Budget, Some(APP), None, 1_000_000, None)).await?;
     }
     for s in 0..SUBJECTS {
         let subject = Some(format!("user-{s}"));
-        admission::set_limit(c, &spec(LimitKind::Capacity, Some(APP), subject.clone(), 40_000, None)).await?;
+        admission::set_limit(c, &spec(LimitKind::Capacity, Some(APP), subject.clone(), 10_000, None)).await?;
         if all {
-            admission::set_limit(c, &spec(LimitKind::Rate, Some(APP), subject.clone(), 40_000, Some(3600))).await?;
+            admission::set_limit(c, &spec(LimitKind::Rate, Some(APP), subject.clone(), 10_000, Some(3600))).await?;
             admission::set_limit(c, &spec(LimitKind::Budget, Some(APP), subject, 1_000_000, None)).await?;
         }
     }
@@ -178,8 +178,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // `cargo bench` passes --bench; any other argument (a filter) runs nothing.
-    let seconds = env("BENCH_SECONDS", 8);
-    let rounds = env("BENCH_ROUNDS", 3) as usize;
+    let seconds = env("BENCH_SECONDS", 4);
+    let rounds = env("BENCH_ROUNDS", 5) as usize;
     let submitters = env("BENCH_SUBMITTERS", 16) as usize;
     let server = tasklane::devdb::resolve_server(std::env::var("DATABASE_URL").ok().as_deref()).await?;
     let scenarios =
