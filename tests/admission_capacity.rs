@@ -33,6 +33,22 @@ async fn sixty_four_submitters_never_exceed_capacity_ten() {
         })
     };
 
+    // The safety-net reconcile runs all along: it must never free a live task's slot.
+    let reconciler = {
+        let (stop, mut rc) = (stop.clone(), db.client().await);
+        tokio::spawn(async move {
+            let (mut passes, mut freed) = (0u64, 0u64);
+            while !stop.load(Ordering::Relaxed) {
+                match tasklane::store::admission::reconcile_slots(&mut rc).await {
+                    Ok(n) => freed += n,
+                    Err(e) => assert_eq!(e.code(), Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE)),
+                }
+                passes += 1;
+            }
+            (passes, freed)
+        })
+    };
+
     // All at once, nothing finishing: exactly ten get in.
     let first = submit_together(&tl, APP, "a", 64, None).await;
     assert_eq!(first.admitted.len(), 10, "refused: {:?}", first.refused.len());
@@ -78,6 +94,9 @@ async fn sixty_four_submitters_never_exceed_capacity_ten() {
     let completed = worker.await.unwrap();
     stop.store(true, Ordering::Relaxed);
     sampler.await.unwrap();
+    let (passes, freed) = reconciler.await.unwrap();
+    assert_eq!(freed, 0, "reconcile freed live slots");
+    assert!(passes > 0);
 
     assert!(admitted.load(Ordering::Relaxed) >= 60);
     assert!(completed >= 50, "completed {completed}");
@@ -236,4 +255,28 @@ async fn a_new_limit_counts_the_tasks_already_in_flight() {
     tasklane::store::query::cancel(&c, &tasklane::store::query::Owner::app(APP), queued).await.unwrap();
     submit_one(&tl, "more", Some("u")).await.unwrap();
     assert_eq!(submit_one(&tl, "more-2", Some("u")).await.unwrap_err(), RefusalCode::CapacityExhausted);
+}
+
+#[tokio::test]
+async fn reconcile_frees_slots_that_bypassed_the_triggers() {
+    let db = common::test_db().await;
+    let mut c = db.client().await;
+    set(&c, limit(LimitKind::Capacity, Some(APP), None, 3, None)).await;
+    tasklane::admission::set_resource(&c, "gpu", 1).await.unwrap();
+    let tl = tasklane(&db.url, 2);
+    let kept = submit_one(&tl, "kept", None).await.unwrap().task;
+    let lost = submit_one(&tl, "lost", None).await.unwrap().task;
+    // Something deletes a task with the triggers off, and a slot is held by nobody.
+    c.batch_execute("SET session_replication_role = replica").await.unwrap();
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&lost.id]).await.unwrap();
+    c.batch_execute("RESET session_replication_role").await.unwrap();
+    c.execute("UPDATE tasklane.resource_slots SET task_id = gen_random_uuid()", &[]).await.unwrap();
+    assert_eq!(held_slots(&c).await, 2);
+    assert_eq!(tasklane::store::admission::reconcile_slots(&mut c).await.unwrap(), 2);
+    assert_eq!(held_slots(&c).await, 1);
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.resource_slots WHERE task_id IS NOT NULL").await, 0);
+    // The live task keeps its slot, and a second pass finds nothing.
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.capacity_slots WHERE task_id IS NOT NULL").await, 1);
+    assert_eq!(tasklane::store::admission::reconcile_slots(&mut c).await.unwrap(), 0);
+    assert!(fixtures::get(&c, kept.id).await.state == tasklane::task::TaskState::Queued);
 }

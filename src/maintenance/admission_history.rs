@@ -1,7 +1,8 @@
 //! Prunes the admission history past its 24 h (DESIGN §5: "admission history older than
 //! 24 h is pruned too") and old refusal counts. Rate tokens remember their own last use,
 //! so the history is only what a newly set rate limit starts from; pruning it never
-//! frees a token. Safe on every replica at once (SKIP LOCKED).
+//! frees a token. Safe on every replica at once (SKIP LOCKED). Each pass also frees
+//! slots whose task no longer needs them, a safety net behind the release triggers.
 
 use std::time::Duration;
 
@@ -26,10 +27,18 @@ impl AdmissionHistoryPruner {
 
     /// One batch; true when it was full.
     pub async fn pass(&self) -> anyhow::Result<bool> {
-        let client = self.pool.get().await?;
-        let pruned = admission::prune(crate::store::client(&client), BATCH).await?;
+        let mut object = self.pool.get().await?;
+        let pruned = admission::prune(crate::store::client(&object), BATCH).await?;
         if pruned > 0 {
             tracing::info!(pruned, "pruned admission history older than 24 h");
+        }
+        let client: &mut tokio_postgres::Client = &mut object;
+        match admission::reconcile_slots(client).await {
+            Ok(0) => {}
+            Ok(freed) => tracing::warn!(freed, "freed slots whose task no longer held them"),
+            // A slot changed under the snapshot: nothing was freed; the next pass retries.
+            Err(error) if error.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {}
+            Err(error) => return Err(error.into()),
         }
         Ok(pruned as i64 == BATCH)
     }

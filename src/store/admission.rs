@@ -69,3 +69,15 @@ pub async fn prune<C: GenericClient + Sync>(client: &C, limit: i64) -> Result<u6
     let row = client.query_one(include_str!("../../sql/admission_prune.sql"), &[&limit]).await?;
     Ok(row.try_get::<_, i64>(0)? as u64)
 }
+
+/// Frees slots whose task is gone or finished (capacity) or not running (resources):
+/// a safety net for anything that bypassed the release triggers. Runs its own
+/// REPEATABLE READ transaction; a concurrent change to a candidate slot makes it fail
+/// with a serialization error (retry at the next pass). Returns the slots freed.
+pub async fn reconcile_slots(client: &mut tokio_postgres::Client) -> Result<u64, DbError> {
+    let tx = client.build_transaction().isolation_level(tokio_postgres::IsolationLevel::RepeatableRead).start().await?;
+    let row = tx.query_one(include_str!("../../sql/slots_reconcile.sql"), &[]).await?;
+    let freed: i64 = row.try_get(0)?;
+    tx.commit().await?;
+    Ok(freed as u64)
+}
