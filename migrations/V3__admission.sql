@@ -52,8 +52,9 @@ CREATE TABLE tasklane.limits (
 );
 
 -- One row per unit of a capacity limit. A held slot names its task; a retired slot
--- (the limit was lowered below what is held) is deleted when its task lets go, and
--- while any retired slot of a limit exists no free slot of it is handed out.
+-- (the limit was lowered below what is held) is deleted when its task lets go, a freed
+-- slot passes to the holder of a retired one, and while any retired slot of a limit
+-- exists no free slot of it is handed out.
 CREATE TABLE tasklane.capacity_slots (
     limit_id bigint NOT NULL REFERENCES tasklane.limits (id) ON DELETE CASCADE,
     slot     integer NOT NULL,
@@ -310,8 +311,9 @@ END
 $$;
 
 -- Gives back what tasklane.admit took for p_task: capacity slots, rate tokens (to
--- their previous use) and its history row. For a refusal by a later check, and for a
--- submit that lost its identity to a concurrent duplicate (a join consumes nothing).
+-- their previous use) and its history row, for a submit that lost its identity to a
+-- concurrent duplicate after all (a join consumes nothing). Rare: duplicates normally
+-- wait on the identity lock; refusals inside admit use tasklane.give_back.
 CREATE FUNCTION tasklane.unadmit(p_task uuid, p_app text, p_subject text)
 RETURNS void
 LANGUAGE sql AS $$
