@@ -200,7 +200,7 @@ async fn joins_and_concurrent_duplicates_consume_nothing() {
     let c = db.client().await;
     set(&c, limit(LimitKind::Capacity, Some(APP), None, 5, None)).await;
     set(&c, limit(LimitKind::Rate, Some(APP), None, 5, Some(60))).await;
-    let tl = tasklane(&db.url, 16);
+    let tl = tasklane(&db.url, 8);
     // Sixteen concurrent submits of one identity: one task, one slot, one token.
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..16 {
