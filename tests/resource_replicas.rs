@@ -99,13 +99,17 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
     })
     .await;
 
-    // The ledger: running..succeeded intervals, ordered by start, never overlap.
+    // The ledger: running..succeeded intervals of the attempts that succeeded, ordered
+    // by start, never overlap. (An attempt that lost its lease under load ended without
+    // an event of its own; its slot was given back when the rescuer requeued it.)
     let rows = c
         .query(
             "SELECT r.at AS started, s.at AS ended, t.worker_id
              FROM tasklane.tasks t
-             JOIN tasklane.task_events r ON r.task_id = t.id AND r.type = 'task.running'
              JOIN tasklane.task_events s ON s.task_id = t.id AND s.type = 'task.succeeded'
+             JOIN LATERAL (SELECT e.at FROM tasklane.task_events e
+                           WHERE e.task_id = t.id AND e.type = 'task.running'
+                           ORDER BY e.seq DESC LIMIT 1) r ON true
              ORDER BY r.at",
             &[],
         )
