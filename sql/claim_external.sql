@@ -4,9 +4,27 @@
 -- token, counts an attempt and writes its task.running event.
 -- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
 -- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
--- Locks: the claimed rows (FOR UPDATE SKIP LOCKED: never waits on another claimer).
-WITH picked AS (
-    SELECT id
+-- Resource slots (DESIGN §4): a task whose type names a configured resource is claimed
+-- only with a free slot of it, taken in this statement (so a resource's cluster-wide
+-- limit always holds); tasks without one pay only for an empty-table probe. A resource
+-- with retired slots (lowered below what runs) hands out none until they are gone; a
+-- resource with no row in tasklane.resources is unlimited.
+-- Locks: the claimed rows and up to $3 free slots (FOR UPDATE SKIP LOCKED: never waits
+-- on another claimer).
+WITH slots AS (
+    SELECT s.resource, s.slot
+    FROM tasklane.resource_slots s
+    WHERE s.task_id IS NULL
+      AND NOT EXISTS (SELECT 1 FROM tasklane.resource_slots r WHERE r.resource = s.resource AND r.retired)
+      AND EXISTS (SELECT 1 FROM tasklane.tasks t
+                  WHERE t.resource = s.resource AND t.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+                    AND t.task_type = ANY($1) AND t.run_at <= now()
+                    AND ($5::text IS NULL OR t.app = $5) AND ($6::text IS NULL OR t.scope_id = $6)
+                    AND t.privacy = 'external_allowed')
+    LIMIT $3
+    FOR UPDATE OF s SKIP LOCKED
+), picked AS (
+    SELECT id, resource, priority, run_at
     FROM tasklane.tasks
     WHERE state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
       AND run_at <= now()
@@ -15,9 +33,26 @@ WITH picked AS (
       AND ($6::text IS NULL OR scope_id = $6)
       AND (deadline_at IS NULL OR deadline_at > now())
       AND privacy = 'external_allowed'
+      AND (resource IS NULL
+           OR resource IN (SELECT resource FROM slots)
+           OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = tasks.resource))
     ORDER BY priority DESC, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
+), granted AS (
+    -- The n-th picked task of a resource gets its n-th free slot; the rest wait.
+    SELECT p.id, s.resource AS slot_resource, s.slot
+    FROM (SELECT id, resource,
+                 row_number() OVER (PARTITION BY resource ORDER BY priority DESC, run_at, id) AS n
+          FROM picked) p
+    LEFT JOIN (SELECT resource, slot, row_number() OVER (PARTITION BY resource ORDER BY slot) AS n
+               FROM slots) s ON s.resource = p.resource AND s.n = p.n
+    WHERE p.resource IS NULL OR s.slot IS NOT NULL
+       OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = p.resource)
+), taken AS (
+    UPDATE tasklane.resource_slots rs SET task_id = g.id
+    FROM granted g
+    WHERE rs.resource = g.slot_resource AND rs.slot = g.slot
 ), claimed AS (
     UPDATE tasklane.tasks t
     SET state = 'running',
@@ -30,9 +65,10 @@ WITH picked AS (
         started_at = coalesce(t.started_at, now()),
         phase = NULL,
         progress = CASE WHEN t.snapshot IS NULL THEN NULL ELSE t.progress END,
+        resource_slot = g.slot,
         event_seq = t.event_seq + 1
-    FROM picked
-    WHERE t.id = picked.id
+    FROM granted g
+    WHERE t.id = g.id
     RETURNING t.id, t.app, t.scope_id, t.task_type, t.attempt, t.max_attempts, t.lease_token,
               t.lease_expires_at, t.lease_seconds, t.attempt_timeout_seconds, t.input,
               t.snapshot, t.deadline_at, t.privacy, t.event_seq

@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::client::Tasklane;
 use crate::config::{Role, ServeConfig};
+use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
 use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::pruner::Pruner;
 use crate::maintenance::registry::ReplicaRegistry;
@@ -99,6 +100,8 @@ impl Replica {
                 retention: Duration::from_secs(config.retention_seconds),
             };
             services.spawn(pruner.run(shutdown.clone()));
+            let history = AdmissionHistoryPruner { pool: pool.clone(), interval: admission_history::INTERVAL };
+            services.spawn(history.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {
             for n in 0..config.claimers.max(1) {

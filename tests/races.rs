@@ -8,6 +8,7 @@ use std::sync::Arc;
 use common::fixtures::*;
 use tasklane::store::lease::{self, Success};
 use tasklane::store::query::{self, Owner};
+use tasklane::client::SubmitRefused;
 use tasklane::store::{SubmitError, SubmitOutcome};
 use tasklane::task::TaskState;
 
@@ -44,7 +45,7 @@ async fn fifty_concurrent_submits_of_one_identity_make_one_task() {
 
     // Another request under the same identity is a conflict and changes nothing.
     let other = try_submit(&c, &request("same", serde_json::json!({"doc": 2}))).await;
-    assert!(matches!(other, Err(SubmitError::IdempotencyConflict)));
+    assert!(matches!(other, Err(SubmitRefused::Submit(SubmitError::IdempotencyConflict))));
     let count: i64 = c.query_one("SELECT count(*) FROM tasklane.tasks", &[]).await.unwrap().get(0);
     assert_eq!(count, 1);
 }

@@ -43,6 +43,10 @@ pub enum ApiError {
     TaskGone,
     #[error("the scope was deleted and is fenced")]
     ScopeDeleted,
+    /// Admission refused: 429 (capacity, rate, budget) or 503 (emergency stop), with an
+    /// honest `Retry-After`.
+    #[error("refused by admission: {0}")]
+    Refused(crate::admission::Refusal),
     #[error("the request body is larger than the limit")]
     TooLarge,
     #[error("unknown field {0:?}")]
@@ -93,6 +97,10 @@ impl ApiError {
             IllegalReport(_) => (StatusCode::CONFLICT, "illegal_transition"),
             TaskGone => (StatusCode::GONE, "task_gone"),
             ScopeDeleted => (StatusCode::GONE, "scope_deleted"),
+            Refused(refusal) => (
+                StatusCode::from_u16(refusal.code.http_status()).unwrap_or(StatusCode::TOO_MANY_REQUESTS),
+                refusal.code.as_str(),
+            ),
             TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             UnknownField(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field"),
             Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "validation_failed"),
@@ -133,7 +141,9 @@ impl IntoResponse for ApiError {
         };
         let mut response = (status, axum::Json(problem)).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if let ApiError::Refused(refusal) = &self {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(refusal.retry_after_seconds()));
+        } else if status == StatusCode::SERVICE_UNAVAILABLE {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response
@@ -169,6 +179,7 @@ impl From<SubmitRefused> for ApiError {
             SubmitRefused::UnknownTaskType(name) => ApiError::UnknownTaskType(name),
             SubmitRefused::Invalid(invalid) => ApiError::Validation(invalid),
             SubmitRefused::Submit(error) => error.into(),
+            SubmitRefused::Refused(refusal) => ApiError::Refused(refusal),
             SubmitRefused::Pool(message) => ApiError::Internal(anyhow::anyhow!("database pool: {message}")),
         }
     }

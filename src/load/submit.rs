@@ -31,7 +31,7 @@ pub async fn submit(tasklane: &Tasklane, app: &str, request: &SubmitRequest) -> 
     let mut object = tasklane.pool.get().await.map_err(|_| "pool_exhausted".to_owned())?;
     let client: &mut tokio_postgres::Client = &mut object;
     let tx = client.transaction().await.map_err(|_| "database_error".to_owned())?;
-    let submitted = submit_in(&tx, &task).await.map_err(|e| code(&SubmitRefused::Submit(e)))?;
+    let submitted = submit_in(&tx, &task).await.map_err(|e| code(&e))?;
     tx.commit().await.map_err(|_| "database_error".to_owned())?;
     let committed_at = SystemTime::now();
     let latency = started.elapsed();
@@ -53,6 +53,7 @@ pub fn code(error: &SubmitRefused) -> String {
         SubmitRefused::Submit(SubmitError::Raced) => "raced",
         SubmitRefused::Submit(SubmitError::Db(_)) => "database_error",
         SubmitRefused::Pool(_) => "pool_exhausted",
+        SubmitRefused::Refused(refusal) => refusal.code.as_str(),
     }
     .to_owned()
 }

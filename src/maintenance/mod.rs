@@ -1,6 +1,7 @@
 //! Background services every replica runs; each is safe with any number of replicas
 //! running it at once (row locks with SKIP LOCKED, or an advisory lock).
 
+pub mod admission_history;
 pub mod deadlines;
 pub mod pruner;
 pub mod registry;

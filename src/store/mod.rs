@@ -2,12 +2,15 @@
 //! (`tokio_postgres::GenericClient`: a client or a transaction), so an application can
 //! call it inside its own transaction. Statements live in `sql/`, one per file.
 
+pub mod admission;
 pub mod claim;
 pub mod complete_many;
 pub mod events;
 pub mod lease;
 pub mod lifecycle;
+pub mod limits;
 pub mod migrate;
+pub mod overview;
 pub mod prune;
 pub mod query;
 pub mod recover;

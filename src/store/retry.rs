@@ -34,7 +34,7 @@ where
     if !matches!(task.state, crate::task::TaskState::Failed | crate::task::TaskState::Cancelled) {
         return Ok(Retried::NotRetryable(task));
     }
-    tx.execute(include_str!("../../sql/owner_lock_shared.sql"), &[&task.app, &task.scope_id]).await?;
+    tx.execute(include_str!("../../sql/owner_lock_scope.sql"), &[&task.app, &task.scope_id]).await?;
     admit(task.clone()).await?;
     let moved = tx.query_opt(include_str!("../../sql/task_retry.sql"), &[&id, &owner.app, &owner.scope_id]).await?;
     let after = query::get(tx, owner, id).await?;

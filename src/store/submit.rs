@@ -6,7 +6,7 @@ use tokio_postgres::GenericClient;
 
 use super::record::TaskRecord;
 use super::DbError;
-use crate::task::NewTask;
+use crate::task::{NewTask, TaskId};
 
 /// How a submit was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,23 +44,26 @@ pub enum SubmitError {
 }
 
 /// Submits `task` inside the caller's transaction. `admit` runs after the owner lock is
-/// taken and before the insert, only when a new task is about to be created: it is where
-/// fences and admission limits refuse (their error converts into the caller's `E`).
+/// taken and before the insert, only when a new task is about to be created, with the
+/// id the task will get: it is where fences and admission limits refuse (their error
+/// converts into the caller's `E`) and where reservations are taken for that id. If a
+/// concurrent duplicate wins the insert, those reservations are given back
+/// (`tasklane.unadmit`): a join consumes nothing.
 pub async fn submit<C, E, F, Fut>(tx: &C, task: &NewTask, admit: F) -> Result<Submitted, E>
 where
     C: GenericClient + Sync,
     E: From<SubmitError>,
-    F: FnOnce() -> Fut,
+    F: FnOnce(TaskId) -> Fut,
     Fut: std::future::Future<Output = Result<(), E>>,
 {
     if let Some(existing) = lookup(tx, task).await.map_err(SubmitError::from)? {
         return existing.map_err(E::from);
     }
-    tx.execute(include_str!("../../sql/owner_lock_shared.sql"), &[&task.app, &task.scope_id])
-        .await
-        .map_err(SubmitError::from)?;
-    admit().await?;
+    if let Some(existing) = lock(tx, task).await.map_err(SubmitError::from)? {
+        return existing.map_err(E::from);
+    }
     let id = crate::task::new_task_id();
+    admit(id).await?;
     let row = tx
         .query_opt(
             include_str!("../../sql/submit_insert.sql"),
@@ -81,6 +84,7 @@ where
                 &(task.lease_seconds as i32),
                 &(task.attempt_timeout_seconds as i32),
                 &task.deadline_seconds,
+                &task.resource,
             ],
         )
         .await
@@ -90,12 +94,35 @@ where
             task: TaskRecord::from_row(&row).map_err(SubmitError::from)?,
             outcome: SubmitOutcome::Created,
         }),
-        // A concurrent submit of the same identity committed first: join it.
-        None => match lookup(tx, task).await.map_err(SubmitError::from)? {
-            Some(existing) => existing.map_err(E::from),
-            None => Err(E::from(SubmitError::Raced)),
-        },
+        // A concurrent submit of the same identity committed first: join it, giving back
+        // what admission took for the id that was not used.
+        None => {
+            super::admission::unadmit(tx, id, &task.app, task.usage_subject.as_deref())
+                .await
+                .map_err(SubmitError::from)?;
+            match lookup(tx, task).await.map_err(SubmitError::from)? {
+                Some(existing) => existing.map_err(E::from),
+                None => Err(E::from(SubmitError::Raced)),
+            }
+        }
     }
+}
+
+/// Takes the owner lock (shared) and try-locks the identity. If a concurrent submit of
+/// the identity is in flight, waits for it to end and returns what it created, so the
+/// caller joins it rather than taking (or being refused) reservations of its own.
+async fn lock<C: GenericClient + Sync>(
+    tx: &C,
+    task: &NewTask,
+) -> Result<Option<Result<Submitted, SubmitError>>, DbError> {
+    let identity: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&task.app, &task.scope_id, &task.effect_key, &task.usage_subject];
+    let locks = tx.query_one(include_str!("../../sql/owner_lock_shared.sql"), &identity).await?;
+    if locks.try_get::<_, bool>("identity_free")? {
+        return Ok(None);
+    }
+    tx.execute(include_str!("../../sql/identity_lock.sql"), &identity).await?;
+    lookup(tx, task).await
 }
 
 /// The task already holding `task`'s identity, judged against its digest.

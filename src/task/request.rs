@@ -50,6 +50,8 @@ pub struct NewTask {
     pub privacy: Privacy,
     pub lease_seconds: i64,
     pub attempt_timeout_seconds: i64,
+    /// The task type's execution resource, snapshotted at submit (claims take a slot).
+    pub resource: Option<String>,
     /// SHA-256 of the canonical request.
     pub digest: [u8; 32],
 }
@@ -95,6 +97,7 @@ impl SubmitRequest {
             privacy: self.privacy.unwrap_or(task_type.privacy),
             lease_seconds: task_type.lease_seconds,
             attempt_timeout_seconds: task_type.attempt_timeout_seconds,
+            resource: task_type.resource.clone(),
             digest: [0; 32],
         };
         task.digest = task.canonical_digest();

@@ -153,6 +153,9 @@ impl Worker {
         limit: i64,
     ) -> anyhow::Result<Vec<crate::store::ClaimedTask>> {
         let client = self.pool.get().await?;
-        Ok(claim::claim_pooled(&client, claimant, task_types, limit).await?)
+        // Without resources among our types, the cheaper statement (no slot bookkeeping).
+        let needs_slots = task_types.iter().any(|t| self.registry.get(t).is_some_and(|t| t.resource.is_some()));
+        let slots = if needs_slots { claim::Slots::Aware } else { claim::Slots::Plain };
+        Ok(claim::claim_pooled(&client, claimant, slots, task_types, limit).await?)
     }
 }

@@ -49,7 +49,7 @@ pub async fn submit_with(c: &Client, key: &str, input: serde_json::Value, edit: 
 pub async fn try_submit(
     c: &Client,
     r: &SubmitRequest,
-) -> Result<tasklane::store::Submitted, tasklane::store::SubmitError> {
+) -> Result<tasklane::store::Submitted, tasklane::client::SubmitRefused> {
     try_submit_as(c, r, &task_type()).await
 }
 
@@ -58,7 +58,7 @@ pub async fn try_submit_as(
     c: &Client,
     r: &SubmitRequest,
     task_type: &TaskType,
-) -> Result<tasklane::store::Submitted, tasklane::store::SubmitError> {
+) -> Result<tasklane::store::Submitted, tasklane::client::SubmitRefused> {
     let task = r.resolve(APP, task_type, 1 << 20).expect("valid request");
     c.batch_execute("BEGIN").await.unwrap();
     let result = tasklane::client::submit_in(c, &task).await;

@@ -25,7 +25,8 @@ impl<'a> At<'a> {
     }
 }
 
-/// Submits in its own transaction (committed on success).
+/// Submits in its own transaction (committed on success). No admission limits are set
+/// in these tests, so only the submit's own errors can come back.
 pub async fn try_submit_at(c: &Client, at: At<'_>, key: &str) -> Result<Submitted, SubmitError> {
     let mut request = fixtures::request(key, serde_json::json!({"k": key}));
     request.scope_id = at.scope.into();
@@ -34,7 +35,10 @@ pub async fn try_submit_at(c: &Client, at: At<'_>, key: &str) -> Result<Submitte
     c.batch_execute("BEGIN").await.unwrap();
     let result = tasklane::client::submit_in(c, &task).await;
     c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" }).await.unwrap();
-    result
+    result.map_err(|refused| match refused {
+        tasklane::client::SubmitRefused::Submit(error) => error,
+        other => panic!("unexpected refusal {other:?}"),
+    })
 }
 
 pub async fn submit_at(c: &Client, at: At<'_>, key: &str) -> TaskRecord {

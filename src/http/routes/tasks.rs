@@ -34,7 +34,9 @@ const DEFAULT_PAGE: i64 = 50;
         (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 409, description = "idempotency_conflict", body = Problem),
         (status = 410, description = "scope_deleted", body = Problem),
-        (status = 413, body = Problem), (status = 422, body = Problem)))]
+        (status = 413, body = Problem), (status = 422, body = Problem),
+        (status = 429, description = "capacity_exhausted, rate_limited, budget_exhausted", body = Problem),
+        (status = 503, description = "emergency_stop", body = Problem)))]
 pub async fn submit(
     State(state): State<AppState>,
     caller: Caller,
@@ -178,7 +180,9 @@ pub async fn cancel_task(
     responses((status = 200, body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem),
         (status = 409, description = "not_retryable", body = Problem),
-        (status = 410, description = "scope_deleted", body = Problem)))]
+        (status = 410, description = "scope_deleted", body = Problem),
+        (status = 429, description = "capacity_exhausted, rate_limited, budget_exhausted", body = Problem),
+        (status = 503, description = "emergency_stop", body = Problem)))]
 pub async fn retry_task(
     State(state): State<AppState>,
     caller: Caller,
@@ -189,10 +193,13 @@ pub async fn retry_task(
     let mut object = state.tasklane.pool.get().await?;
     let client: &mut tokio_postgres::Client = &mut object;
     let tx = client.transaction().await?;
-    // Under the owner lock: a fenced scope refuses (410); admission limits plug in here.
-    let fenced = &tx;
+    // Under the owner lock: a fenced scope refuses (410), then admission (a retry is a
+    // new admission: capacity, rate and budget apply; 429/503).
+    let locked = &tx;
     let retried = retry::retry(&tx, &caller.owner, id, |task| async move {
-        crate::store::lifecycle::check_fence(fenced, &task.app, &task.scope_id).await.map_err(ApiError::from)
+        crate::store::lifecycle::check_fence(locked, &task.app, &task.scope_id).await?;
+        let admitted = crate::admission::readmit(locked, task.id, &task.app, task.usage_subject.as_deref()).await?;
+        admitted.map_err(ApiError::Refused)
     })
     .await?;
     tx.commit().await?;
