@@ -37,11 +37,26 @@ enum Scenario {
 }
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
-fn spec(kind: LimitKind, app: Option<&str>, subject: Option<String>, limit: i64, window: Option<i64>) -> LimitSpec {
-    LimitSpec { kind, app: app.map(str::to_owned), usage_subject: subject, limit, window_seconds: window }
+fn spec(
+    kind: LimitKind,
+    app: Option<&str>,
+    subject: Option<String>,
+    limit: i64,
+    window: Option<i64>,
+) -> LimitSpec {
+    LimitSpec {
+        kind,
+        app: app.map(str::to_owned),
+        usage_subject: subject,
+        limit,
+        window_seconds: window,
+    }
 }
 
 async fn configure(c: &tokio_postgres::Client, scenario: Scenario) -> anyhow::Result<()> {
@@ -53,28 +68,69 @@ async fn configure(c: &tokio_postgres::Client, scenario: Scenario) -> anyhow::Re
         return Ok(());
     }
     let all = scenario == Scenario::AllKinds;
-    admission::set_limit(c, &spec(LimitKind::Capacity, Some(APP), None, 100_000, None)).await?;
+    admission::set_limit(
+        c,
+        &spec(LimitKind::Capacity, Some(APP), None, 100_000, None),
+    )
+    .await?;
     if all {
-        admission::set_limit(c, &spec(LimitKind::Rate, Some(APP), None, 100_000, Some(3600))).await?;
-        admission::set_limit(c, &spec(LimitKind::Budget, Some(APP), None, 1_000_000, None)).await?;
+        admission::set_limit(
+            c,
+            &spec(LimitKind::Rate, Some(APP), None, 100_000, Some(3600)),
+        )
+        .await?;
+        admission::set_limit(
+            c,
+            &spec(LimitKind::Budget, Some(APP), None, 1_000_000, None),
+        )
+        .await?;
     }
     for s in 0..SUBJECTS {
         let subject = Some(format!("user-{s}"));
-        admission::set_limit(c, &spec(LimitKind::Capacity, Some(APP), subject.clone(), 10_000, None)).await?;
+        admission::set_limit(
+            c,
+            &spec(
+                LimitKind::Capacity,
+                Some(APP),
+                subject.clone(),
+                10_000,
+                None,
+            ),
+        )
+        .await?;
         if all {
-            admission::set_limit(c, &spec(LimitKind::Rate, Some(APP), subject.clone(), 10_000, Some(3600))).await?;
-            admission::set_limit(c, &spec(LimitKind::Budget, Some(APP), subject, 1_000_000, None)).await?;
+            admission::set_limit(
+                c,
+                &spec(
+                    LimitKind::Rate,
+                    Some(APP),
+                    subject.clone(),
+                    10_000,
+                    Some(3600),
+                ),
+            )
+            .await?;
+            admission::set_limit(
+                c,
+                &spec(LimitKind::Budget, Some(APP), subject, 1_000_000, None),
+            )
+            .await?;
         }
     }
     for table in ["capacity_slots", "rate_tokens"] {
-        c.batch_execute(&format!("VACUUM ANALYZE tasklane.{table}")).await?;
+        c.batch_execute(&format!("VACUUM ANALYZE tasklane.{table}"))
+            .await?;
     }
     Ok(())
 }
 
 /// Claims and completes from `workers` loops until nothing is claimable or `seconds`
 /// pass; returns completions per second.
-async fn complete(pool: &deadpool_postgres::Pool, workers: usize, seconds: u64) -> anyhow::Result<f64> {
+async fn complete(
+    pool: &deadpool_postgres::Pool,
+    workers: usize,
+    seconds: u64,
+) -> anyhow::Result<f64> {
     use tasklane::store::claim::{self, Claimant};
     use tasklane::store::lease::{self, Success};
     let deadline = Instant::now() + Duration::from_secs(seconds);
@@ -85,7 +141,11 @@ async fn complete(pool: &deadpool_postgres::Pool, workers: usize, seconds: u64) 
             let object = pool.get().await?;
             let client = tasklane::store::client(&object);
             let worker_id = format!("bench-{w}");
-            let claimant = Claimant { worker_id: &worker_id, route: tasklane::task::Route::Local, replica_id: None };
+            let claimant = Claimant {
+                worker_id: &worker_id,
+                route: tasklane::task::Route::Local,
+                replica_id: None,
+            };
             let types = vec!["noop".to_owned()];
             let mut n = 0u64;
             while Instant::now() < deadline {
@@ -94,7 +154,11 @@ async fn complete(pool: &deadpool_postgres::Pool, workers: usize, seconds: u64) 
                     break;
                 }
                 for task in claimed {
-                    let success = Success { result: serde_json::json!({}), usage_units: Some(1), ..Default::default() };
+                    let success = Success {
+                        result: serde_json::json!({}),
+                        usage_units: Some(1),
+                        ..Default::default()
+                    };
                     lease::complete(client, task.id, task.lease_token, &success).await?;
                     n += 1;
                 }
@@ -112,11 +176,19 @@ async fn complete(pool: &deadpool_postgres::Pool, workers: usize, seconds: u64) 
 
 /// Submits for `seconds` from `submitters` tasks, then completes them; returns submits
 /// and completions per second.
-async fn run(url: &str, scenario: Scenario, seconds: u64, submitters: usize) -> anyhow::Result<(f64, f64)> {
+async fn run(
+    url: &str,
+    scenario: Scenario,
+    seconds: u64,
+    submitters: usize,
+) -> anyhow::Result<(f64, f64)> {
     let (admin, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     configure(&admin, scenario).await?;
-    let registry = Registry::new(vec![TaskType::new("noop", Executor::Noop)], Default::default())?;
+    let registry = Registry::new(
+        vec![TaskType::new("noop", Executor::Noop)],
+        Default::default(),
+    )?;
     let tl = Tasklane {
         pool: tasklane::server::pool(url, submitters)?,
         registry: Arc::new(registry),
@@ -143,7 +215,9 @@ async fn run(url: &str, scenario: Scenario, seconds: u64, submitters: usize) -> 
                     on_restart: None,
                     privacy: None,
                 };
-                tl.submit(APP, &request).await.map_err(|e| anyhow::anyhow!("submit: {e}"))?;
+                tl.submit(APP, &request)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("submit: {e}"))?;
                 n += 1;
             }
             anyhow::Ok(n)
@@ -181,9 +255,14 @@ async fn main() -> anyhow::Result<()> {
     let seconds = env("BENCH_SECONDS", 4);
     let rounds = env("BENCH_ROUNDS", 5) as usize;
     let submitters = env("BENCH_SUBMITTERS", 16) as usize;
-    let server = tasklane::devdb::resolve_server(std::env::var("DATABASE_URL").ok().as_deref()).await?;
-    let scenarios =
-        [Scenario::NoLimits, Scenario::GlobalCapacity, Scenario::CapacityThreeLevels, Scenario::AllKinds];
+    let server =
+        tasklane::devdb::resolve_server(std::env::var("DATABASE_URL").ok().as_deref()).await?;
+    let scenarios = [
+        Scenario::NoLimits,
+        Scenario::GlobalCapacity,
+        Scenario::CapacityThreeLevels,
+        Scenario::AllKinds,
+    ];
     let mut results: Vec<Vec<f64>> = vec![Vec::new(); scenarios.len()];
     let mut completions: Vec<Vec<f64>> = vec![Vec::new(); scenarios.len()];
     let mut n = 0;

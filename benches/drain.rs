@@ -16,9 +16,15 @@ use tasklane::load::stats::Repeated;
 async fn main() -> anyhow::Result<()> {
     let bench = common::Bench::start().await?;
     let runs = common::runs();
-    let tasks: i64 = std::env::var("BENCH_TASKS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
+    let tasks: i64 = std::env::var("BENCH_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
     let serve_args = common::serve_args();
-    let max_replicas: usize = std::env::var("BENCH_MAX_REPLICAS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let max_replicas: usize = std::env::var("BENCH_MAX_REPLICAS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     println!("machine: {}", common::machine());
     println!("postgres: {}", bench.settings().await?);
     println!("replica flags: {:?}", serve_args);
@@ -48,7 +54,11 @@ async fn main() -> anyhow::Result<()> {
             let drained = drain::drain(&mut client, &fleet, "drain", tasks).await?;
             fleet.stop();
             bench.drop_db(&name).await?;
-            anyhow::ensure!(drained.broken == 0, "{} tasks were not worked exactly once", drained.broken);
+            anyhow::ensure!(
+                drained.broken == 0,
+                "{} tasks were not worked exactly once",
+                drained.broken
+            );
             println!(
                 "run {run}: {replicas} replica(s) {:.0} tasks/s ({} tasks in {:.2} s, {:.0}% of claim-50), peak RSS {:?} MiB, cpu ms/task replica {:.3} postgres {:.3}",
                 drained.tasks_per_second,
@@ -69,8 +79,17 @@ async fn main() -> anyhow::Result<()> {
     println!();
     println!("| figure | best | spread | ratio to claim-50 (same run's best) |");
     println!("|---|---|---|---|");
-    println!("| pgbench claim-one/complete-one | {:.0} jobs/s | {:.0}% | {:.2} |", one.best, one.spread() * 100.0, one.best / fifty.best);
-    println!("| pgbench claim-50/complete-50 | {:.0} jobs/s | {:.0}% | 1.00 |", fifty.best, fifty.spread() * 100.0);
+    println!(
+        "| pgbench claim-one/complete-one | {:.0} jobs/s | {:.0}% | {:.2} |",
+        one.best,
+        one.spread() * 100.0,
+        one.best / fifty.best
+    );
+    println!(
+        "| pgbench claim-50/complete-50 | {:.0} jobs/s | {:.0}% | 1.00 |",
+        fifty.best,
+        fifty.spread() * 100.0
+    );
     println!(
         "| pgbench tasklane's own claim/settle SQL, x100 | {:.0} tasks/s | {:.0}% | {:.2} |",
         own_sql.best,

@@ -13,14 +13,39 @@ use std::process::Command;
 use tasklane::load::stats::Repeated;
 use tasklane::load::LoadConfig;
 
-async fn load(bench: &common::Bench, clients: usize, tasks: u64, rate: f64) -> anyhow::Result<tasklane::load::report::Report> {
+async fn load(
+    bench: &common::Bench,
+    clients: usize,
+    tasks: u64,
+    rate: f64,
+) -> anyhow::Result<tasklane::load::report::Report> {
     let (name, url) = bench.fresh_db().await?;
     let output = Command::new(&bench.bin)
-        .args(["token", "create", "--app", "load", "--perm", "submit", "--database-url", &url])
+        .args([
+            "token",
+            "create",
+            "--app",
+            "load",
+            "--perm",
+            "submit",
+            "--database-url",
+            &url,
+        ])
         .output()?;
-    anyhow::ensure!(output.status.success(), "token create: {}", String::from_utf8_lossy(&output.stderr));
-    let token = String::from_utf8(output.stdout)?.lines().last().unwrap_or_default().trim().to_owned();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    anyhow::ensure!(
+        output.status.success(),
+        "token create: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let token = String::from_utf8(output.stdout)?
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let config = LoadConfig {
         database_url: url,
         replicas: 1,
@@ -42,7 +67,11 @@ async fn load(bench: &common::Bench, clients: usize, tasks: u64, rate: f64) -> a
     };
     let report = tasklane::load::run(config).await?;
     bench.drop_db(&name).await?;
-    anyhow::ensure!(report.errors.is_empty(), "submit errors: {:?}", report.errors);
+    anyhow::ensure!(
+        report.errors.is_empty(),
+        "submit errors: {:?}",
+        report.errors
+    );
     Ok(report)
 }
 
@@ -53,28 +82,49 @@ async fn main() -> anyhow::Result<()> {
     println!("postgres: {}", bench.settings().await?);
     let mut rows = Vec::new();
     let mut details = Vec::new();
-    for (clients, tasks, rate) in [(1usize, 3_000u64, 0.0), (16, 20_000, 0.0), (64, 30_000, 0.0), (64, 20_000, 1_000.0)] {
+    for (clients, tasks, rate) in [
+        (1usize, 3_000u64, 0.0),
+        (16, 20_000, 0.0),
+        (64, 30_000, 0.0),
+        (64, 20_000, 1_000.0),
+    ] {
         let (mut rates, mut p50, mut p99) = (Vec::new(), Vec::new(), Vec::new());
         for run in 1..=common::runs() {
             let r = load(&bench, clients, tasks, rate).await?;
             println!(
                 "run {run}: {clients} clients{}: {:.0} submits/s, submit {}",
-                if rate > 0.0 { format!(" at {rate}/s") } else { String::new() },
+                if rate > 0.0 {
+                    format!(" at {rate}/s")
+                } else {
+                    String::new()
+                },
                 r.submits_per_second,
                 r.submit_latency.cell()
             );
             rates.push(r.submits_per_second);
             p50.push(r.submit_latency.p50_ms);
             p99.push(r.submit_latency.p99_ms);
-            details.push(serde_json::json!({"run": run, "clients": clients, "rate": rate, "report": r}));
+            details.push(
+                serde_json::json!({"run": run, "clients": clients, "rate": rate, "report": r}),
+            );
         }
-        rows.push((clients, rate, Repeated::of(rates, true), Repeated::of(p50, false), Repeated::of(p99, false)));
+        rows.push((
+            clients,
+            rate,
+            Repeated::of(rates, true),
+            Repeated::of(p50, false),
+            Repeated::of(p99, false),
+        ));
     }
     println!();
     println!("| HTTP submit | submits/s best (spread) | p50 best | p99 best (worst) |");
     println!("|---|---|---|---|");
     for (clients, rate, rates, p50, p99) in &rows {
-        let label = if *rate > 0.0 { format!("{clients} clients at {rate}/s") } else { format!("{clients} clients, flat out") };
+        let label = if *rate > 0.0 {
+            format!("{clients} clients at {rate}/s")
+        } else {
+            format!("{clients} clients, flat out")
+        };
         println!(
             "| {label} | {:.0} ({:.0}%) | {:.2} ms | {:.2} ms ({:.2}) |",
             rates.best,
@@ -88,7 +138,10 @@ async fn main() -> anyhow::Result<()> {
         .iter()
         .map(|(c, r, rates, p50, p99)| serde_json::json!({"clients": c, "rate": r, "submits_per_second": rates, "p50_ms": p50, "p99_ms": p99}))
         .collect();
-    common::write_json("http_load", &serde_json::json!({"machine": common::machine(), "summary": summary, "runs": details}))?;
+    common::write_json(
+        "http_load",
+        &serde_json::json!({"machine": common::machine(), "summary": summary, "runs": details}),
+    )?;
     bench.stop().await;
     Ok(())
 }

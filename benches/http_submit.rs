@@ -7,28 +7,47 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let server = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let server = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let requests = env_or("BENCH_REQUESTS", 2000);
     let clients = env_or("BENCH_CLIENTS", 8).max(1);
     let name = format!("tasklane_bench_{}", std::process::id());
-    let database = format!("{}/{name}", server.rsplit_once('/').map(|(base, _)| base).unwrap_or(&server));
+    let database = format!(
+        "{}/{name}",
+        server
+            .rsplit_once('/')
+            .map(|(base, _)| base)
+            .unwrap_or(&server)
+    );
     let (admin, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).await?;
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await?;
     let result = run(&database, requests, clients).await;
-    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await?;
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .await?;
     result
 }
 
 async fn run(database: &str, requests: usize, clients: usize) -> anyhow::Result<()> {
     let types = std::env::temp_dir().join(format!("tasklane-bench-{}.toml", std::process::id()));
-    std::fs::write(&types, "[[task_type]]\nname = \"noop\"\nexecutor = \"noop\"\n")?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    std::fs::write(
+        &types,
+        "[[task_type]]\nname = \"noop\"\nexecutor = \"noop\"\n",
+    )?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let base = format!("http://127.0.0.1:{port}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tasklane"))
         .arg("serve")
@@ -44,11 +63,25 @@ async fn run(database: &str, requests: usize, clients: usize) -> anyhow::Result<
     outcome
 }
 
-async fn measure(database: &str, base: &str, requests: usize, clients: usize) -> anyhow::Result<()> {
+async fn measure(
+    database: &str,
+    base: &str,
+    requests: usize,
+    clients: usize,
+) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let started = Instant::now();
-    while http.get(format!("{base}/readyz")).send().await.map(|r| r.status() != 200).unwrap_or(true) {
-        anyhow::ensure!(started.elapsed() < Duration::from_secs(60), "server not ready");
+    while http
+        .get(format!("{base}/readyz"))
+        .send()
+        .await
+        .map(|r| r.status() != 200)
+        .unwrap_or(true)
+    {
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(60),
+            "server not ready"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let spec = tasklane::http::tokens::TokenSpec {
@@ -57,7 +90,9 @@ async fn measure(database: &str, base: &str, requests: usize, clients: usize) ->
         permissions: vec!["submit".into()],
         name: None,
     };
-    let token = tasklane::http::tokens::create(database, &spec).await?.secret;
+    let token = tasklane::http::tokens::create(database, &spec)
+        .await?
+        .secret;
     let started = Instant::now();
     let mut workers = Vec::new();
     for c in 0..clients {
@@ -69,8 +104,17 @@ async fn measure(database: &str, base: &str, requests: usize, clients: usize) ->
                 let body = serde_json::json!({"task_type": "noop", "scope_id": format!("s{c}"),
                     "effect_key": format!("k{c}-{n}"), "input": {"n": n}});
                 let t = Instant::now();
-                let response = http.post(format!("{base}/v1/tasks")).bearer_auth(&token).json(&body).send().await?;
-                anyhow::ensure!(response.status().is_success(), "submit answered {}", response.status());
+                let response = http
+                    .post(format!("{base}/v1/tasks"))
+                    .bearer_auth(&token)
+                    .json(&body)
+                    .send()
+                    .await?;
+                anyhow::ensure!(
+                    response.status().is_success(),
+                    "submit answered {}",
+                    response.status()
+                );
                 latencies.push(t.elapsed());
             }
             anyhow::Ok(latencies)

@@ -16,7 +16,10 @@ use tasklane::load::stats::Repeated;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let bench = common::Bench::start().await?;
-    let tasks: i64 = std::env::var("BENCH_TASKS").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
+    let tasks: i64 = std::env::var("BENCH_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
     let serve_args = common::serve_args();
     println!("machine: {}", common::machine());
     println!("replica flags: {:?}", serve_args);
@@ -44,8 +47,14 @@ async fn main() -> anyhow::Result<()> {
     println!();
     println!("| memory, one replica | best | worst |");
     println!("|---|---|---|");
-    println!("| idle RSS | {:.1} MiB | {:.1} MiB |", idle.best, idle.worst);
-    println!("| peak RSS under drain ({tasks} noop) | {:.1} MiB | {:.1} MiB |", peak.best, peak.worst);
+    println!(
+        "| idle RSS | {:.1} MiB | {:.1} MiB |",
+        idle.best, idle.worst
+    );
+    println!(
+        "| peak RSS under drain ({tasks} noop) | {:.1} MiB | {:.1} MiB |",
+        peak.best, peak.worst
+    );
     common::write_json(
         "memory",
         &serde_json::json!({"machine": common::machine(), "serve_args": serve_args, "tasks": tasks,

@@ -35,7 +35,10 @@ struct Probe(Starts);
 #[async_trait::async_trait]
 impl Handler for Probe {
     async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
-        self.0.lock().unwrap().insert(ctx.task.id, SystemTime::now());
+        self.0
+            .lock()
+            .unwrap()
+            .insert(ctx.task.id, SystemTime::now());
         Ok(Success::default())
     }
 }
@@ -46,7 +49,12 @@ struct Flags {
     serve: ServeConfig,
 }
 
-async fn replica(url: &str, types: &std::path::Path, roles: &str, starts: &Starts) -> anyhow::Result<Replica> {
+async fn replica(
+    url: &str,
+    types: &std::path::Path,
+    roles: &str,
+    starts: &Starts,
+) -> anyhow::Result<Replica> {
     let flags = Flags::parse_from([
         "pickup",
         "--database-url",
@@ -57,8 +65,10 @@ async fn replica(url: &str, types: &std::path::Path, roles: &str, starts: &Start
         "--task-types",
         types.to_str().unwrap(),
     ]);
-    let custom: HashMap<String, Arc<dyn Handler>> =
-        HashMap::from([("probe".to_owned(), Arc::new(Probe(starts.clone())) as Arc<dyn Handler>)]);
+    let custom: HashMap<String, Arc<dyn Handler>> = HashMap::from([(
+        "probe".to_owned(),
+        Arc::new(Probe(starts.clone())) as Arc<dyn Handler>,
+    )]);
     Replica::start(&flags.serve, custom).await
 }
 
@@ -70,13 +80,19 @@ async fn measure(via: &Replica, starts: &Starts, run: &str) -> anyhow::Result<Su
         tokio::time::sleep_until(next).await;
         next += GAP;
         let request = submit::request(run, n, "probe", &serde_json::json!({}));
-        accepted.push(submit::submit(&via.tasklane, "pickup", &request).await.map_err(anyhow::Error::msg)?);
+        accepted.push(
+            submit::submit(&via.tasklane, "pickup", &request)
+                .await
+                .map_err(anyhow::Error::msg)?,
+        );
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let starts = starts.lock().unwrap();
     let mut samples = Vec::new();
     for a in &accepted {
-        let start = starts.get(&a.id).ok_or_else(|| anyhow::anyhow!("task {} never started", a.id))?;
+        let start = starts
+            .get(&a.id)
+            .ok_or_else(|| anyhow::anyhow!("task {} never started", a.id))?;
         samples.push(start.duration_since(a.committed_at).unwrap_or_default());
     }
     Ok(Summary::of(&samples))
@@ -87,9 +103,14 @@ async fn main() -> anyhow::Result<()> {
     let bench = common::Bench::start().await?;
     println!("machine: {}", common::machine());
     println!("postgres: {}", bench.settings().await?);
-    let types = std::env::temp_dir().join(format!("tasklane-pickup-types-{}.toml", std::process::id()));
-    std::fs::write(&types, "[[task_type]]\nname = \"probe\"\nexecutor = \"custom\"\n")?;
-    let (mut same_p50, mut same_p99, mut other_p50, mut other_p99) = (vec![], vec![], vec![], vec![]);
+    let types =
+        std::env::temp_dir().join(format!("tasklane-pickup-types-{}.toml", std::process::id()));
+    std::fs::write(
+        &types,
+        "[[task_type]]\nname = \"probe\"\nexecutor = \"custom\"\n",
+    )?;
+    let (mut same_p50, mut same_p99, mut other_p50, mut other_p99) =
+        (vec![], vec![], vec![], vec![]);
     let mut details = Vec::new();
     for run in 1..=common::runs() {
         let (name, url) = bench.fresh_db().await?;
@@ -111,14 +132,28 @@ async fn main() -> anyhow::Result<()> {
         bench.drop_db(&name).await?;
     }
     let rows = [
-        ("same replica (local wake)", Repeated::of(same_p50, false), Repeated::of(same_p99, false)),
-        ("other replica (NOTIFY)", Repeated::of(other_p50, false), Repeated::of(other_p99, false)),
+        (
+            "same replica (local wake)",
+            Repeated::of(same_p50, false),
+            Repeated::of(same_p99, false),
+        ),
+        (
+            "other replica (NOTIFY)",
+            Repeated::of(other_p50, false),
+            Repeated::of(other_p99, false),
+        ),
     ];
     println!();
-    println!("| pickup, {SUBMITS} submits {} ms apart | p50 best (worst) | p99 best (worst) |", GAP.as_millis());
+    println!(
+        "| pickup, {SUBMITS} submits {} ms apart | p50 best (worst) | p99 best (worst) |",
+        GAP.as_millis()
+    );
     println!("|---|---|---|");
     for (label, p50, p99) in &rows {
-        println!("| {label} | {:.2} ms ({:.2}) | {:.2} ms ({:.2}) |", p50.best, p50.worst, p99.best, p99.worst);
+        println!(
+            "| {label} | {:.2} ms ({:.2}) | {:.2} ms ({:.2}) |",
+            p50.best, p50.worst, p99.best, p99.worst
+        );
     }
     common::write_json(
         "pickup",

@@ -15,7 +15,10 @@ use tasklane::load::fleet::Fleet;
 use tasklane::load::stats::Repeated;
 
 fn env(name: &str, default: i64) -> i64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[tokio::main]
@@ -31,7 +34,10 @@ async fn main() -> anyhow::Result<()> {
     let (loaded_name, loaded_url) = bench.fresh_db().await?;
     let started = std::time::Instant::now();
     drain::add_history(&common::connect(&loaded_url).await?, "history", history).await?;
-    println!("history: {history} finished tasks loaded in {:.0} s", started.elapsed().as_secs_f64());
+    println!(
+        "history: {history} finished tasks loaded in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
 
     let (mut empty, mut loaded, mut details) = (Vec::new(), Vec::new(), Vec::new());
     for run in 1..=common::runs() {
@@ -42,7 +48,14 @@ async fn main() -> anyhow::Result<()> {
         let vacuum = common::connect(&loaded_url).await?;
         vacuum.batch_execute("VACUUM tasklane.tasks").await?;
         vacuum.batch_execute("VACUUM tasklane.task_events").await?;
-        let l = drain_once(&bench, &loaded_url, &format!("scale-{run}"), queued, &serve_args).await?;
+        let l = drain_once(
+            &bench,
+            &loaded_url,
+            &format!("scale-{run}"),
+            queued,
+            &serve_args,
+        )
+        .await?;
         println!(
             "run {run}: empty {:.0} tasks/s, loaded {:.0} tasks/s, ratio {:.2}",
             e.tasks_per_second,
@@ -54,13 +67,33 @@ async fn main() -> anyhow::Result<()> {
         details.push(serde_json::json!({"run": run, "empty": e, "loaded": l}));
     }
     let ratios: Vec<f64> = empty.iter().zip(&loaded).map(|(e, l)| l / e).collect();
-    let (empty, loaded, ratio) = (Repeated::of(empty, true), Repeated::of(loaded, true), Repeated::of(ratios, true));
+    let (empty, loaded, ratio) = (
+        Repeated::of(empty, true),
+        Repeated::of(loaded, true),
+        Repeated::of(ratios, true),
+    );
     println!();
     println!("| scale, {queued} queued | best | spread |");
     println!("|---|---|---|");
-    println!("| empty table | {:.0} tasks/s | {:.0}% |", empty.best, empty.spread() * 100.0);
-    println!("| + {history} finished | {:.0} tasks/s | {:.0}% |", loaded.best, loaded.spread() * 100.0);
-    println!("| ratio (per run: {:?}) | {:.2} | |", ratio.runs.iter().map(|r| (r * 100.0).round() / 100.0).collect::<Vec<_>>(), ratio.best);
+    println!(
+        "| empty table | {:.0} tasks/s | {:.0}% |",
+        empty.best,
+        empty.spread() * 100.0
+    );
+    println!(
+        "| + {history} finished | {:.0} tasks/s | {:.0}% |",
+        loaded.best,
+        loaded.spread() * 100.0
+    );
+    println!(
+        "| ratio (per run: {:?}) | {:.2} | |",
+        ratio
+            .runs
+            .iter()
+            .map(|r| (r * 100.0).round() / 100.0)
+            .collect::<Vec<_>>(),
+        ratio.best
+    );
     common::write_json(
         "scale",
         &serde_json::json!({
@@ -86,6 +119,10 @@ async fn drain_once(
     let fleet = Fleet::start(&bench.fleet(url, 1, serve_args), &client).await?;
     let drained = drain::drain(&mut client, &fleet, app, queued).await?;
     fleet.stop();
-    anyhow::ensure!(drained.broken == 0, "{} tasks were not worked exactly once", drained.broken);
+    anyhow::ensure!(
+        drained.broken == 0,
+        "{} tasks were not worked exactly once",
+        drained.broken
+    );
     Ok(drained)
 }

@@ -55,9 +55,17 @@ impl Tasklane {
 
     /// Submits in its own transaction, commits, then wakes workers (here directly, other
     /// replicas by NOTIFY). A refusal is rolled back, then counted for the overview.
-    pub async fn submit(&self, app: &str, request: &SubmitRequest) -> Result<Submitted, SubmitRefused> {
+    pub async fn submit(
+        &self,
+        app: &str,
+        request: &SubmitRequest,
+    ) -> Result<Submitted, SubmitRefused> {
         let task = self.prepare(app, request)?;
-        let mut object = self.pool.get().await.map_err(|e| SubmitRefused::Pool(e.to_string()))?;
+        let mut object = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| SubmitRefused::Pool(e.to_string()))?;
         let client: &mut tokio_postgres::Client = &mut object;
         let tx = client.transaction().await?;
         let submitted = match submit_in(&tx, &task).await {
@@ -79,7 +87,9 @@ impl Tasklane {
 
 /// Best effort: a refusal count that fails to write is logged, never turned into an error.
 async fn count_refusal(client: &tokio_postgres::Client, refusal: &Refusal, app: &str) {
-    if let Err(error) = crate::store::admission::record_refusal(client, refusal.code.as_str(), app).await {
+    if let Err(error) =
+        crate::store::admission::record_refusal(client, refusal.code.as_str(), app).await
+    {
         tracing::warn!(%error, "count a refusal");
     }
 }
@@ -87,11 +97,16 @@ async fn count_refusal(client: &tokio_postgres::Client, refusal: &Refusal, app: 
 /// Submits a prepared task inside the caller's transaction (which must be one: the owner
 /// lock lasts until it ends), through admission. Workers find it at their next poll or
 /// wake-up. A refusal leaves nothing behind in the transaction.
-pub async fn submit_in<C: GenericClient + Sync>(tx: &C, task: &NewTask) -> Result<Submitted, SubmitRefused> {
+pub async fn submit_in<C: GenericClient + Sync>(
+    tx: &C,
+    task: &NewTask,
+) -> Result<Submitted, SubmitRefused> {
     submit::submit(tx, task, |id| async move {
         // Under the owner lock: a fenced scope refuses first (410), then the limits.
         crate::store::lifecycle::check_fence(tx, &task.app, &task.scope_id).await?;
-        crate::admission::admit(tx, id, task).await?.map_err(SubmitRefused::from)
+        crate::admission::admit(tx, id, task)
+            .await?
+            .map_err(SubmitRefused::from)
     })
     .await
 }

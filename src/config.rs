@@ -39,7 +39,11 @@ use crate::task::Route;
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
     /// The database. `TASKLANE_DATABASE_URL` is read too.
-    #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
     pub database_url: String,
 
     /// HTTP listen address.
@@ -51,7 +55,12 @@ pub struct ServeConfig {
     pub task_types: Option<PathBuf>,
 
     /// Roles of this replica: any of api, worker, maintenance.
-    #[arg(long, env = "TASKLANE_ROLES", value_delimiter = ',', default_value = "api,worker,maintenance")]
+    #[arg(
+        long,
+        env = "TASKLANE_ROLES",
+        value_delimiter = ',',
+        default_value = "api,worker,maintenance"
+    )]
     pub roles: Vec<Role>,
 
     /// Skip migrations at start (another process runs `tasklane migrate`).
@@ -173,7 +182,8 @@ impl ServeConfig {
 
     /// The HTTP body limit in force.
     pub fn body_limit(&self) -> usize {
-        self.max_body_bytes.unwrap_or(self.max_input_bytes + 64 * 1024)
+        self.max_body_bytes
+            .unwrap_or(self.max_input_bytes + 64 * 1024)
     }
 
     pub fn poll_interval(&self) -> Duration {

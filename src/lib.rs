@@ -4,14 +4,14 @@
 //! [`admission`], [`worker`], [`maintenance`] <- the binary. [`load`] measures all of it
 //! from outside.
 
-pub mod task;
-pub mod devdb;
-pub mod store;
 pub mod admission;
-pub mod worker;
-pub mod maintenance;
 pub mod client;
 pub mod config;
-pub mod server;
-pub mod load;
+pub mod devdb;
 pub mod http;
+pub mod load;
+pub mod maintenance;
+pub mod server;
+pub mod store;
+pub mod task;
+pub mod worker;

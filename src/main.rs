@@ -6,7 +6,11 @@ use tasklane::http::{HttpConfig, HttpServer};
 use tasklane::server::{self, Replica};
 
 #[derive(Parser)]
-#[command(name = "tasklane", version, about = "A durable task platform on PostgreSQL")]
+#[command(
+    name = "tasklane",
+    version,
+    about = "A durable task platform on PostgreSQL"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,7 +22,11 @@ enum Command {
     Serve(ServeConfig),
     /// Apply pending migrations and exit.
     Migrate {
-        #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+        )]
         database_url: String,
     },
     /// Generate load: start (or target) replicas, submit tasks, report throughput,
@@ -45,13 +53,21 @@ enum TokenCommand {
         perm: Vec<String>,
         #[arg(long)]
         name: Option<String>,
-        #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+        )]
         database_url: String,
     },
     /// Revoke a token by its id: it stops working at once on every replica.
     Revoke {
         id: uuid::Uuid,
-        #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+        #[arg(
+            long,
+            env = "DATABASE_URL",
+            default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+        )]
         database_url: String,
     },
 }
@@ -60,7 +76,8 @@ enum TokenCommand {
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TASKLANE_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("TASKLANE_LOG")
+                .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -76,8 +93,19 @@ async fn main() -> anyhow::Result<()> {
 async fn token(command: TokenCommand) -> anyhow::Result<()> {
     use tasklane::http::tokens;
     match command {
-        TokenCommand::Create { app, scope, perm, name, database_url } => {
-            let spec = tokens::TokenSpec { app, scope_id: scope, permissions: perm, name };
+        TokenCommand::Create {
+            app,
+            scope,
+            perm,
+            name,
+            database_url,
+        } => {
+            let spec = tokens::TokenSpec {
+                app,
+                scope_id: scope,
+                permissions: perm,
+                name,
+            };
             let created = tokens::create(&database_url_of(database_url), &spec).await?;
             println!("token id: {}", created.id);
             println!("{}", created.secret);
@@ -92,7 +120,10 @@ async fn token(command: TokenCommand) -> anyhow::Result<()> {
 
 /// `TASKLANE_DATABASE_URL` wins over `DATABASE_URL`, as for `serve`.
 fn database_url_of(url: String) -> String {
-    std::env::var("TASKLANE_DATABASE_URL").ok().filter(|u| !u.is_empty()).unwrap_or(url)
+    std::env::var("TASKLANE_DATABASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or(url)
 }
 
 async fn serve(config: ServeConfig) -> anyhow::Result<()> {
@@ -105,7 +136,11 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     if let Some(http) = http {
         let drain = std::time::Duration::from_millis(config.readiness_drain_ms);
-        http.shutdown(drain, std::time::Duration::from_secs(config.shutdown_grace_seconds)).await;
+        http.shutdown(
+            drain,
+            std::time::Duration::from_secs(config.shutdown_grace_seconds),
+        )
+        .await;
     }
     replica.stop().await;
     Ok(())
@@ -115,11 +150,14 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 /// otherwise (the flag's default included) a private throwaway cluster, so trying
 /// tasklane never writes into a server the user did not name.
 async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
-    let named = std::env::var("TASKLANE_DATABASE_URL").or_else(|_| std::env::var("DATABASE_URL")).ok();
+    let named = std::env::var("TASKLANE_DATABASE_URL")
+        .or_else(|_| std::env::var("DATABASE_URL"))
+        .ok();
     let database = tasklane::devdb::resolve_server(named.as_deref()).await?;
     config.database_url = database.url().to_owned();
     if config.task_types.is_none() {
-        let path = std::env::temp_dir().join(format!("tasklane-dev-types-{}.toml", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("tasklane-dev-types-{}.toml", std::process::id()));
         std::fs::write(&path, DEV_TASK_TYPES)?;
         config.task_types = Some(path);
     }
@@ -128,7 +166,11 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
     let spec = tasklane::http::tokens::TokenSpec {
         app: "dev".into(),
         scope_id: None,
-        permissions: ["submit", "read", "cancel", "release", "delete", "work", "admin"].map(String::from).to_vec(),
+        permissions: [
+            "submit", "read", "cancel", "release", "delete", "work", "admin",
+        ]
+        .map(String::from)
+        .to_vec(),
         name: Some("dev".into()),
     };
     let token = tasklane::http::tokens::create(&config.database_url, &spec).await?;

@@ -28,9 +28,13 @@ pub fn pool(database_url: &str, size: usize) -> anyhow::Result<deadpool_postgres
     let manager = deadpool_postgres::Manager::from_config(
         config,
         tokio_postgres::NoTls,
-        deadpool_postgres::ManagerConfig { recycling_method: deadpool_postgres::RecyclingMethod::Fast },
+        deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+        },
     );
-    Ok(deadpool_postgres::Pool::builder(manager).max_size(size).build()?)
+    Ok(deadpool_postgres::Pool::builder(manager)
+        .max_size(size)
+        .build()?)
 }
 
 /// Reads the task-types file named by the configuration (none: no types).
@@ -38,7 +42,8 @@ pub fn load_task_types(config: &ServeConfig) -> anyhow::Result<Vec<TaskType>> {
     match &config.task_types {
         None => Ok(Vec::new()),
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("read {}", path.display()))?;
             TaskTypesFile::parse(&text).with_context(|| format!("task types in {}", path.display()))
         }
     }
@@ -59,7 +64,10 @@ pub struct Replica {
 
 impl Replica {
     /// Starts a replica with `config`; `custom` adds in-process handlers.
-    pub async fn start(config: &ServeConfig, custom: HashMap<String, Arc<dyn Handler>>) -> anyhow::Result<Replica> {
+    pub async fn start(
+        config: &ServeConfig,
+        custom: HashMap<String, Arc<dyn Handler>>,
+    ) -> anyhow::Result<Replica> {
         if !config.no_migrate {
             crate::store::migrate::run(&config.database_url).await?;
         }
@@ -72,7 +80,12 @@ impl Replica {
         let mut services = JoinSet::new();
         let mut workers = JoinSet::new();
         let ttl = Duration::from_secs(config.replica_ttl_seconds);
-        let registry_service = ReplicaRegistry { pool: pool.clone(), id, name: config.replica_name(), ttl };
+        let registry_service = ReplicaRegistry {
+            pool: pool.clone(),
+            id,
+            name: config.replica_name(),
+            ttl,
+        };
         let cold_start = registry_service.register().await?;
         services.spawn(registry_service.run(shutdown.clone()));
         services.spawn(wakeup.clone().run_notifier(
@@ -81,7 +94,11 @@ impl Replica {
             shutdown.clone(),
         ));
         if config.listen_notify && config.has(Role::Worker) {
-            services.spawn(wakeup.clone().run_listener(config.database_url.clone(), shutdown.clone()));
+            services.spawn(
+                wakeup
+                    .clone()
+                    .run_listener(config.database_url.clone(), shutdown.clone()),
+            );
         }
         if config.has(Role::Maintenance) {
             let rescuer = Rescuer {
@@ -90,8 +107,10 @@ impl Replica {
                 wakeup: wakeup.clone(),
             };
             services.spawn(rescuer.run(shutdown.clone()));
-            let deadlines =
-                DeadlineSweeper { pool: pool.clone(), interval: Duration::from_millis(config.deadline_interval_ms) };
+            let deadlines = DeadlineSweeper {
+                pool: pool.clone(),
+                interval: Duration::from_millis(config.deadline_interval_ms),
+            };
             services.spawn(deadlines.run(shutdown.clone()));
             let pruner = Pruner {
                 pool: pool.clone(),
@@ -100,7 +119,10 @@ impl Replica {
                 retention: Duration::from_secs(config.retention_seconds),
             };
             services.spawn(pruner.run(shutdown.clone()));
-            let history = AdmissionHistoryPruner { pool: pool.clone(), interval: admission_history::INTERVAL };
+            let history = AdmissionHistoryPruner {
+                pool: pool.clone(),
+                interval: admission_history::INTERVAL,
+            };
             services.spawn(history.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {
@@ -114,13 +136,31 @@ impl Replica {
                     poll_interval: config.poll_interval(),
                     shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
                 };
-                let worker = Worker::new(worker_config, pool.clone(), registry.clone(), wakeup.clone());
+                let worker = Worker::new(
+                    worker_config,
+                    pool.clone(),
+                    registry.clone(),
+                    wakeup.clone(),
+                );
                 workers.spawn(worker.run(stop_work.clone()));
             }
         }
-        let tasklane = Tasklane { pool, registry, wakeup, max_input_bytes: config.max_input_bytes };
+        let tasklane = Tasklane {
+            pool,
+            registry,
+            wakeup,
+            max_input_bytes: config.max_input_bytes,
+        };
         tracing::info!(replica = %id, cold_start, "replica started");
-        Ok(Replica { id, tasklane, cold_start, stop_work, workers, shutdown, services })
+        Ok(Replica {
+            id,
+            tasklane,
+            cold_start,
+            stop_work,
+            workers,
+            shutdown,
+            services,
+        })
     }
 
     /// The token that stops the services; the HTTP server watches it too.

@@ -46,19 +46,35 @@ async fn rate_admits_exactly_n_per_window_under_concurrency() {
     let third = submit_together(&tl, APP, "c", 64, None).await;
     assert_eq!(third.admitted.len(), 4);
     // The whole window passes: ten again, never eleven.
-    c.execute("UPDATE tasklane.rate_tokens SET used_at = used_at - interval '61 seconds'", &[]).await.unwrap();
+    c.execute(
+        "UPDATE tasklane.rate_tokens SET used_at = used_at - interval '61 seconds'",
+        &[],
+    )
+    .await
+    .unwrap();
     let fourth = submit_together(&tl, APP, "d", 64, None).await;
     assert_eq!(fourth.admitted.len(), 10);
     // One history row per admission, none for the refusals.
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 24);
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.admission_history").await,
+        24
+    );
 }
 
 #[tokio::test]
 async fn rate_retry_after_is_when_the_window_frees_a_token() {
     let db = common::test_db().await;
     let c = db.client().await;
-    set(&c, limit(LimitKind::Rate, Some(APP), Some("u"), 2, Some(3600))).await;
-    set(&c, limit(LimitKind::Rate, Some(APP), Some("u"), 100, Some(60))).await;
+    set(
+        &c,
+        limit(LimitKind::Rate, Some(APP), Some("u"), 2, Some(3600)),
+    )
+    .await;
+    set(
+        &c,
+        limit(LimitKind::Rate, Some(APP), Some("u"), 100, Some(60)),
+    )
+    .await;
     let tl = tasklane(&db.url, 2);
     submit_one(&tl, "a", Some("u")).await.unwrap();
     submit_one(&tl, "b", Some("u")).await.unwrap();
@@ -69,9 +85,20 @@ async fn rate_retry_after_is_when_the_window_frees_a_token() {
         other => panic!("expected a refusal, got {other:?}"),
     };
     assert_eq!(refused.code, RefusalCode::RateLimited);
-    assert!((595..=601).contains(&refused.retry_after_seconds()), "{}", refused.retry_after_seconds());
+    assert!(
+        (595..=601).contains(&refused.retry_after_seconds()),
+        "{}",
+        refused.retry_after_seconds()
+    );
     // The 60 s window's token taken before the refusal was given back as it was.
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'").await, 4);
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'"
+        )
+        .await,
+        4
+    );
     // Other subjects and no subject are not limited by u's rate.
     submit_one(&tl, "d", Some("v")).await.unwrap();
     submit_one(&tl, "e", None).await.unwrap();
@@ -81,21 +108,32 @@ async fn rate_retry_after_is_when_the_window_frees_a_token() {
 async fn a_new_rate_limit_starts_from_the_admission_history() {
     let db = common::test_db().await;
     let c = db.client().await;
-    set(&c, limit(LimitKind::Rate, Some(APP), None, 100, Some(86_400))).await;
+    set(
+        &c,
+        limit(LimitKind::Rate, Some(APP), None, 100, Some(86_400)),
+    )
+    .await;
     let tl = tasklane(&db.url, 2);
     for i in 0..3 {
         submit_one(&tl, &format!("k{i}"), None).await.unwrap();
     }
     // A tighter window added later already counts the three admissions.
     set(&c, limit(LimitKind::Rate, Some(APP), None, 3, Some(60))).await;
-    assert_eq!(submit_one(&tl, "k3", None).await.unwrap_err(), RefusalCode::RateLimited);
+    assert_eq!(
+        submit_one(&tl, "k3", None).await.unwrap_err(),
+        RefusalCode::RateLimited
+    );
 }
 
 #[tokio::test]
 async fn budget_refuses_once_spent_and_nothing_gives_it_back() {
     let db = common::test_db().await;
     let c = db.client().await;
-    set(&c, limit(LimitKind::Budget, Some(APP), Some("u"), 100, None)).await;
+    set(
+        &c,
+        limit(LimitKind::Budget, Some(APP), Some("u"), 100, None),
+    )
+    .await;
     set(&c, limit(LimitKind::Budget, Some(APP), None, 10, None)).await;
     let tl = tasklane(&db.url, 2);
     submit_one(&tl, "a", Some("u")).await.unwrap();
@@ -117,16 +155,29 @@ async fn budget_refuses_once_spent_and_nothing_gives_it_back() {
     // Tasks without a subject draw on the app's background budget.
     submit_one(&tl, "n1", None).await.unwrap();
     complete_all(&c, Some(10)).await;
-    assert_eq!(submit_one(&tl, "n2", None).await.unwrap_err(), RefusalCode::BudgetExhausted);
+    assert_eq!(
+        submit_one(&tl, "n2", None).await.unwrap_err(),
+        RefusalCode::BudgetExhausted
+    );
     // Another subject has no budget set: admitted.
     submit_one(&tl, "v1", Some("v")).await.unwrap();
     // Releasing and deleting restore nothing.
-    c.execute("UPDATE tasklane.tasks SET released_at = now()", &[]).await.unwrap();
+    c.execute("UPDATE tasklane.tasks SET released_at = now()", &[])
+        .await
+        .unwrap();
     c.execute("DELETE FROM tasklane.tasks", &[]).await.unwrap();
-    assert_eq!(submit_one(&tl, "c", Some("u")).await.unwrap_err(), RefusalCode::BudgetExhausted);
-    assert_eq!(submit_one(&tl, "n3", None).await.unwrap_err(), RefusalCode::BudgetExhausted);
+    assert_eq!(
+        submit_one(&tl, "c", Some("u")).await.unwrap_err(),
+        RefusalCode::BudgetExhausted
+    );
+    assert_eq!(
+        submit_one(&tl, "n3", None).await.unwrap_err(),
+        RefusalCode::BudgetExhausted
+    );
     // Spending yesterday does not count today.
-    c.execute("UPDATE tasklane.budget_usage SET day = day - 1", &[]).await.unwrap();
+    c.execute("UPDATE tasklane.budget_usage SET day = day - 1", &[])
+        .await
+        .unwrap();
     submit_one(&tl, "c", Some("u")).await.unwrap();
 }
 
@@ -139,26 +190,59 @@ async fn emergency_stop_global_and_per_app() {
     let claimed = fixtures::claim_one(&c).await;
     submit_one(&tl, "queued", None).await.unwrap();
 
-    let stop = |enabled, app: Option<&str>| EmergencyStopSpec { enabled, app: app.map(str::to_owned) };
-    admission::set_emergency_stop(&c, &stop(true, None)).await.unwrap();
+    let stop = |enabled, app: Option<&str>| EmergencyStopSpec {
+        enabled,
+        app: app.map(str::to_owned),
+    };
+    admission::set_emergency_stop(&c, &stop(true, None))
+        .await
+        .unwrap();
     let refused = match tl.submit(APP, &request("new", None)).await {
         Err(SubmitRefused::Refused(r)) => r,
         other => panic!("expected a refusal, got {other:?}"),
     };
-    assert_eq!((refused.code, refused.code.http_status()), (RefusalCode::EmergencyStop, 503));
+    assert_eq!(
+        (refused.code, refused.code.http_status()),
+        (RefusalCode::EmergencyStop, 503)
+    );
     assert!(refused.retry_after_seconds() > 0);
-    assert_eq!(tl.submit("other", &request("new", None)).await.unwrap_err().to_string(), refused.to_string());
+    assert_eq!(
+        tl.submit("other", &request("new", None))
+            .await
+            .unwrap_err()
+            .to_string(),
+        refused.to_string()
+    );
     // Joins still answer; running tasks finish; replays of succeeded tasks still work.
-    assert_eq!(submit_one(&tl, "queued", None).await.unwrap().outcome, SubmitOutcome::Joined);
-    tasklane::store::lease::complete(&c, claimed.id, claimed.lease_token, &Default::default()).await.unwrap();
+    assert_eq!(
+        submit_one(&tl, "queued", None).await.unwrap().outcome,
+        SubmitOutcome::Joined
+    );
+    tasklane::store::lease::complete(&c, claimed.id, claimed.lease_token, &Default::default())
+        .await
+        .unwrap();
     let replay = submit_one(&tl, "running", None).await.unwrap();
-    assert_eq!((replay.outcome, replay.task.id), (SubmitOutcome::Existing, running.id));
+    assert_eq!(
+        (replay.outcome, replay.task.id),
+        (SubmitOutcome::Existing, running.id)
+    );
 
-    admission::set_emergency_stop(&c, &stop(false, None)).await.unwrap();
-    admission::set_emergency_stop(&c, &stop(true, Some(APP))).await.unwrap();
-    assert_eq!(submit_one(&tl, "new", None).await.unwrap_err(), RefusalCode::EmergencyStop);
-    tl.submit("other", &request("new", None)).await.expect("another app is not stopped");
-    admission::set_emergency_stop(&c, &stop(false, Some(APP))).await.unwrap();
+    admission::set_emergency_stop(&c, &stop(false, None))
+        .await
+        .unwrap();
+    admission::set_emergency_stop(&c, &stop(true, Some(APP)))
+        .await
+        .unwrap();
+    assert_eq!(
+        submit_one(&tl, "new", None).await.unwrap_err(),
+        RefusalCode::EmergencyStop
+    );
+    tl.submit("other", &request("new", None))
+        .await
+        .expect("another app is not stopped");
+    admission::set_emergency_stop(&c, &stop(false, Some(APP)))
+        .await
+        .unwrap();
     submit_one(&tl, "new", None).await.unwrap();
 }
 
@@ -172,19 +256,47 @@ async fn checks_run_in_order_and_a_refusal_leaves_nothing_behind() {
     let tl = tasklane(&db.url, 2);
     submit_one(&tl, "a", None).await.unwrap();
     // Capacity and rate both exhausted: capacity answers (it comes first).
-    assert_eq!(submit_one(&tl, "b", None).await.unwrap_err(), RefusalCode::CapacityExhausted);
+    assert_eq!(
+        submit_one(&tl, "b", None).await.unwrap_err(),
+        RefusalCode::CapacityExhausted
+    );
     complete_all(&c, Some(5)).await;
     // Room again, but rate and budget exhausted: rate answers, and the capacity slot
     // it took first is given back.
-    assert_eq!(submit_one(&tl, "b", None).await.unwrap_err(), RefusalCode::RateLimited);
+    assert_eq!(
+        submit_one(&tl, "b", None).await.unwrap_err(),
+        RefusalCode::RateLimited
+    );
     assert_eq!(held_slots(&c).await, 0);
-    c.execute("UPDATE tasklane.rate_tokens SET used_at = used_at - interval '61 seconds'", &[]).await.unwrap();
+    c.execute(
+        "UPDATE tasklane.rate_tokens SET used_at = used_at - interval '61 seconds'",
+        &[],
+    )
+    .await
+    .unwrap();
     // Only the budget is left: its refusal gives back both the slot and the token.
-    let tokens_before = count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > now() - interval '60 s'").await;
-    assert_eq!(submit_one(&tl, "b", None).await.unwrap_err(), RefusalCode::BudgetExhausted);
+    let tokens_before = count(
+        &c,
+        "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > now() - interval '60 s'",
+    )
+    .await;
+    assert_eq!(
+        submit_one(&tl, "b", None).await.unwrap_err(),
+        RefusalCode::BudgetExhausted
+    );
     assert_eq!(held_slots(&c).await, 0);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > now() - interval '60 s'").await, tokens_before);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 1);
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > now() - interval '60 s'"
+        )
+        .await,
+        tokens_before
+    );
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.admission_history").await,
+        1
+    );
     assert_eq!(count(&c, "SELECT count(*) FROM tasklane.tasks").await, 1);
     // Refusals were counted outside the refused transactions.
     let overview = admission::overview(&c).await.unwrap();
@@ -205,7 +317,11 @@ async fn joins_and_concurrent_duplicates_consume_nothing() {
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..16 {
         let tl = tl.clone();
-        set.spawn(async move { tl.submit(APP, &request("same", None)).await.map(|s| s.task.id) });
+        set.spawn(async move {
+            tl.submit(APP, &request("same", None))
+                .await
+                .map(|s| s.task.id)
+        });
     }
     let mut ids = std::collections::HashSet::new();
     while let Some(r) = set.join_next().await {
@@ -213,9 +329,22 @@ async fn joins_and_concurrent_duplicates_consume_nothing() {
     }
     assert_eq!(ids.len(), 1);
     assert_eq!(held_slots(&c).await, 1);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'").await, 1);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 1);
-    assert_eq!(submit_one(&tl, "same", None).await.unwrap().outcome, SubmitOutcome::Joined);
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.admission_history").await,
+        1
+    );
+    assert_eq!(
+        submit_one(&tl, "same", None).await.unwrap().outcome,
+        SubmitOutcome::Joined
+    );
     assert_eq!(held_slots(&c).await, 1);
 }
 
@@ -224,7 +353,11 @@ async fn overview_shows_use_against_every_limit() {
     let db = common::test_db().await;
     let c = db.client().await;
     set(&c, limit(LimitKind::Capacity, None, None, 50, None)).await;
-    set(&c, limit(LimitKind::Rate, Some(APP), Some("u"), 7, Some(3600))).await;
+    set(
+        &c,
+        limit(LimitKind::Rate, Some(APP), Some("u"), 7, Some(3600)),
+    )
+    .await;
     admission::set_resource(&c, "local-model", 2).await.unwrap();
     let tl = tasklane(&db.url, 2);
     submit_one(&tl, "a", Some("u")).await.unwrap();
@@ -233,7 +366,13 @@ async fn overview_shows_use_against_every_limit() {
     let json = serde_json::to_value(&overview).unwrap();
     assert_eq!(json["limits"][0]["kind"], "capacity");
     assert_eq!(json["limits"][0]["app"], serde_json::Value::Null);
-    assert_eq!((json["limits"][0]["used"].as_i64(), json["limits"][0]["limit"].as_i64()), (Some(2), Some(50)));
+    assert_eq!(
+        (
+            json["limits"][0]["used"].as_i64(),
+            json["limits"][0]["limit"].as_i64()
+        ),
+        (Some(2), Some(50))
+    );
     assert_eq!(json["limits"][1]["window_seconds"], 3600);
     assert_eq!(json["limits"][1]["used"], 2);
     assert_eq!(json["queue"][0]["state"], "queued");
@@ -243,7 +382,10 @@ async fn overview_shows_use_against_every_limit() {
     // Pruning keeps the last 24 h.
     c.execute("UPDATE tasklane.admission_history SET at = at - interval '25 hours' WHERE task_id IN (SELECT task_id FROM tasklane.admission_history LIMIT 1)", &[]).await.unwrap();
     assert_eq!(tasklane::store::admission::prune(&c, 100).await.unwrap(), 1);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 1);
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.admission_history").await,
+        1
+    );
 }
 
 #[tokio::test]
@@ -256,15 +398,31 @@ async fn a_refusal_leaves_nothing_even_when_the_caller_commits() {
     // Budget 0: refused after capacity and rate took their rows; the application
     // commits its own transaction anyway.
     c.batch_execute("BEGIN").await.unwrap();
-    c.batch_execute("CREATE TABLE app_side (x int); INSERT INTO app_side VALUES (1)").await.unwrap();
-    let task = request("a", None).resolve(APP, &fixtures::task_type(), 1 << 20).unwrap();
+    c.batch_execute("CREATE TABLE app_side (x int); INSERT INTO app_side VALUES (1)")
+        .await
+        .unwrap();
+    let task = request("a", None)
+        .resolve(APP, &fixtures::task_type(), 1 << 20)
+        .unwrap();
     let refused = tasklane::client::submit_in(&c, &task).await;
-    assert!(matches!(refused, Err(SubmitRefused::Refused(ref r)) if r.code == RefusalCode::BudgetExhausted));
+    assert!(
+        matches!(refused, Err(SubmitRefused::Refused(ref r)) if r.code == RefusalCode::BudgetExhausted)
+    );
     c.batch_execute("COMMIT").await.unwrap();
     assert_eq!(count(&c, "SELECT count(*) FROM app_side").await, 1);
     assert_eq!(held_slots(&c).await, 0);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'").await, 0);
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.admission_history").await, 0);
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM tasklane.rate_tokens WHERE used_at > '-infinity'"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.admission_history").await,
+        0
+    );
     assert_eq!(count(&c, "SELECT count(*) FROM tasklane.tasks").await, 0);
 }
 
@@ -281,8 +439,14 @@ async fn the_window_slides_with_the_database_clock() {
     // Admissions at 0 s and 10 s fill the window; at 29 s still full (free at 30 s);
     // at 30 s the first has left it; at 35 s full again until 40 s.
     for s in [0, 10, 29, 30, 35, 40] {
-        let report = admit(&c, uuid::Uuid::now_v7(), APP, None, at(s)).await.unwrap();
-        results.push((s, report.refused.clone(), report.free_at.map(|f| (f - t0).num_seconds())));
+        let report = admit(&c, uuid::Uuid::now_v7(), APP, None, at(s))
+            .await
+            .unwrap();
+        results.push((
+            s,
+            report.refused.clone(),
+            report.free_at.map(|f| (f - t0).num_seconds()),
+        ));
     }
     assert_eq!(
         results,

@@ -26,7 +26,13 @@ lease_seconds = 5
 
 fn spawn_replica(url: &str, types: &std::path::Path, name: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tasklane"))
-        .args(["serve", "--roles", "worker,maintenance", "--no-migrate", "--task-types"])
+        .args([
+            "serve",
+            "--roles",
+            "worker,maintenance",
+            "--no-migrate",
+            "--task-types",
+        ])
         .arg(types)
         .args(["--replica-name", name, "--poll-interval-ms", "50"])
         .env("DATABASE_URL", url)
@@ -42,10 +48,19 @@ fn spawn_replica(url: &str, types: &std::path::Path, name: &str) -> Child {
 async fn three_replicas_and_sixty_four_submitters_hold_capacity_ten() {
     let db = common::test_db().await;
     let admin = db.client().await;
-    set(&admin, limit(LimitKind::Capacity, Some("mail"), None, 10, None)).await;
-    let types = std::env::temp_dir().join(format!("tasklane-capacity-types-{}.toml", std::process::id()));
+    set(
+        &admin,
+        limit(LimitKind::Capacity, Some("mail"), None, 10, None),
+    )
+    .await;
+    let types = std::env::temp_dir().join(format!(
+        "tasklane-capacity-types-{}.toml",
+        std::process::id()
+    ));
     std::fs::write(&types, TYPES).unwrap();
-    let mut replicas: Vec<Child> = (0..3).map(|i| spawn_replica(&db.url, &types, &format!("c{i}"))).collect();
+    let mut replicas: Vec<Child> = (0..3)
+        .map(|i| spawn_replica(&db.url, &types, &format!("c{i}")))
+        .collect();
     let registry = Registry::new(TaskTypesFile::parse(TYPES).unwrap(), Default::default()).unwrap();
     let tl = Tasklane {
         pool: common::pool(&db.url, 64),
@@ -101,7 +116,11 @@ async fn three_replicas_and_sixty_four_submitters_hold_capacity_ten() {
     stop.store(true, Ordering::Relaxed);
     let samples = sampler.await.unwrap();
     let max = max_seen.load(Ordering::Relaxed);
-    let finished = count(&admin, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'").await;
+    let finished = count(
+        &admin,
+        "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
+    )
+    .await;
     let by_replica = admin
         .query("SELECT split_part(worker_id, '/', 1), count(*) FROM tasklane.tasks WHERE worker_id IS NOT NULL GROUP BY 1 ORDER BY 1", &[])
         .await
@@ -116,8 +135,13 @@ async fn three_replicas_and_sixty_four_submitters_hold_capacity_ten() {
     );
     assert!(max <= 10, "saw {max} non-terminal tasks");
     assert!(admitted.load(Ordering::Relaxed) >= 100);
-    assert!(finished >= 90, "completions in the replicas made room: {finished}");
-    assert!(refusals.iter().all(|c| *c == RefusalCode::CapacityExhausted));
+    assert!(
+        finished >= 90,
+        "completions in the replicas made room: {finished}"
+    );
+    assert!(refusals
+        .iter()
+        .all(|c| *c == RefusalCode::CapacityExhausted));
     assert!(samples > 10);
     for r in &mut replicas {
         let _ = r.start_kill();

@@ -11,7 +11,14 @@ use tasklane::task::TaskState;
 use tasklane::worker::completer::Completer;
 
 fn done(id: uuid::Uuid, lease_token: uuid::Uuid, result: serde_json::Value) -> Completion {
-    Completion { id, lease_token, success: Success { result, ..Default::default() } }
+    Completion {
+        id,
+        lease_token,
+        success: Success {
+            result,
+            ..Default::default()
+        },
+    }
 }
 
 #[tokio::test]
@@ -29,7 +36,9 @@ async fn batch_answers_each_task_like_a_single_completion() {
     rescue_expired(c).await;
     let fresh = claim_one(c).await;
     assert_eq!(fresh.id, stale.id);
-    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&gone.id]).await.unwrap();
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&gone.id])
+        .await
+        .unwrap();
     let events_before = event_types(c, stale.id).await;
 
     let mut batch = vec![
@@ -55,22 +64,49 @@ async fn batch_answers_each_task_like_a_single_completion() {
         assert_eq!(got, expected, "{:?}", completion.success.result);
     }
     let ok_now = get(c, ok.id).await;
-    assert_eq!((ok_now.state, ok_now.result), (TaskState::Succeeded, Some(serde_json::json!("ok"))));
-    assert_eq!(event_types(c, ok.id).await, vec!["task.queued", "task.running", "task.succeeded"]);
+    assert_eq!(
+        (ok_now.state, ok_now.result),
+        (TaskState::Succeeded, Some(serde_json::json!("ok")))
+    );
+    assert_eq!(
+        event_types(c, ok.id).await,
+        vec!["task.queued", "task.running", "task.succeeded"]
+    );
     let fresh_now = get(c, fresh.id).await;
-    assert_eq!((fresh_now.state, fresh_now.result), (TaskState::Succeeded, Some(serde_json::json!("fresh"))));
+    assert_eq!(
+        (fresh_now.state, fresh_now.result),
+        (TaskState::Succeeded, Some(serde_json::json!("fresh")))
+    );
     let mut expected = events_before.clone();
     expected.push("task.succeeded".into());
-    assert_eq!(event_types(c, stale.id).await, expected, "exactly one settlement event");
+    assert_eq!(
+        event_types(c, stale.id).await,
+        expected,
+        "exactly one settlement event"
+    );
     let seqs: Vec<i32> = c
-        .query("SELECT seq FROM tasklane.task_events WHERE task_id = $1 ORDER BY seq", &[&stale.id])
+        .query(
+            "SELECT seq FROM tasklane.task_events WHERE task_id = $1 ORDER BY seq",
+            &[&stale.id],
+        )
         .await
         .unwrap()
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(seqs, (1..=seqs.len() as i32).collect::<Vec<_>>(), "contiguous seqs");
-    let count: i64 = c.query_one("SELECT count(*) FROM tasklane.tasks WHERE id = $1", &[&gone.id]).await.unwrap().get(0);
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as i32).collect::<Vec<_>>(),
+        "contiguous seqs"
+    );
+    let count: i64 = c
+        .query_one(
+            "SELECT count(*) FROM tasklane.tasks WHERE id = $1",
+            &[&gone.id],
+        )
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(count, 0, "a late write recreates nothing");
 }
 
@@ -86,17 +122,38 @@ async fn completer_settles_concurrent_attempts_each_once() {
     let completer = Completer::start(db.pool.clone(), 16, 2);
     let mut attempts = tokio::task::JoinSet::new();
     for task in &claimed {
-        let (completer, id, token, input) = (completer.clone(), task.id, task.lease_token, task.input.clone());
-        attempts.spawn(async move { completer.complete(id, token, Success { result: input, ..Default::default() }).await });
+        let (completer, id, token, input) = (
+            completer.clone(),
+            task.id,
+            task.lease_token,
+            task.input.clone(),
+        );
+        attempts.spawn(async move {
+            completer
+                .complete(
+                    id,
+                    token,
+                    Success {
+                        result: input,
+                        ..Default::default()
+                    },
+                )
+                .await
+        });
     }
     while let Some(answer) = attempts.join_next().await {
         answer.unwrap().unwrap();
     }
     // A second completion of the same attempt is a lost lease, as for the single path.
-    let again = completer.complete(claimed[0].id, claimed[0].lease_token, Success::default()).await;
+    let again = completer
+        .complete(claimed[0].id, claimed[0].lease_token, Success::default())
+        .await;
     assert!(matches!(again, Err(LeaseError::Lost)));
     for task in &claimed {
-        assert_eq!(event_types(&c, task.id).await, vec!["task.queued", "task.running", "task.succeeded"]);
+        assert_eq!(
+            event_types(&c, task.id).await,
+            vec!["task.queued", "task.running", "task.succeeded"]
+        );
         assert_eq!(get(&c, task.id).await.result, Some(task.input.clone()));
     }
 }

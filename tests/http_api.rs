@@ -7,7 +7,16 @@ mod common;
 use common::replica::{self, Options, Serve, ALL};
 use serde_json::{json, Value};
 
-const NO_LEAKS: &[&str] = &["lease_token", "effect_key", "request_digest", "digest", "worker_id", "snapshot", "input", "app"];
+const NO_LEAKS: &[&str] = &[
+    "lease_token",
+    "effect_key",
+    "request_digest",
+    "digest",
+    "worker_id",
+    "snapshot",
+    "input",
+    "app",
+];
 
 fn assert_no_leaks(view: &Value) {
     for key in NO_LEAKS {
@@ -21,53 +30,131 @@ async fn submit_join_conflict_get_list_cancel_replay_retry() {
     let serve = Serve::start(&db.url, Options::default()).await;
     let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
 
-    let created = api.submit("remote", "s1", "k1", json!({"input": {"n": 1}, "usage_subject": "u-9"})).await;
+    let created = api
+        .submit(
+            "remote",
+            "s1",
+            "k1",
+            json!({"input": {"n": 1}, "usage_subject": "u-9"}),
+        )
+        .await;
     assert_eq!(created.status, 202, "{:?}", created.body);
     let id = created.body["id"].as_str().unwrap().to_owned();
-    assert_eq!(created.headers["location"], format!("/v1/tasks/{id}").as_str());
+    assert_eq!(
+        created.headers["location"],
+        format!("/v1/tasks/{id}").as_str()
+    );
     assert_eq!(created.body["state"], "queued");
     assert_no_leaks(&created.body);
 
-    let joined = api.submit("remote", "s1", "k1", json!({"input": {"n": 1}, "usage_subject": "u-9"})).await;
-    assert_eq!((joined.status, joined.body["id"].as_str()), (202, Some(id.as_str())));
-    let conflict = api.submit("remote", "s1", "k1", json!({"input": {"n": 2}, "usage_subject": "u-9"})).await;
-    assert_eq!((conflict.status, conflict.code()), (409, "idempotency_conflict"));
+    let joined = api
+        .submit(
+            "remote",
+            "s1",
+            "k1",
+            json!({"input": {"n": 1}, "usage_subject": "u-9"}),
+        )
+        .await;
+    assert_eq!(
+        (joined.status, joined.body["id"].as_str()),
+        (202, Some(id.as_str()))
+    );
+    let conflict = api
+        .submit(
+            "remote",
+            "s1",
+            "k1",
+            json!({"input": {"n": 2}, "usage_subject": "u-9"}),
+        )
+        .await;
+    assert_eq!(
+        (conflict.status, conflict.code()),
+        (409, "idempotency_conflict")
+    );
     assert_eq!(conflict.headers["content-type"], "application/problem+json");
 
     let got = api.get(&format!("/v1/tasks/{id}")).await;
     assert_eq!(got.status, 200);
     assert_eq!(got.body["usage_subject"], "u-9");
-    assert_eq!(got.body["links"]["events"], format!("/v1/tasks/{id}/events").as_str());
+    assert_eq!(
+        got.body["links"]["events"],
+        format!("/v1/tasks/{id}/events").as_str()
+    );
     assert_no_leaks(&got.body);
 
-    let listed = api.get("/v1/tasks?scope_id=s1&state=queued&task_type=remote").await;
+    let listed = api
+        .get("/v1/tasks?scope_id=s1&state=queued&task_type=remote")
+        .await;
     assert_eq!(listed.status, 200);
     assert_eq!(listed.body["items"].as_array().unwrap().len(), 1);
 
-    let cancelled = api.post(&format!("/v1/tasks/{id}/cancel"), &json!({})).await;
-    assert_eq!((cancelled.status, cancelled.body["state"].as_str()), (200, Some("cancelled")));
-    let again = api.post(&format!("/v1/tasks/{id}/cancel"), &json!({})).await;
-    assert_eq!((again.status, again.body["state"].as_str()), (200, Some("cancelled")));
+    let cancelled = api
+        .post(&format!("/v1/tasks/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(
+        (cancelled.status, cancelled.body["state"].as_str()),
+        (200, Some("cancelled"))
+    );
+    let again = api
+        .post(&format!("/v1/tasks/{id}/cancel"), &json!({}))
+        .await;
+    assert_eq!(
+        (again.status, again.body["state"].as_str()),
+        (200, Some("cancelled"))
+    );
 
     // Terminal: the same request replays with 200 and no Location.
-    let replay = api.submit("remote", "s1", "k1", json!({"input": {"n": 1}, "usage_subject": "u-9"})).await;
-    assert_eq!((replay.status, replay.body["state"].as_str()), (200, Some("cancelled")));
+    let replay = api
+        .submit(
+            "remote",
+            "s1",
+            "k1",
+            json!({"input": {"n": 1}, "usage_subject": "u-9"}),
+        )
+        .await;
+    assert_eq!(
+        (replay.status, replay.body["state"].as_str()),
+        (200, Some("cancelled"))
+    );
     assert!(replay.headers.get("location").is_none());
 
     let retried = api.post(&format!("/v1/tasks/{id}/retry"), &json!({})).await;
-    assert_eq!((retried.status, retried.body["state"].as_str()), (200, Some("queued")));
+    assert_eq!(
+        (retried.status, retried.body["state"].as_str()),
+        (200, Some("queued"))
+    );
     assert_eq!(retried.body["attempt"], 0);
     let not_retryable = api.post(&format!("/v1/tasks/{id}/retry"), &json!({})).await;
-    assert_eq!((not_retryable.status, not_retryable.code()), (409, "not_retryable"));
+    assert_eq!(
+        (not_retryable.status, not_retryable.code()),
+        (409, "not_retryable")
+    );
     let events = api.get(&format!("/v1/tasks/{id}/events")).await;
-    let types: Vec<_> = events.body["items"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let types: Vec<_> = events.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
     assert_eq!(types, ["task.queued", "task.cancelled", "task.queued"]);
 
     // A noop finishes within ?wait=: 200 with its result.
-    let waited = api.submit("noop", "s1", "k2", json!({"input": {"echo": true}})).await;
+    let waited = api
+        .submit("noop", "s1", "k2", json!({"input": {"echo": true}}))
+        .await;
     let id2 = waited.body["id"].as_str().unwrap();
-    let done = api.post(&format!("/v1/tasks?wait=10"), &json!({"task_type": "noop", "scope_id": "s1", "effect_key": "k3", "input": {"x": 1}})).await;
-    assert_eq!((done.status, done.body["state"].as_str()), (200, Some("succeeded")), "{:?}", done.body);
+    let done = api
+        .post(
+            &format!("/v1/tasks?wait=10"),
+            &json!({"task_type": "noop", "scope_id": "s1", "effect_key": "k3", "input": {"x": 1}}),
+        )
+        .await;
+    assert_eq!(
+        (done.status, done.body["state"].as_str()),
+        (200, Some("succeeded")),
+        "{:?}",
+        done.body
+    );
     assert_eq!(done.body["result"], json!({"x": 1}));
     api.wait_for(id2, |t| t["state"] == "succeeded").await;
 }
@@ -79,7 +166,9 @@ async fn keyset_paging_newest_first() {
     let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
     let mut ids = Vec::new();
     for n in 0..5 {
-        let answer = api.submit("remote", "s1", &format!("k{n}"), json!({})).await;
+        let answer = api
+            .submit("remote", "s1", &format!("k{n}"), json!({}))
+            .await;
         ids.push(answer.body["id"].as_str().unwrap().to_owned());
     }
     ids.reverse();
@@ -88,7 +177,13 @@ async fn keyset_paging_newest_first() {
     loop {
         let page = api.get(&path).await;
         assert_eq!(page.status, 200);
-        seen.extend(page.body["items"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_owned()));
+        seen.extend(
+            page.body["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["id"].as_str().unwrap().to_owned()),
+        );
         match page.body["next_cursor"].as_str() {
             Some(cursor) => path = format!("/v1/tasks?limit=2&cursor={cursor}"),
             None => break,
@@ -97,64 +192,183 @@ async fn keyset_paging_newest_first() {
     assert_eq!(seen, ids);
     assert_eq!(api.get("/v1/tasks?limit=100").await.status, 200);
     let over = api.get("/v1/tasks?limit=101").await;
-    assert_eq!((over.status, over.code(), over.body["field"].as_str()), (422, "validation_failed", Some("limit")));
+    assert_eq!(
+        (over.status, over.code(), over.body["field"].as_str()),
+        (422, "validation_failed", Some("limit"))
+    );
     assert_eq!(api.get("/v1/tasks?limit=0").await.status, 422);
-    assert_eq!(api.get("/v1/tasks?cursor=nope").await.code(), "validation_failed");
-    assert_eq!(api.get("/v1/tasks?state=sleeping").await.code(), "validation_failed");
+    assert_eq!(
+        api.get("/v1/tasks?cursor=nope").await.code(),
+        "validation_failed"
+    );
+    assert_eq!(
+        api.get("/v1/tasks?state=sleeping").await.code(),
+        "validation_failed"
+    );
 }
 
 #[tokio::test]
 async fn bad_input_is_refused_at_every_edge_and_changes_nothing() {
     let db = common::test_db().await;
-    let env = vec![("TASKLANE_MAX_INPUT_BYTES", "4096".to_owned()), ("TASKLANE_MAX_BODY_BYTES", "16384".to_owned())];
-    let serve = Serve::start(&db.url, Options { env, ..Default::default() }).await;
+    let env = vec![
+        ("TASKLANE_MAX_INPUT_BYTES", "4096".to_owned()),
+        ("TASKLANE_MAX_BODY_BYTES", "16384".to_owned()),
+    ];
+    let serve = Serve::start(
+        &db.url,
+        Options {
+            env,
+            ..Default::default()
+        },
+    )
+    .await;
     let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
 
     let malformed = api.post_raw("/v1/tasks", "{\"task_type\": ").await;
-    assert_eq!((malformed.status, malformed.code()), (400, "malformed_json"));
-    let unknown = api.submit("remote", "s", "k", json!({"colour": "red"})).await;
-    assert_eq!((unknown.status, unknown.code(), unknown.body["field"].as_str()), (422, "unknown_field", Some("colour")));
-    let missing = api.post("/v1/tasks", &json!({"task_type": "remote", "scope_id": "s", "input": {}})).await;
-    assert_eq!((missing.status, missing.code(), missing.body["field"].as_str()), (422, "validation_failed", Some("effect_key")));
-    let mistyped = api.submit("remote", "s", "k", json!({"priority": "high"})).await;
-    assert_eq!((mistyped.status, mistyped.code()), (422, "validation_failed"));
+    assert_eq!(
+        (malformed.status, malformed.code()),
+        (400, "malformed_json")
+    );
+    let unknown = api
+        .submit("remote", "s", "k", json!({"colour": "red"}))
+        .await;
+    assert_eq!(
+        (
+            unknown.status,
+            unknown.code(),
+            unknown.body["field"].as_str()
+        ),
+        (422, "unknown_field", Some("colour"))
+    );
+    let missing = api
+        .post(
+            "/v1/tasks",
+            &json!({"task_type": "remote", "scope_id": "s", "input": {}}),
+        )
+        .await;
+    assert_eq!(
+        (
+            missing.status,
+            missing.code(),
+            missing.body["field"].as_str()
+        ),
+        (422, "validation_failed", Some("effect_key"))
+    );
+    let mistyped = api
+        .submit("remote", "s", "k", json!({"priority": "high"}))
+        .await;
+    assert_eq!(
+        (mistyped.status, mistyped.code()),
+        (422, "validation_failed")
+    );
     let unknown_type = api.submit("teleport", "s", "k", json!({})).await;
-    assert_eq!((unknown_type.status, unknown_type.code()), (422, "unknown_task_type"));
+    assert_eq!(
+        (unknown_type.status, unknown_type.code()),
+        (422, "unknown_task_type")
+    );
 
     let key200 = "k".repeat(200);
     let key201 = "k".repeat(201);
-    assert_eq!(api.submit("remote", &key200, "edge-1", json!({})).await.status, 202);
-    assert_eq!(api.submit("remote", "s", &key200, json!({})).await.status, 202);
+    assert_eq!(
+        api.submit("remote", &key200, "edge-1", json!({}))
+            .await
+            .status,
+        202
+    );
+    assert_eq!(
+        api.submit("remote", "s", &key200, json!({})).await.status,
+        202
+    );
     for (field, answer) in [
-        ("scope_id", api.submit("remote", &key201, "k", json!({})).await),
-        ("effect_key", api.submit("remote", "s", &key201, json!({})).await),
-        ("source_id", api.submit("remote", "s", "k", json!({"source_id": key201})).await),
-        ("usage_subject", api.submit("remote", "s", "k", json!({"usage_subject": ""})).await),
-        ("priority", api.submit("remote", "s", "k", json!({"priority": 101})).await),
-        ("priority", api.submit("remote", "s", "k", json!({"priority": -101})).await),
-        ("max_attempts", api.submit("remote", "s", "k", json!({"max_attempts": 26})).await),
-        ("max_attempts", api.submit("remote", "s", "k", json!({"max_attempts": 0})).await),
-        ("deadline_seconds", api.submit("remote", "s", "k", json!({"deadline_seconds": 604_801})).await),
-        ("input", api.submit("remote", "s", "k", json!({"input": "x".repeat(4095)})).await),
+        (
+            "scope_id",
+            api.submit("remote", &key201, "k", json!({})).await,
+        ),
+        (
+            "effect_key",
+            api.submit("remote", "s", &key201, json!({})).await,
+        ),
+        (
+            "source_id",
+            api.submit("remote", "s", "k", json!({"source_id": key201}))
+                .await,
+        ),
+        (
+            "usage_subject",
+            api.submit("remote", "s", "k", json!({"usage_subject": ""}))
+                .await,
+        ),
+        (
+            "priority",
+            api.submit("remote", "s", "k", json!({"priority": 101}))
+                .await,
+        ),
+        (
+            "priority",
+            api.submit("remote", "s", "k", json!({"priority": -101}))
+                .await,
+        ),
+        (
+            "max_attempts",
+            api.submit("remote", "s", "k", json!({"max_attempts": 26}))
+                .await,
+        ),
+        (
+            "max_attempts",
+            api.submit("remote", "s", "k", json!({"max_attempts": 0}))
+                .await,
+        ),
+        (
+            "deadline_seconds",
+            api.submit("remote", "s", "k", json!({"deadline_seconds": 604_801}))
+                .await,
+        ),
+        (
+            "input",
+            api.submit("remote", "s", "k", json!({"input": "x".repeat(4095)}))
+                .await,
+        ),
     ] {
-        assert_eq!((answer.status, answer.code(), answer.body["field"].as_str()), (422, "validation_failed", Some(field)));
+        assert_eq!(
+            (answer.status, answer.code(), answer.body["field"].as_str()),
+            (422, "validation_failed", Some(field))
+        );
     }
     let edges = json!({"priority": 100, "max_attempts": 25, "deadline_seconds": 604_800, "input": "x".repeat(4094)});
     assert_eq!(api.submit("remote", "s", "edges", edges).await.status, 202);
-    let wait = api.post("/v1/tasks?wait=61", &json!({"task_type": "remote", "scope_id": "s", "effect_key": "w", "input": {}})).await;
-    assert_eq!((wait.status, wait.body["field"].as_str()), (422, Some("wait")));
+    let wait = api
+        .post(
+            "/v1/tasks?wait=61",
+            &json!({"task_type": "remote", "scope_id": "s", "effect_key": "w", "input": {}}),
+        )
+        .await;
+    assert_eq!(
+        (wait.status, wait.body["field"].as_str()),
+        (422, Some("wait"))
+    );
 
     // Over the body limit: 413 on every route, with or without a handler reading it.
     let big = format!("{{\"input\": \"{}\"}}", "x".repeat(20_000));
     let too_large = api.post_raw("/v1/tasks", big.clone()).await;
-    assert_eq!((too_large.status, too_large.code()), (413, "payload_too_large"));
+    assert_eq!(
+        (too_large.status, too_large.code()),
+        (413, "payload_too_large")
+    );
     let id = uuid::Uuid::now_v7();
-    assert_eq!(api.post_raw(&format!("/v1/tasks/{id}/cancel"), big.clone()).await.status, 413);
+    assert_eq!(
+        api.post_raw(&format!("/v1/tasks/{id}/cancel"), big.clone())
+            .await
+            .status,
+        413
+    );
     assert_eq!(api.post_raw("/v1/worker/claim", big).await.status, 413);
 
     let bad_id = api.get("/v1/tasks/not-a-uuid").await;
     assert_eq!((bad_id.status, bad_id.code()), (400, "invalid_id"));
-    assert_eq!(api.get(&format!("/v1/tasks/{id}")).await.code(), "not_found");
+    assert_eq!(
+        api.get(&format!("/v1/tasks/{id}")).await.code(),
+        "not_found"
+    );
     assert_eq!(api.get(&format!("/v1/tasks/{id}/events")).await.status, 404);
     assert_eq!(api.get("/v1/nothing-here").await.status, 404);
 
@@ -168,8 +382,21 @@ async fn tokens_authenticate_authorize_and_revoke_at_once() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
     let anonymous = serve.api("");
-    assert_eq!((anonymous.get("/v1/tasks").await.status, anonymous.get("/v1/tasks").await.code()), (401, "unauthorized"));
-    assert_eq!(serve.api("tl_not-a-real-token").get("/v1/tasks").await.status, 401);
+    assert_eq!(
+        (
+            anonymous.get("/v1/tasks").await.status,
+            anonymous.get("/v1/tasks").await.code()
+        ),
+        (401, "unauthorized")
+    );
+    assert_eq!(
+        serve
+            .api("tl_not-a-real-token")
+            .get("/v1/tasks")
+            .await
+            .status,
+        401
+    );
     assert_eq!(serve.api("Basic abc").get("/v1/tasks").await.status, 401);
 
     let reader = serve.api(&replica::token(&db.url, "mail", None, &["read"]).await);
@@ -181,16 +408,36 @@ async fn tokens_authenticate_authorize_and_revoke_at_once() {
 
     // The CLI: the token alone on the last stdout line; revocation is immediate.
     let output = std::process::Command::new(replica::binary())
-        .args(["token", "create", "--app", "mail", "--perm", "submit,read", "--name", "ci"])
+        .args([
+            "token",
+            "create",
+            "--app",
+            "mail",
+            "--perm",
+            "submit,read",
+            "--name",
+            "ci",
+        ])
         .env("DATABASE_URL", &db.url)
         .env_remove("TASKLANE_DATABASE_URL")
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let stdout = String::from_utf8(output.stdout).unwrap();
     let secret = stdout.lines().last().unwrap().to_owned();
     assert!(secret.starts_with("tl_") && secret.len() >= 46, "{secret}");
-    let token_id = stdout.lines().next().unwrap().rsplit(' ').next().unwrap().to_owned();
+    let token_id = stdout
+        .lines()
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_owned();
     let cli = serve.api(&secret);
     assert_eq!(cli.submit("remote", "s", "k", json!({})).await.status, 202);
     let revoke = std::process::Command::new(replica::binary())
@@ -218,40 +465,79 @@ async fn apps_and_scopes_are_isolated_and_scope_tokens_redacted() {
     let s1 = serve.api(&replica::token(&db.url, "mail", Some("s1"), ALL).await);
     let s2 = serve.api(&replica::token(&db.url, "mail", Some("s2"), ALL).await);
 
-    let task = mail.submit("remote", "s1", "k1", json!({"usage_subject": "user-9"})).await;
+    let task = mail
+        .submit("remote", "s1", "k1", json!({"usage_subject": "user-9"}))
+        .await;
     let id = task.body["id"].as_str().unwrap().to_owned();
     // Fail it through the worker protocol so it has an error message.
     let claim = json!({"worker_id": "w1", "task_types": ["remote"], "route": "local", "max": 10});
-    assert_eq!(inventory.post("/v1/worker/claim", &claim).await.body["tasks"], json!([]));
+    assert_eq!(
+        inventory.post("/v1/worker/claim", &claim).await.body["tasks"],
+        json!([])
+    );
     let claimed = mail.post("/v1/worker/claim", &claim).await;
-    let lease = claimed.body["tasks"][0]["lease_token"].as_str().unwrap().to_owned();
+    let lease = claimed.body["tasks"][0]["lease_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let fail = json!({"lease_token": lease, "code": "boom", "message": "secret failure text", "retryable": false});
     for other in [&inventory, &s2] {
-        let refused = other.post(&format!("/v1/worker/tasks/{id}/fail"), &fail).await;
+        let refused = other
+            .post(&format!("/v1/worker/tasks/{id}/fail"), &fail)
+            .await;
         assert_eq!((refused.status, refused.code()), (404, "not_found"));
     }
-    assert_eq!(mail.post(&format!("/v1/worker/tasks/{id}/fail"), &fail).await.status, 200);
+    assert_eq!(
+        mail.post(&format!("/v1/worker/tasks/{id}/fail"), &fail)
+            .await
+            .status,
+        200
+    );
 
     for other in [&inventory, &s2] {
         assert_eq!(other.get(&format!("/v1/tasks/{id}")).await.status, 404);
-        assert_eq!(other.get(&format!("/v1/tasks/{id}/events")).await.status, 404);
-        assert_eq!(other.post(&format!("/v1/tasks/{id}/cancel"), &json!({})).await.status, 404);
-        assert_eq!(other.post(&format!("/v1/tasks/{id}/retry"), &json!({})).await.status, 404);
+        assert_eq!(
+            other.get(&format!("/v1/tasks/{id}/events")).await.status,
+            404
+        );
+        assert_eq!(
+            other
+                .post(&format!("/v1/tasks/{id}/cancel"), &json!({}))
+                .await
+                .status,
+            404
+        );
+        assert_eq!(
+            other
+                .post(&format!("/v1/tasks/{id}/retry"), &json!({}))
+                .await
+                .status,
+            404
+        );
         assert_eq!(other.get("/v1/tasks").await.body["items"], json!([]));
     }
-    assert_eq!(s2.get("/v1/tasks?scope_id=s1").await.body["items"], json!([]));
+    assert_eq!(
+        s2.get("/v1/tasks?scope_id=s1").await.body["items"],
+        json!([])
+    );
     // A scope token submits only into its own scope.
     assert_eq!(s2.submit("remote", "s1", "k9", json!({})).await.status, 403);
 
     let full = mail.get(&format!("/v1/tasks/{id}")).await.body;
     assert_eq!(full["error"]["code"], "permanent_error");
-    assert!(full["error"]["message"].as_str().unwrap().contains("secret failure text"));
+    assert!(full["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("secret failure text"));
     assert_eq!(full["usage_subject"], "user-9");
     assert!(full.get("provenance").is_some());
     let redacted = s1.get(&format!("/v1/tasks/{id}")).await.body;
     assert_eq!(redacted["error"]["code"], "permanent_error");
     for hidden in ["usage_subject", "provenance"] {
-        assert!(redacted.get(hidden).is_none(), "{hidden} shown to a scope token: {redacted}");
+        assert!(
+            redacted.get(hidden).is_none(),
+            "{hidden} shown to a scope token: {redacted}"
+        );
     }
     assert!(redacted["error"].get("message").is_none());
     let listed = s1.get("/v1/tasks").await.body;
@@ -265,11 +551,21 @@ async fn operations_routes_and_openapi() {
     let serve = Serve::start(&db.url, Options::default()).await;
     let api = serve.api("");
     assert_eq!(api.get("/healthz").await.status, 200);
-    let wrong_method = api.send(api.http.delete(format!("{}/v1/tasks", serve.base))).await;
-    assert_eq!((wrong_method.status, wrong_method.code()), (405, "method_not_allowed"));
+    let wrong_method = api
+        .send(api.http.delete(format!("{}/v1/tasks", serve.base)))
+        .await;
+    assert_eq!(
+        (wrong_method.status, wrong_method.code()),
+        (405, "method_not_allowed")
+    );
     assert!(wrong_method.headers.get("allow").is_some());
     assert_eq!(api.get("/readyz").await.body["status"], "ready");
-    let metrics = reqwest::get(format!("{}/metrics", serve.base)).await.unwrap().text().await.unwrap();
+    let metrics = reqwest::get(format!("{}/metrics", serve.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.contains("tasklane_http_requests"), "{metrics}");
     let doc = api.get("/openapi.json").await.body;
     assert_eq!(doc["openapi"], "3.1.0");
@@ -289,7 +585,10 @@ async fn operations_routes_and_openapi() {
         "/readyz",
         "/metrics",
     ] {
-        assert!(doc["paths"].get(path).is_some(), "{path} missing from the OpenAPI document");
+        assert!(
+            doc["paths"].get(path).is_some(),
+            "{path} missing from the OpenAPI document"
+        );
     }
     assert!(doc["components"]["schemas"].get("SubmitBody").is_some());
 }
@@ -299,17 +598,32 @@ async fn a_fenced_scope_refuses_submit_and_retry_with_410() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
     let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
-    api.submit("remote", "s", "k1", json!({"source_id": "x"})).await;
-    let kept = api.submit("remote", "s", "k2", json!({"source_id": "y"})).await.body["id"].as_str().unwrap().to_owned();
-    api.post(&format!("/v1/tasks/{kept}/cancel"), &json!({})).await;
+    api.submit("remote", "s", "k1", json!({"source_id": "x"}))
+        .await;
+    let kept = api
+        .submit("remote", "s", "k2", json!({"source_id": "y"}))
+        .await
+        .body["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    api.post(&format!("/v1/tasks/{kept}/cancel"), &json!({}))
+        .await;
     let c = db.client().await;
-    let deleted = tasklane::store::lifecycle::delete(&c, "mail", "s", Some("x"), true).await.unwrap();
+    let deleted = tasklane::store::lifecycle::delete(&c, "mail", "s", Some("x"), true)
+        .await
+        .unwrap();
     assert_eq!(deleted, 1);
     let refused = api.submit("remote", "s", "k3", json!({})).await;
     assert_eq!((refused.status, refused.code()), (410, "scope_deleted"));
-    let retry = api.post(&format!("/v1/tasks/{kept}/retry"), &json!({})).await;
+    let retry = api
+        .post(&format!("/v1/tasks/{kept}/retry"), &json!({}))
+        .await;
     assert_eq!((retry.status, retry.code()), (410, "scope_deleted"));
-    assert_eq!(api.get(&format!("/v1/tasks/{kept}")).await.body["state"], "cancelled");
+    assert_eq!(
+        api.get(&format!("/v1/tasks/{kept}")).await.body["state"],
+        "cancelled"
+    );
 }
 
 #[tokio::test]
@@ -317,26 +631,71 @@ async fn values_postgresql_cannot_store_or_return_are_a_422_not_a_500() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
     let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
-    let nul_value = api.submit("remote", "s", "k1", json!({"input": {"a": ["x\u{0}"]}})).await;
-    assert_eq!((nul_value.status, nul_value.body["field"].as_str()), (422, Some("input")));
-    let nul_key = api.submit("remote", "s", "k2", json!({"input": {"k\u{0}": 1}})).await;
-    assert_eq!((nul_key.status, nul_key.body["field"].as_str()), (422, Some("input")));
+    let nul_value = api
+        .submit("remote", "s", "k1", json!({"input": {"a": ["x\u{0}"]}}))
+        .await;
+    assert_eq!(
+        (nul_value.status, nul_value.body["field"].as_str()),
+        (422, Some("input"))
+    );
+    let nul_key = api
+        .submit("remote", "s", "k2", json!({"input": {"k\u{0}": 1}}))
+        .await;
+    assert_eq!(
+        (nul_key.status, nul_key.body["field"].as_str()),
+        (422, Some("input"))
+    );
     let nul_scope = api.submit("remote", "s\u{0}", "k3", json!({})).await;
-    assert_eq!((nul_scope.status, nul_scope.body["field"].as_str()), (422, Some("scope_id")));
+    assert_eq!(
+        (nul_scope.status, nul_scope.body["field"].as_str()),
+        (422, Some("scope_id"))
+    );
     assert_eq!(api.get("/v1/tasks?scope_id=%00").await.status, 422);
-    let id = api.submit("remote", "s", "k4", json!({})).await.body["id"].as_str().unwrap().to_owned();
+    let id = api.submit("remote", "s", "k4", json!({})).await.body["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let claim = json!({"worker_id": "w", "task_types": ["remote"], "route": "local", "max": 1});
     let lease = api.post("/v1/worker/claim", &claim).await.body["tasks"][0]["lease_token"].clone();
     let result = json!({"lease_token": lease, "result": {"text": "a\u{0}"}});
-    assert_eq!(api.post(&format!("/v1/worker/tasks/{id}/complete"), &result).await.body["field"], "result");
+    assert_eq!(
+        api.post(&format!("/v1/worker/tasks/{id}/complete"), &result)
+            .await
+            .body["field"],
+        "result"
+    );
     let fail = json!({"lease_token": lease, "code": "x", "message": "m\u{0}", "retryable": false});
-    assert_eq!(api.post(&format!("/v1/worker/tasks/{id}/fail"), &fail).await.body["field"], "message");
-    assert_eq!(api.get(&format!("/v1/tasks/{id}")).await.body["state"], "running");
+    assert_eq!(
+        api.post(&format!("/v1/worker/tasks/{id}/fail"), &fail)
+            .await
+            .body["field"],
+        "message"
+    );
+    assert_eq!(
+        api.get(&format!("/v1/tasks/{id}")).await.body["state"],
+        "running"
+    );
 
     // Numbers jsonb would hand back out of f64 range are refused; the edges round-trip.
-    let huge = api.submit("remote", "s", "k5", json!({"input": [1.7976931348623157e308]})).await;
-    assert_eq!((huge.status, huge.body["field"].as_str()), (422, Some("input")));
-    api.submit("remote", "s", "k6", json!({"input": [1e300, -1e300, 1e-320, u64::MAX, i64::MIN]})).await;
+    let huge = api
+        .submit(
+            "remote",
+            "s",
+            "k5",
+            json!({"input": [1.7976931348623157e308]}),
+        )
+        .await;
+    assert_eq!(
+        (huge.status, huge.body["field"].as_str()),
+        (422, Some("input"))
+    );
+    api.submit(
+        "remote",
+        "s",
+        "k6",
+        json!({"input": [1e300, -1e300, 1e-320, u64::MAX, i64::MIN]}),
+    )
+    .await;
     let claimed = api.post("/v1/worker/claim", &claim).await;
     assert_eq!(claimed.status, 200, "{:?}", claimed.body);
     assert_eq!(claimed.body["tasks"][0]["input"][0], json!(1e300));

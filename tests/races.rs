@@ -6,9 +6,9 @@ mod common;
 use std::sync::Arc;
 
 use common::fixtures::*;
+use tasklane::client::SubmitRefused;
 use tasklane::store::lease::{self, Success};
 use tasklane::store::query::{self, Owner};
-use tasklane::client::SubmitRefused;
 use tasklane::store::{SubmitError, SubmitOutcome};
 use tasklane::task::TaskState;
 
@@ -25,7 +25,9 @@ async fn fifty_concurrent_submits_of_one_identity_make_one_task() {
             let object = pool.get().await.unwrap();
             let client: &tokio_postgres::Client = &object;
             barrier.wait().await;
-            try_submit(client, &request("same", serde_json::json!({"doc": 1}))).await.unwrap()
+            try_submit(client, &request("same", serde_json::json!({"doc": 1})))
+                .await
+                .unwrap()
         }));
     }
     let mut ids = std::collections::HashSet::new();
@@ -39,14 +41,29 @@ async fn fifty_concurrent_submits_of_one_identity_make_one_task() {
     }
     assert_eq!((ids.len(), created), (1, 1));
     let c = db.client().await;
-    let count: i64 = c.query_one("SELECT count(*) FROM tasklane.tasks", &[]).await.unwrap().get(0);
-    let events: i64 = c.query_one("SELECT count(*) FROM tasklane.task_events", &[]).await.unwrap().get(0);
+    let count: i64 = c
+        .query_one("SELECT count(*) FROM tasklane.tasks", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let events: i64 = c
+        .query_one("SELECT count(*) FROM tasklane.task_events", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!((count, events), (1, 1));
 
     // Another request under the same identity is a conflict and changes nothing.
     let other = try_submit(&c, &request("same", serde_json::json!({"doc": 2}))).await;
-    assert!(matches!(other, Err(SubmitRefused::Submit(SubmitError::IdempotencyConflict))));
-    let count: i64 = c.query_one("SELECT count(*) FROM tasklane.tasks", &[]).await.unwrap().get(0);
+    assert!(matches!(
+        other,
+        Err(SubmitRefused::Submit(SubmitError::IdempotencyConflict))
+    ));
+    let count: i64 = c
+        .query_one("SELECT count(*) FROM tasklane.tasks", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(count, 1);
 }
 
@@ -56,13 +73,27 @@ async fn a_succeeded_task_is_replayed_with_its_result() {
     let c = db.client().await;
     let task = submit(&c, "once", serde_json::json!({"doc": 1})).await;
     let claimed = claim_one(&c).await;
-    let success = Success { result: serde_json::json!({"summary": "short"}), ..Default::default() };
-    lease::complete(&c, claimed.id, claimed.lease_token, &success).await.unwrap();
-    let replay = try_submit(&c, &request("once", serde_json::json!({"doc": 1}))).await.unwrap();
+    let success = Success {
+        result: serde_json::json!({"summary": "short"}),
+        ..Default::default()
+    };
+    lease::complete(&c, claimed.id, claimed.lease_token, &success)
+        .await
+        .unwrap();
+    let replay = try_submit(&c, &request("once", serde_json::json!({"doc": 1})))
+        .await
+        .unwrap();
     assert_eq!(replay.outcome, SubmitOutcome::Existing);
     assert_eq!(replay.task.id, task.id);
-    assert_eq!(replay.task.result, Some(serde_json::json!({"summary": "short"})));
-    assert_eq!(event_types(&c, task.id).await.len(), 3, "a replay writes nothing");
+    assert_eq!(
+        replay.task.result,
+        Some(serde_json::json!({"summary": "short"}))
+    );
+    assert_eq!(
+        event_types(&c, task.id).await.len(),
+        3,
+        "a replay writes nothing"
+    );
     // A different usage subject is a different identity.
     let other = try_submit(&c, &{
         let mut r = request("once", serde_json::json!({"doc": 1}));
@@ -89,7 +120,10 @@ async fn cancel_versus_finish_has_one_winner_a_thousand_times() {
         submit(&setup, &format!("race-{round}"), serde_json::json!({})).await;
         let claimed = claim_one(&setup).await;
         let cancel = query::cancel(&owner_conn, &owner, claimed.id);
-        let success = Success { result: serde_json::json!(round), ..Default::default() };
+        let success = Success {
+            result: serde_json::json!(round),
+            ..Default::default()
+        };
         let complete = lease::complete(&worker_conn, claimed.id, claimed.lease_token, &success);
         let (cancel, complete) = tokio::join!(cancel, complete);
         cancel.unwrap();
@@ -98,10 +132,17 @@ async fn cancel_versus_finish_has_one_winner_a_thousand_times() {
         complete.unwrap();
         let view = get(&setup, claimed.id).await;
         let events = event_types(&setup, claimed.id).await;
-        assert_eq!(events.last().unwrap(), &view.state.event_type(), "round {round}: {events:?}");
+        assert_eq!(
+            events.last().unwrap(),
+            &view.state.event_type(),
+            "round {round}: {events:?}"
+        );
         assert_eq!(view.state, TaskState::Succeeded, "round {round}");
         // Whichever order: at most one cancelling event, and nothing after the terminal one.
-        let terminal = events.iter().filter(|e| ["task.succeeded", "task.cancelled", "task.failed"].contains(&e.as_str())).count();
+        let terminal = events
+            .iter()
+            .filter(|e| ["task.succeeded", "task.cancelled", "task.failed"].contains(&e.as_str()))
+            .count();
         assert_eq!(terminal, 1);
     }
     // Cancel against a permanent failure: whichever takes the row first decides, and
@@ -118,14 +159,24 @@ async fn cancel_versus_finish_has_one_winner_a_thousand_times() {
             retry_after: None,
         };
         let backoff = fast_backoff();
-        let fail = lease::settle(&mut worker, claimed.id, claimed.lease_token, report, &backoff);
+        let fail = lease::settle(
+            &mut worker,
+            claimed.id,
+            claimed.lease_token,
+            report,
+            &backoff,
+        );
         let (cancel, fail) = tokio::join!(cancel, fail);
         cancel.unwrap();
         fail.unwrap();
         let view = get(&setup, claimed.id).await;
         let events = event_types(&setup, claimed.id).await;
         assert_eq!(events.last().unwrap(), &view.state.event_type());
-        assert!(matches!(view.state, TaskState::Failed | TaskState::Cancelled), "{:?}", view.state);
+        assert!(
+            matches!(view.state, TaskState::Failed | TaskState::Cancelled),
+            "{:?}",
+            view.state
+        );
         *outcomes.entry(view.state).or_insert(0) += 1;
     }
     assert_eq!(outcomes.values().sum::<i32>(), 200);

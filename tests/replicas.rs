@@ -38,7 +38,12 @@ fn task_type(name: &str) -> TaskType {
 }
 
 /// Submits `n` tasks of `type_name` concurrently over a pool; returns their ids.
-async fn submit_many(db: &common::TestDb, type_name: &str, n: usize, input: serde_json::Value) -> Vec<uuid::Uuid> {
+async fn submit_many(
+    db: &common::TestDb,
+    type_name: &str,
+    n: usize,
+    input: serde_json::Value,
+) -> Vec<uuid::Uuid> {
     let task_type = task_type(type_name);
     let pool = common::pool(&db.url, 16);
     let mut handles = Vec::new();
@@ -87,13 +92,32 @@ async fn ten_thousand_tasks_run_exactly_once_on_three_replicas() {
     let types = TypesFile::new(TYPES);
     let ids = submit_many(&db, "summarize", 10_000, serde_json::json!({"n": 1})).await;
     assert_eq!(ids.len(), 10_000);
-    let args = ["--claimers", "8", "--concurrency", "4", "--claim-batch", "4", "--pool-size", "16"];
-    let replicas: Vec<_> =
-        (0..3).map(|n| WorkerProcess::start(&format!("replica-{n}"), &db.url, &types.path, &args)).collect();
-    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'", 10_000, Duration::from_secs(180))
-        .await;
+    let args = [
+        "--claimers",
+        "8",
+        "--concurrency",
+        "4",
+        "--claim-batch",
+        "4",
+        "--pool-size",
+        "16",
+    ];
+    let replicas: Vec<_> = (0..3)
+        .map(|n| WorkerProcess::start(&format!("replica-{n}"), &db.url, &types.path, &args))
+        .collect();
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
+        10_000,
+        Duration::from_secs(180),
+    )
+    .await;
     // Each claim writes one task.running event: exactly one per task means one execution.
-    let executions = count(&c, "SELECT count(*) FROM tasklane.task_events WHERE type = 'task.running'").await;
+    let executions = count(
+        &c,
+        "SELECT count(*) FROM tasklane.task_events WHERE type = 'task.running'",
+    )
+    .await;
     assert_eq!(executions, 10_000);
     let twice = count(
         &c,
@@ -112,7 +136,11 @@ async fn ten_thousand_tasks_run_exactly_once_on_three_replicas() {
     .await;
     assert_eq!(malformed, 0);
     // All three replicas took part.
-    let workers = count(&c, "SELECT count(DISTINCT split_part(worker_id, '/', 1)) FROM tasklane.tasks").await;
+    let workers = count(
+        &c,
+        "SELECT count(DISTINCT split_part(worker_id, '/', 1)) FROM tasklane.tasks",
+    )
+    .await;
     assert_eq!(workers, 3);
     drop(replicas);
 }
@@ -122,17 +150,38 @@ async fn sigterm_hands_running_tasks_to_another_replica_at_once() {
     let db = common::test_db().await;
     let c = db.client().await;
     let types = TypesFile::new(TYPES);
-    let args = ["--concurrency", "4", "--shutdown-grace-seconds", "1", "--poll-interval-ms", "200"];
+    let args = [
+        "--concurrency",
+        "4",
+        "--shutdown-grace-seconds",
+        "1",
+        "--poll-interval-ms",
+        "200",
+    ];
     let mut first = WorkerProcess::start("first", &db.url, &types.path, &args);
     let ids = submit_many(&db, "nap", 4, serde_json::json!({"ms": 4000, "steps": 8})).await;
-    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'running'", 4, Duration::from_secs(20)).await;
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.tasks WHERE state = 'running'",
+        4,
+        Duration::from_secs(20),
+    )
+    .await;
     let _second = WorkerProcess::start("second", &db.url, &types.path, &args);
     // Wait until the second replica is registered (live) before stopping the first.
-    until_count(&c, "SELECT count(*) FROM tasklane.replicas WHERE name = 'second'", 1, Duration::from_secs(20)).await;
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.replicas WHERE name = 'second'",
+        1,
+        Duration::from_secs(20),
+    )
+    .await;
 
     first.terminate();
     let handed_back = Instant::now();
-    let status = first.wait(Duration::from_secs(10)).expect("the first replica exits after its grace period");
+    let status = first
+        .wait(Duration::from_secs(10))
+        .expect("the first replica exits after its grace period");
     assert!(status.success(), "clean exit: {status:?}");
     // The tasks run again on the second replica long before their 30 s leases would
     // have expired: they were handed back, not abandoned.
@@ -147,7 +196,13 @@ async fn sigterm_hands_running_tasks_to_another_replica_at_once() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
     eprintln!("handed back and restarted within {took:?}");
     // Nothing is lost: every task finishes, after one handed-back attempt.
-    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'", 4, Duration::from_secs(30)).await;
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
+        4,
+        Duration::from_secs(30),
+    )
+    .await;
     for id in ids {
         let task = get(&c, id).await;
         assert_eq!(task.attempt, 2, "one attempt handed back, one finished");
@@ -162,14 +217,45 @@ async fn kill_9_loses_nothing_once_the_lease_expires() {
     let db = common::test_db().await;
     let c = db.client().await;
     let types = TypesFile::new(TYPES);
-    let args = ["--concurrency", "2", "--poll-interval-ms", "200", "--rescue-interval-ms", "200"];
+    let args = [
+        "--concurrency",
+        "2",
+        "--poll-interval-ms",
+        "200",
+        "--rescue-interval-ms",
+        "200",
+    ];
     let mut doomed = WorkerProcess::start("doomed", &db.url, &types.path, &args);
-    submit_many(&db, "short-lease-nap", 2, serde_json::json!({"ms": 1500, "steps": 3})).await;
-    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'running'", 2, Duration::from_secs(20)).await;
+    submit_many(
+        &db,
+        "short-lease-nap",
+        2,
+        serde_json::json!({"ms": 1500, "steps": 3}),
+    )
+    .await;
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.tasks WHERE state = 'running'",
+        2,
+        Duration::from_secs(20),
+    )
+    .await;
     let _survivor = WorkerProcess::start("survivor", &db.url, &types.path, &args);
-    until_count(&c, "SELECT count(*) FROM tasklane.replicas WHERE name = 'survivor'", 1, Duration::from_secs(20)).await;
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.replicas WHERE name = 'survivor'",
+        1,
+        Duration::from_secs(20),
+    )
+    .await;
     doomed.kill9();
-    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'", 2, Duration::from_secs(30)).await;
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
+        2,
+        Duration::from_secs(30),
+    )
+    .await;
     let rescued = count(
         &c,
         "SELECT count(*) FROM tasklane.task_events WHERE type = 'task.queued' AND data ->> 'code' = 'lease_expired'",
@@ -184,8 +270,19 @@ async fn a_notification_wakes_an_idle_replica_on_another_process() {
     let db = common::test_db().await;
     let c = db.client().await;
     let types = TypesFile::new(TYPES);
-    let _idle = WorkerProcess::start("idle", &db.url, &types.path, &["--poll-interval-ms", "600000"]);
-    until_count(&c, "SELECT count(*) FROM tasklane.replicas WHERE name = 'idle'", 1, Duration::from_secs(20)).await;
+    let _idle = WorkerProcess::start(
+        "idle",
+        &db.url,
+        &types.path,
+        &["--poll-interval-ms", "600000"],
+    );
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.replicas WHERE name = 'idle'",
+        1,
+        Duration::from_secs(20),
+    )
+    .await;
     // The replica's first claim (at start) found nothing; give its listener a moment by
     // waiting for its LISTEN to be registered in pg_stat_activity.
     until_count(
@@ -196,8 +293,16 @@ async fn a_notification_wakes_an_idle_replica_on_another_process() {
     )
     .await;
     submit_many(&db, "summarize", 1, serde_json::json!({})).await;
-    c.execute("SELECT pg_notify('tasklane_wakeup', '')", &[]).await.unwrap();
-    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'", 1, Duration::from_secs(10)).await;
+    c.execute("SELECT pg_notify('tasklane_wakeup', '')", &[])
+        .await
+        .unwrap();
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
+        1,
+        Duration::from_secs(10),
+    )
+    .await;
 }
 
 /// Behind a pooler in transaction mode there is no LISTEN: polling alone keeps work flowing.
@@ -209,7 +314,13 @@ async fn work_flows_without_listen() {
     let args = ["--listen-notify", "false", "--poll-interval-ms", "100"];
     let _replica = WorkerProcess::start("polling", &db.url, &types.path, &args);
     submit_many(&db, "summarize", 20, serde_json::json!({})).await;
-    until_count(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'", 20, Duration::from_secs(20)).await;
+    until_count(
+        &c,
+        "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
+        20,
+        Duration::from_secs(20),
+    )
+    .await;
     let listeners = count(
         &c,
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",

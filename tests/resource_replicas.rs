@@ -25,9 +25,22 @@ lease_seconds = 2
 
 fn spawn_replica(url: &str, types: &std::path::Path, name: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tasklane"))
-        .args(["serve", "--roles", "worker,maintenance", "--no-migrate", "--task-types"])
+        .args([
+            "serve",
+            "--roles",
+            "worker,maintenance",
+            "--no-migrate",
+            "--task-types",
+        ])
         .arg(types)
-        .args(["--replica-name", name, "--poll-interval-ms", "100", "--rescue-interval-ms", "200"])
+        .args([
+            "--replica-name",
+            name,
+            "--poll-interval-ms",
+            "100",
+            "--rescue-interval-ms",
+            "200",
+        ])
         .env("DATABASE_URL", url)
         .env_remove("TASKLANE_DATABASE_URL")
         .env("TASKLANE_LOG", "warn")
@@ -41,7 +54,9 @@ async fn submit(c: &Client, key: &str, input: serde_json::Value) -> uuid::Uuid {
     let types = TaskTypesFile::parse(TYPES).unwrap();
     let mut request = common::fixtures::request(key, input);
     request.task_type = "gpu".into();
-    let task = request.resolve(common::fixtures::APP, &types[0], 1 << 20).unwrap();
+    let task = request
+        .resolve(common::fixtures::APP, &types[0], 1 << 20)
+        .unwrap();
     c.batch_execute("BEGIN").await.unwrap();
     let submitted = tasklane::client::submit_in(c, &task).await.expect("submit");
     c.batch_execute("COMMIT").await.unwrap();
@@ -72,10 +87,17 @@ async fn one(c: &Client, sql: &str, id: Option<uuid::Uuid>) -> i64 {
 async fn one_slot_across_three_replicas_and_back_after_kill_9() {
     let db = common::test_db().await;
     let c = db.client().await;
-    tasklane::admission::set_resource(&c, "local-model", 1).await.unwrap();
-    let types = std::env::temp_dir().join(format!("tasklane-resource-types-{}.toml", std::process::id()));
+    tasklane::admission::set_resource(&c, "local-model", 1)
+        .await
+        .unwrap();
+    let types = std::env::temp_dir().join(format!(
+        "tasklane-resource-types-{}.toml",
+        std::process::id()
+    ));
     std::fs::write(&types, TYPES).unwrap();
-    let mut replicas: Vec<Child> = (0..3).map(|i| spawn_replica(&db.url, &types, &format!("r{i}"))).collect();
+    let mut replicas: Vec<Child> = (0..3)
+        .map(|i| spawn_replica(&db.url, &types, &format!("r{i}")))
+        .collect();
 
     // Sample the running count of the resource from the database throughout.
     let stop = Arc::new(AtomicBool::new(false));
@@ -84,7 +106,12 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
         let (stop, max_running, s) = (stop.clone(), max_running.clone(), db.client().await);
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                let n = one(&s, "SELECT count(*) FROM tasklane.tasks WHERE state IN ('running', 'cancelling')", None).await;
+                let n = one(
+                    &s,
+                    "SELECT count(*) FROM tasklane.tasks WHERE state IN ('running', 'cancelling')",
+                    None,
+                )
+                .await;
                 max_running.fetch_max(n, Ordering::Relaxed);
             }
         })
@@ -95,7 +122,13 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
         ids.push(submit(&c, &format!("short-{i}"), serde_json::json!({"ms": 150})).await);
     }
     until("six short tasks", Duration::from_secs(60), || async {
-        one(&c, "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'", None).await == 6
+        one(
+            &c,
+            "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
+            None,
+        )
+        .await
+            == 6
     })
     .await;
 
@@ -116,40 +149,92 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
         .await
         .unwrap();
     assert_eq!(rows.len(), 6);
-    let ledger: Vec<(DateTime<Utc>, DateTime<Utc>, String)> =
-        rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    let ledger: Vec<(DateTime<Utc>, DateTime<Utc>, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
     for pair in ledger.windows(2) {
-        assert!(pair[1].0 >= pair[0].1, "overlap: {:?} started before {:?} ended", pair[1], pair[0]);
+        assert!(
+            pair[1].0 >= pair[0].1,
+            "overlap: {:?} started before {:?} ended",
+            pair[1],
+            pair[0]
+        );
     }
-    let workers: std::collections::BTreeSet<_> = ledger.iter().map(|l| l.2.split('/').next().unwrap().to_owned()).collect();
+    let workers: std::collections::BTreeSet<_> = ledger
+        .iter()
+        .map(|l| l.2.split('/').next().unwrap().to_owned())
+        .collect();
     println!("ledger ok: 6 tasks, replicas used: {workers:?}");
 
     // A long task takes the slot; a short one waits behind it.
     let long = submit(&c, "long", serde_json::json!({"ms": 60000, "steps": 60})).await;
     until("the long task running", Duration::from_secs(30), || async {
-        one(&c, "SELECT count(*) FROM tasklane.tasks WHERE id = $1 AND state = 'running'", Some(long)).await == 1
+        one(
+            &c,
+            "SELECT count(*) FROM tasklane.tasks WHERE id = $1 AND state = 'running'",
+            Some(long),
+        )
+        .await
+            == 1
     })
     .await;
     let after = submit(&c, "after", serde_json::json!({"ms": 50})).await;
-    let holder: String = c.query_one("SELECT worker_id FROM tasklane.tasks WHERE id = $1", &[&long]).await.unwrap().get(0);
-    let victim: usize = holder.trim_start_matches('r').split('/').next().unwrap().parse().unwrap();
+    let holder: String = c
+        .query_one(
+            "SELECT worker_id FROM tasklane.tasks WHERE id = $1",
+            &[&long],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let victim: usize = holder
+        .trim_start_matches('r')
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     replicas[victim].start_kill().expect("kill -9 the holder");
     replicas[victim].wait().await.unwrap();
     let killed_at = Instant::now();
 
     // The slot comes back after the lease expires: the waiting task runs elsewhere.
-    until("the slot back after the lease expired", Duration::from_secs(30), || async {
-        one(&c, "SELECT count(*) FROM tasklane.tasks WHERE id = $1 AND state = 'succeeded'", Some(after)).await == 1
-    })
+    until(
+        "the slot back after the lease expired",
+        Duration::from_secs(30),
+        || async {
+            one(
+                &c,
+                "SELECT count(*) FROM tasklane.tasks WHERE id = $1 AND state = 'succeeded'",
+                Some(after),
+            )
+            .await
+                == 1
+        },
+    )
     .await;
     let back_after = killed_at.elapsed();
-    let row = c.query_one("SELECT state, attempt, error_code FROM tasklane.task_views WHERE id = $1", &[&long]).await.unwrap();
+    let row = c
+        .query_one(
+            "SELECT state, attempt, error_code FROM tasklane.task_views WHERE id = $1",
+            &[&long],
+        )
+        .await
+        .unwrap();
     let (state, attempt): (String, i32) = (row.get(0), row.get(1));
     println!("slot back {back_after:?} after kill -9; long task now {state} attempt {attempt}");
-    assert!(back_after >= Duration::from_millis(500), "the slot came back before the lease could expire");
+    assert!(
+        back_after >= Duration::from_millis(500),
+        "the slot came back before the lease could expire"
+    );
     stop.store(true, Ordering::Relaxed);
     sampler.await.unwrap();
-    assert!(max_running.load(Ordering::Relaxed) <= 1, "saw {} running", max_running.load(Ordering::Relaxed));
+    assert!(
+        max_running.load(Ordering::Relaxed) <= 1,
+        "saw {} running",
+        max_running.load(Ordering::Relaxed)
+    );
     for r in &mut replicas {
         let _ = r.start_kill();
     }

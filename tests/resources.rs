@@ -18,8 +18,16 @@ async fn submit(c: &Client, key: &str, resource: Option<&str>) -> uuid::Uuid {
     submit_as(c, key, resource, tasklane::task::Privacy::LocalOnly).await
 }
 
-async fn submit_as(c: &Client, key: &str, resource: Option<&str>, privacy: tasklane::task::Privacy) -> uuid::Uuid {
-    let task_type = TaskType { resource: resource.map(str::to_owned), ..TaskType::new(TYPE, Executor::Noop) };
+async fn submit_as(
+    c: &Client,
+    key: &str,
+    resource: Option<&str>,
+    privacy: tasklane::task::Privacy,
+) -> uuid::Uuid {
+    let task_type = TaskType {
+        resource: resource.map(str::to_owned),
+        ..TaskType::new(TYPE, Executor::Noop)
+    };
     let mut request = fixtures::request(key, serde_json::json!({}));
     request.privacy = Some(privacy);
     let task = request.resolve(fixtures::APP, &task_type, 1 << 20).unwrap();
@@ -30,7 +38,13 @@ async fn submit_as(c: &Client, key: &str, resource: Option<&str>, privacy: taskl
 }
 
 async fn in_use(c: &Client) -> i64 {
-    c.query_one("SELECT count(*) FROM tasklane.resource_slots WHERE task_id IS NOT NULL", &[]).await.unwrap().get(0)
+    c.query_one(
+        "SELECT count(*) FROM tasklane.resource_slots WHERE task_id IS NOT NULL",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
 }
 
 async fn running_with_resource(c: &Client) -> i64 {
@@ -63,30 +77,60 @@ async fn one_slot_runs_one_task_and_every_ending_gives_it_back() {
     let holder = claimed.into_iter().find(|t| t.id != plain).unwrap();
 
     // Success gives it back.
-    lease::complete(&c, holder.id, holder.lease_token, &Success::default()).await.unwrap();
+    lease::complete(&c, holder.id, holder.lease_token, &Success::default())
+        .await
+        .unwrap();
     assert_eq!(in_use(&c).await, 0);
     let next = fixtures::claim_one(&c).await;
     // A retryable error (waiting for retry) gives it back.
-    let report = Report::Error { code: "x".into(), message: "m".into(), retryable: true, retry_after: None };
-    lease::settle(&mut c, next.id, next.lease_token, report, &fixtures::fast_backoff()).await.unwrap();
+    let report = Report::Error {
+        code: "x".into(),
+        message: "m".into(),
+        retryable: true,
+        retry_after: None,
+    };
+    lease::settle(
+        &mut c,
+        next.id,
+        next.lease_token,
+        report,
+        &fixtures::fast_backoff(),
+    )
+    .await
+    .unwrap();
     assert_eq!(in_use(&c).await, 0);
     // Lease expiry gives it back through the rescuer.
     let next = fixtures::claim_one(&c).await;
     fixtures::expire_lease(&c, next.id).await;
-    assert!(fixtures::claim(&c, 10).await.is_empty(), "an expired lease still holds the slot until rescued");
+    assert!(
+        fixtures::claim(&c, 10).await.is_empty(),
+        "an expired lease still holds the slot until rescued"
+    );
     assert_eq!(fixtures::rescue_expired(&c).await, 1);
     assert_eq!(in_use(&c).await, 0);
     // Cancellation: a running task keeps its slot while cancelling, gives it back once
     // cancelled.
     let next = fixtures::claim_one(&c).await;
     let owner = tasklane::store::query::Owner::app(fixtures::APP);
-    tasklane::store::query::cancel(&c, &owner, next.id).await.unwrap();
+    tasklane::store::query::cancel(&c, &owner, next.id)
+        .await
+        .unwrap();
     assert_eq!(in_use(&c).await, 1);
-    lease::settle(&mut c, next.id, next.lease_token, Report::Cancelled, &fixtures::fast_backoff()).await.unwrap();
+    lease::settle(
+        &mut c,
+        next.id,
+        next.lease_token,
+        Report::Cancelled,
+        &fixtures::fast_backoff(),
+    )
+    .await
+    .unwrap();
     assert_eq!(in_use(&c).await, 0);
     // Deletion gives it back.
     let next = fixtures::claim_one(&c).await;
-    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&next.id]).await.unwrap();
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&next.id])
+        .await
+        .unwrap();
     assert_eq!(in_use(&c).await, 0);
     assert!(gpu.len() == 4);
 }
@@ -109,10 +153,15 @@ async fn concurrent_claimers_never_exceed_the_slots() {
                 let claimed = fixtures::claim(&c, 5).await;
                 max = max.max(running_with_resource(&c).await);
                 for t in &claimed {
-                    lease::complete(&c, t.id, t.lease_token, &Success::default()).await.unwrap();
+                    lease::complete(&c, t.id, t.lease_token, &Success::default())
+                        .await
+                        .unwrap();
                 }
                 let left: i64 = c
-                    .query_one("SELECT count(*) FROM tasklane.tasks WHERE state <> 'succeeded'", &[])
+                    .query_one(
+                        "SELECT count(*) FROM tasklane.tasks WHERE state <> 'succeeded'",
+                        &[],
+                    )
                     .await
                     .unwrap()
                     .get(0);
@@ -143,8 +192,14 @@ async fn lowered_slots_hand_out_nothing_until_under_and_unknown_resources_are_fr
     assert_eq!(running.len(), 3);
     admission::set_resource(&c, RESOURCE, 1).await.unwrap();
     for (i, t) in running.iter().enumerate() {
-        assert!(fixtures::claim(&c, 10).await.is_empty(), "still {} running", 3 - i);
-        lease::complete(&c, t.id, t.lease_token, &Success::default()).await.unwrap();
+        assert!(
+            fixtures::claim(&c, 10).await.is_empty(),
+            "still {} running",
+            3 - i
+        );
+        lease::complete(&c, t.id, t.lease_token, &Success::default())
+            .await
+            .unwrap();
     }
     assert_eq!(fixtures::claim(&c, 10).await.len(), 1);
     // A resource nobody configured does not limit.
@@ -165,14 +220,39 @@ async fn external_claims_take_slots_and_a_fallback_gives_them_back() {
     // A local worker takes the slot; the task falls back to the external route.
     let local = fixtures::claim_one(&c).await;
     assert_eq!(local.id, a);
-    assert!(fixtures::claim_route(&c, Route::External, 10).await.is_empty(), "the slot is taken");
-    let report = Report::Fallback { reason: "overloaded".into() };
-    lease::settle(&mut c, a, local.lease_token, report, &fixtures::fast_backoff()).await.unwrap();
+    assert!(
+        fixtures::claim_route(&c, Route::External, 10)
+            .await
+            .is_empty(),
+        "the slot is taken"
+    );
+    let report = Report::Fallback {
+        reason: "overloaded".into(),
+    };
+    lease::settle(
+        &mut c,
+        a,
+        local.lease_token,
+        report,
+        &fixtures::fast_backoff(),
+    )
+    .await
+    .unwrap();
     assert_eq!(in_use(&c).await, 0);
     // An external worker now takes one of the two, never both.
     let external = fixtures::claim_route(&c, Route::External, 10).await;
     assert_eq!(external.len(), 1);
     assert_eq!((in_use(&c).await, running_with_resource(&c).await), (1, 1));
-    lease::complete(&c, external[0].id, external[0].lease_token, &Success::default()).await.unwrap();
-    assert_eq!(fixtures::claim_route(&c, Route::External, 10).await.len(), 1);
+    lease::complete(
+        &c,
+        external[0].id,
+        external[0].lease_token,
+        &Success::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        fixtures::claim_route(&c, Route::External, 10).await.len(),
+        1
+    );
 }

@@ -25,13 +25,22 @@ async fn claim_complete_writes_running_then_succeeded() {
     let task = submit(&c, "k1", serde_json::json!({"n": 1})).await;
     let claimed = claim_one(&c).await;
     assert_eq!((claimed.id, claimed.attempt), (task.id, 1));
-    let success = Success { result: serde_json::json!({"ok": true}), usage_units: Some(7), ..Default::default() };
-    lease::complete(&c, claimed.id, claimed.lease_token, &success).await.unwrap();
+    let success = Success {
+        result: serde_json::json!({"ok": true}),
+        usage_units: Some(7),
+        ..Default::default()
+    };
+    lease::complete(&c, claimed.id, claimed.lease_token, &success)
+        .await
+        .unwrap();
     let done = get(&c, task.id).await;
     assert_eq!(done.state, TaskState::Succeeded);
     assert_eq!(done.result, Some(serde_json::json!({"ok": true})));
     assert!(done.finished_at.is_some());
-    assert_eq!(event_types(&c, task.id).await, vec!["task.queued", "task.running", "task.succeeded"]);
+    assert_eq!(
+        event_types(&c, task.id).await,
+        vec!["task.queued", "task.running", "task.succeeded"]
+    );
     // Terminal: a second completion is refused as a lost lease and writes nothing.
     let again = lease::complete(&c, claimed.id, claimed.lease_token, &success).await;
     assert!(matches!(again, Err(LeaseError::Lost)));
@@ -42,12 +51,28 @@ async fn claim_complete_writes_running_then_succeeded() {
 async fn retryable_error_waits_then_exhausts_attempts() {
     let db = common::test_db().await;
     let mut c = db.client().await;
-    let task = submit_with(&c, "k1", serde_json::json!({}), |r| r.max_attempts = Some(2)).await;
+    let task = submit_with(&c, "k1", serde_json::json!({}), |r| {
+        r.max_attempts = Some(2)
+    })
+    .await;
     for attempt in 1..=2 {
         let claimed = claim_one(&c).await;
         assert_eq!(claimed.attempt, attempt);
-        let report = Report::Error { code: "x".into(), message: "boom".into(), retryable: true, retry_after: None };
-        let state = lease::settle(&mut c, claimed.id, claimed.lease_token, report, &fast_backoff()).await.unwrap();
+        let report = Report::Error {
+            code: "x".into(),
+            message: "boom".into(),
+            retryable: true,
+            retry_after: None,
+        };
+        let state = lease::settle(
+            &mut c,
+            claimed.id,
+            claimed.lease_token,
+            report,
+            &fast_backoff(),
+        )
+        .await
+        .unwrap();
         if attempt == 1 {
             assert_eq!(state, TaskState::WaitingForRetry);
             make_due(&c, task.id).await;
@@ -56,11 +81,20 @@ async fn retryable_error_waits_then_exhausts_attempts() {
         }
     }
     let done = get(&c, task.id).await;
-    assert_eq!((done.state, done.error_code.as_deref()), (TaskState::Failed, Some("attempts_exhausted")));
+    assert_eq!(
+        (done.state, done.error_code.as_deref()),
+        (TaskState::Failed, Some("attempts_exhausted"))
+    );
     assert_eq!(done.attempt, 2);
     assert_eq!(
         event_types(&c, task.id).await,
-        vec!["task.queued", "task.running", "task.waiting_for_retry", "task.running", "task.failed"]
+        vec![
+            "task.queued",
+            "task.running",
+            "task.waiting_for_retry",
+            "task.running",
+            "task.failed"
+        ]
     );
     // max_attempts is never exceeded: nothing is claimable any more.
     assert!(claim(&c, 10).await.is_empty());
@@ -70,7 +104,10 @@ async fn retryable_error_waits_then_exhausts_attempts() {
 async fn retry_delay_grows_and_is_capped() {
     let db = common::test_db().await;
     let mut c = db.client().await;
-    let task = submit_with(&c, "k1", serde_json::json!({}), |r| r.max_attempts = Some(6)).await;
+    let task = submit_with(&c, "k1", serde_json::json!({}), |r| {
+        r.max_attempts = Some(6)
+    })
+    .await;
     let backoff = tasklane::task::backoff::Backoff {
         base: std::time::Duration::from_secs(10),
         cap: std::time::Duration::from_secs(40),
@@ -78,14 +115,24 @@ async fn retry_delay_grows_and_is_capped() {
     let mut delays = Vec::new();
     for _ in 1..=5 {
         let claimed = claim_one(&c).await;
-        let report = Report::Error { code: "x".into(), message: "m".into(), retryable: true, retry_after: None };
-        lease::settle(&mut c, claimed.id, claimed.lease_token, report, &backoff).await.unwrap();
+        let report = Report::Error {
+            code: "x".into(),
+            message: "m".into(),
+            retryable: true,
+            retry_after: None,
+        };
+        lease::settle(&mut c, claimed.id, claimed.lease_token, report, &backoff)
+            .await
+            .unwrap();
         delays.push(run_at_delay_seconds(&c, task.id).await);
         make_due(&c, task.id).await;
     }
     // Each delay lies in [ceiling/2, ceiling] with ceilings 10, 20, 40, 40, 40.
     for (delay, ceiling) in delays.iter().zip([10.0, 20.0, 40.0, 40.0, 40.0]) {
-        assert!(*delay >= ceiling / 2.0 - 1.0 && *delay <= ceiling + 1.0, "{delays:?}");
+        assert!(
+            *delay >= ceiling / 2.0 - 1.0 && *delay <= ceiling + 1.0,
+            "{delays:?}"
+        );
     }
 }
 
@@ -95,10 +142,26 @@ async fn permanent_error_fails_at_once() {
     let mut c = db.client().await;
     let task = submit(&c, "k1", serde_json::json!({})).await;
     let claimed = claim_one(&c).await;
-    let report = Report::Error { code: "bad".into(), message: "no".into(), retryable: false, retry_after: None };
-    lease::settle(&mut c, claimed.id, claimed.lease_token, report, &fast_backoff()).await.unwrap();
+    let report = Report::Error {
+        code: "bad".into(),
+        message: "no".into(),
+        retryable: false,
+        retry_after: None,
+    };
+    lease::settle(
+        &mut c,
+        claimed.id,
+        claimed.lease_token,
+        report,
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
     let done = get(&c, task.id).await;
-    assert_eq!((done.state, done.error_code.as_deref()), (TaskState::Failed, Some("permanent_error")));
+    assert_eq!(
+        (done.state, done.error_code.as_deref()),
+        (TaskState::Failed, Some("permanent_error"))
+    );
     assert_eq!(done.error_message.as_deref(), Some("[bad] no"));
 }
 
@@ -112,12 +175,28 @@ async fn fallback_goes_external_only_with_consent() {
     })
     .await;
     for claimed in claim(&c, 2).await {
-        let report = Report::Fallback { reason: "overloaded".into() };
-        lease::settle(&mut c, claimed.id, claimed.lease_token, report, &fast_backoff()).await.unwrap();
+        let report = Report::Fallback {
+            reason: "overloaded".into(),
+        };
+        lease::settle(
+            &mut c,
+            claimed.id,
+            claimed.lease_token,
+            report,
+            &fast_backoff(),
+        )
+        .await
+        .unwrap();
     }
     let p = get(&c, private.id).await;
-    assert_eq!((p.state, p.error_code.as_deref()), (TaskState::Failed, Some("no_fallback_allowed")));
-    assert_eq!(get(&c, shared.id).await.state, TaskState::WaitingForExternalFallback);
+    assert_eq!(
+        (p.state, p.error_code.as_deref()),
+        (TaskState::Failed, Some("no_fallback_allowed"))
+    );
+    assert_eq!(
+        get(&c, shared.id).await.state,
+        TaskState::WaitingForExternalFallback
+    );
     // Local workers never take it; an external worker does.
     assert!(claim(&c, 10).await.is_empty());
     let external = claim_route(&c, tasklane::task::Route::External, 10).await;
@@ -130,7 +209,9 @@ async fn local_only_tasks_are_never_claimed_by_external_workers() {
     let db = common::test_db().await;
     let c = db.client().await;
     submit(&c, "private", serde_json::json!({})).await;
-    assert!(claim_route(&c, tasklane::task::Route::External, 10).await.is_empty());
+    assert!(claim_route(&c, tasklane::task::Route::External, 10)
+        .await
+        .is_empty());
     assert_eq!(claim(&c, 10).await.len(), 1);
 }
 
@@ -142,23 +223,62 @@ async fn cancel_queued_is_immediate_and_running_is_cooperative() {
     let queued = submit(&c, "q", serde_json::json!({})).await;
     let cancelled = query::cancel(&c, &owner, queued.id).await.unwrap().unwrap();
     assert_eq!(cancelled.state, TaskState::Cancelled);
-    assert_eq!(event_types(&c, queued.id).await, vec!["task.queued", "task.cancelled"]);
+    assert_eq!(
+        event_types(&c, queued.id).await,
+        vec!["task.queued", "task.cancelled"]
+    );
 
     let running = submit(&c, "r", serde_json::json!({})).await;
     let claimed = claim_one(&c).await;
-    assert_eq!(query::cancel(&c, &owner, running.id).await.unwrap().unwrap().state, TaskState::Cancelling);
+    assert_eq!(
+        query::cancel(&c, &owner, running.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        TaskState::Cancelling
+    );
     // A second cancel changes nothing and writes no event.
-    assert_eq!(query::cancel(&c, &owner, running.id).await.unwrap().unwrap().state, TaskState::Cancelling);
-    let answer = lease::heartbeat(&c, claimed.id, claimed.lease_token, &Beat::default()).await.unwrap();
+    assert_eq!(
+        query::cancel(&c, &owner, running.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        TaskState::Cancelling
+    );
+    let answer = lease::heartbeat(&c, claimed.id, claimed.lease_token, &Beat::default())
+        .await
+        .unwrap();
     assert!(answer.cancel_requested);
-    lease::settle(&mut c, claimed.id, claimed.lease_token, Report::Cancelled, &fast_backoff()).await.unwrap();
+    lease::settle(
+        &mut c,
+        claimed.id,
+        claimed.lease_token,
+        Report::Cancelled,
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
     assert_eq!(get(&c, running.id).await.state, TaskState::Cancelled);
     assert_eq!(
         event_types(&c, running.id).await,
-        vec!["task.queued", "task.running", "task.cancelling", "task.cancelled"]
+        vec![
+            "task.queued",
+            "task.running",
+            "task.cancelling",
+            "task.cancelled"
+        ]
     );
     // Terminal: cancel leaves it as it is.
-    assert_eq!(query::cancel(&c, &owner, running.id).await.unwrap().unwrap().state, TaskState::Cancelled);
+    assert_eq!(
+        query::cancel(&c, &owner, running.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        TaskState::Cancelled
+    );
     assert_eq!(event_types(&c, running.id).await.len(), 4);
 }
 
@@ -168,7 +288,14 @@ async fn a_cancel_never_acknowledged_without_request_is_refused() {
     let mut c = db.client().await;
     submit(&c, "r", serde_json::json!({})).await;
     let claimed = claim_one(&c).await;
-    let result = lease::settle(&mut c, claimed.id, claimed.lease_token, Report::Cancelled, &fast_backoff()).await;
+    let result = lease::settle(
+        &mut c,
+        claimed.id,
+        claimed.lease_token,
+        Report::Cancelled,
+        &fast_backoff(),
+    )
+    .await;
     assert!(matches!(result, Err(LeaseError::Illegal(_))));
     assert_eq!(get(&c, claimed.id).await.state, TaskState::Running);
 }
@@ -180,9 +307,18 @@ async fn another_owner_cannot_see_or_cancel() {
     let task = submit(&c, "k", serde_json::json!({})).await;
     let stranger = Owner::app("inventory");
     assert!(query::get(&c, &stranger, task.id).await.unwrap().is_none());
-    assert!(query::cancel(&c, &stranger, task.id).await.unwrap().is_none());
-    let other_scope = Owner { app: APP.into(), scope_id: Some("someone-else".into()) };
-    assert!(query::get(&c, &other_scope, task.id).await.unwrap().is_none());
+    assert!(query::cancel(&c, &stranger, task.id)
+        .await
+        .unwrap()
+        .is_none());
+    let other_scope = Owner {
+        app: APP.into(),
+        scope_id: Some("someone-else".into()),
+    };
+    assert!(query::get(&c, &other_scope, task.id)
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(get(&c, task.id).await.state, TaskState::Queued);
 }
 
@@ -199,18 +335,41 @@ async fn stale_worker_is_fenced_after_reclaim() {
     assert_ne!(second.lease_token, first.lease_token);
     let events_before = event_types(&c, task.id).await;
 
-    let beat = Beat { progress: Some(50), ..Default::default() };
-    assert!(matches!(lease::heartbeat(&c, first.id, first.lease_token, &beat).await, Err(LeaseError::Lost)));
-    let success = Success { result: serde_json::json!("stale"), ..Default::default() };
-    assert!(matches!(lease::complete(&c, first.id, first.lease_token, &success).await, Err(LeaseError::Lost)));
+    let beat = Beat {
+        progress: Some(50),
+        ..Default::default()
+    };
+    assert!(matches!(
+        lease::heartbeat(&c, first.id, first.lease_token, &beat).await,
+        Err(LeaseError::Lost)
+    ));
+    let success = Success {
+        result: serde_json::json!("stale"),
+        ..Default::default()
+    };
+    assert!(matches!(
+        lease::complete(&c, first.id, first.lease_token, &success).await,
+        Err(LeaseError::Lost)
+    ));
 
     let now = get(&c, task.id).await;
-    assert_eq!((now.state, now.result.clone(), now.progress), (TaskState::Running, None, None));
+    assert_eq!(
+        (now.state, now.result.clone(), now.progress),
+        (TaskState::Running, None, None)
+    );
     assert_eq!(event_types(&c, task.id).await, events_before);
     // The current holder still completes normally.
-    let fresh = Success { result: serde_json::json!("fresh"), ..Default::default() };
-    lease::complete(&c, second.id, second.lease_token, &fresh).await.unwrap();
-    assert_eq!(get(&c, task.id).await.result, Some(serde_json::json!("fresh")));
+    let fresh = Success {
+        result: serde_json::json!("fresh"),
+        ..Default::default()
+    };
+    lease::complete(&c, second.id, second.lease_token, &fresh)
+        .await
+        .unwrap();
+    assert_eq!(
+        get(&c, task.id).await.result,
+        Some(serde_json::json!("fresh"))
+    );
 }
 
 #[tokio::test]
@@ -219,12 +378,24 @@ async fn deleted_task_reports_gone_not_lost() {
     let c = db.client().await;
     let task = submit(&c, "k", serde_json::json!({})).await;
     let claimed = claim_one(&c).await;
-    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&task.id]).await.unwrap();
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&task.id])
+        .await
+        .unwrap();
     let result = lease::heartbeat(&c, claimed.id, claimed.lease_token, &Beat::default()).await;
     assert!(matches!(result, Err(LeaseError::Gone)));
-    let success = Success { result: serde_json::json!(1), ..Default::default() };
-    assert!(matches!(lease::complete(&c, claimed.id, claimed.lease_token, &success).await, Err(LeaseError::Gone)));
-    let count: i64 = c.query_one("SELECT count(*) FROM tasklane.tasks", &[]).await.unwrap().get(0);
+    let success = Success {
+        result: serde_json::json!(1),
+        ..Default::default()
+    };
+    assert!(matches!(
+        lease::complete(&c, claimed.id, claimed.lease_token, &success).await,
+        Err(LeaseError::Gone)
+    ));
+    let count: i64 = c
+        .query_one("SELECT count(*) FROM tasklane.tasks", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(count, 0, "a late write recreates nothing");
 }
 
@@ -243,17 +414,26 @@ async fn heartbeat_records_progress_snapshot_and_worker_events_in_order() {
             serde_json::json!({"type": "task.output", "data": {"text": "b"}}),
         ],
     };
-    let answer = lease::heartbeat(&c, claimed.id, claimed.lease_token, &beat).await.unwrap();
+    let answer = lease::heartbeat(&c, claimed.id, claimed.lease_token, &beat)
+        .await
+        .unwrap();
     assert!(!answer.cancel_requested);
     let view = get(&c, task.id).await;
-    assert_eq!((view.progress, view.phase.as_deref()), (Some(40), Some("running")));
-    let events = tasklane::store::events::after(&c, task.id, 0, 100).await.unwrap();
+    assert_eq!(
+        (view.progress, view.phase.as_deref()),
+        (Some(40), Some("running"))
+    );
+    let events = tasklane::store::events::after(&c, task.id, 0, 100)
+        .await
+        .unwrap();
     let seqs: Vec<i32> = events.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
     assert_eq!(events[2].kind, "task.progress");
     assert_eq!(events[4].data, serde_json::json!({"text": "b"}));
     // Events after a seq, bounded.
-    let page = tasklane::store::events::after(&c, task.id, 3, 1).await.unwrap();
+    let page = tasklane::store::events::after(&c, task.id, 3, 1)
+        .await
+        .unwrap();
     assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4]);
 }
 
@@ -261,16 +441,33 @@ async fn heartbeat_records_progress_snapshot_and_worker_events_in_order() {
 async fn queue_deadline_fails_closed_and_is_never_claimed() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let task = submit_with(&c, "k", serde_json::json!({}), |r| r.deadline_seconds = Some(60)).await;
-    c.execute("UPDATE tasklane.tasks SET deadline_at = now() - interval '1 second' WHERE id = $1", &[&task.id])
+    let task = submit_with(&c, "k", serde_json::json!({}), |r| {
+        r.deadline_seconds = Some(60)
+    })
+    .await;
+    c.execute(
+        "UPDATE tasklane.tasks SET deadline_at = now() - interval '1 second' WHERE id = $1",
+        &[&task.id],
+    )
+    .await
+    .unwrap();
+    assert!(
+        claim(&c, 10).await.is_empty(),
+        "a task past its deadline is never claimed"
+    );
+    let expired = tasklane::store::recover::expire_deadlines(&c, 100)
         .await
         .unwrap();
-    assert!(claim(&c, 10).await.is_empty(), "a task past its deadline is never claimed");
-    let expired = tasklane::store::recover::expire_deadlines(&c, 100).await.unwrap();
     assert_eq!(expired, 1);
     let done = get(&c, task.id).await;
-    assert_eq!((done.state, done.error_code.as_deref()), (TaskState::Failed, Some("queue_deadline_exceeded")));
-    assert_eq!(event_types(&c, task.id).await, vec!["task.queued", "task.failed"]);
+    assert_eq!(
+        (done.state, done.error_code.as_deref()),
+        (TaskState::Failed, Some("queue_deadline_exceeded"))
+    );
+    assert_eq!(
+        event_types(&c, task.id).await,
+        vec!["task.queued", "task.failed"]
+    );
 }
 
 #[tokio::test]
@@ -280,11 +477,17 @@ async fn claim_prefers_priority_then_age_and_respects_run_at() {
     let low = submit_with(&c, "low", serde_json::json!({}), |r| r.priority = Some(-5)).await;
     let old = submit(&c, "old", serde_json::json!({})).await;
     let new = submit(&c, "new", serde_json::json!({})).await;
-    let high = submit_with(&c, "high", serde_json::json!({}), |r| r.priority = Some(100)).await;
+    let high = submit_with(&c, "high", serde_json::json!({}), |r| {
+        r.priority = Some(100)
+    })
+    .await;
     let later = submit(&c, "later", serde_json::json!({})).await;
-    c.execute("UPDATE tasklane.tasks SET run_at = now() + interval '1 hour' WHERE id = $1", &[&later.id])
-        .await
-        .unwrap();
+    c.execute(
+        "UPDATE tasklane.tasks SET run_at = now() + interval '1 hour' WHERE id = $1",
+        &[&later.id],
+    )
+    .await
+    .unwrap();
     let order: Vec<_> = claim(&c, 10).await.into_iter().map(|t| t.id).collect();
     assert_eq!(order, vec![high.id, old.id, new.id, low.id]);
 }
@@ -296,5 +499,8 @@ async fn unregistered_types_are_never_claimed() {
     submit(&c, "k", serde_json::json!({})).await;
     let claimant = claimant(tasklane::task::Route::Local);
     let other = vec!["something-else".to_owned()];
-    assert!(tasklane::store::claim::claim(&c, &claimant, &other, 10).await.unwrap().is_empty());
+    assert!(tasklane::store::claim::claim(&c, &claimant, &other, 10)
+        .await
+        .unwrap()
+        .is_empty());
 }

@@ -12,7 +12,9 @@ use common::fixtures::*;
 use tasklane::store::lease::Success;
 use tasklane::store::query::{self, Owner};
 use tasklane::task::{Executor, Route, TaskState, TaskType};
-use tasklane::worker::{Handler, HandlerError, Registry, TaskContext, Wakeup, Worker, WorkerConfig};
+use tasklane::worker::{
+    Handler, HandlerError, Registry, TaskContext, Wakeup, Worker, WorkerConfig,
+};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -70,13 +72,24 @@ fn custom_type(lease_seconds: i64, timeout_seconds: i64) -> TaskType {
 }
 
 /// Submits a task of `task_type` (its lease and timeout are snapshotted in the row).
-async fn submit_as(c: &tokio_postgres::Client, key: &str, task_type: &TaskType) -> tasklane::store::TaskRecord {
-    try_submit_as(c, &request(key, serde_json::json!({})), task_type).await.unwrap().task
+async fn submit_as(
+    c: &tokio_postgres::Client,
+    key: &str,
+    task_type: &TaskType,
+) -> tasklane::store::TaskRecord {
+    try_submit_as(c, &request(key, serde_json::json!({})), task_type)
+        .await
+        .unwrap()
+        .task
 }
 
 /// Starts one claim loop serving `task_type` with `handler`.
 fn start(db: &common::TestDb, handler: Arc<dyn Handler>, task_type: &TaskType) -> Running {
-    let registry = Registry::new(vec![task_type.clone()], HashMap::from([(TYPE.to_owned(), handler)])).unwrap();
+    let registry = Registry::new(
+        vec![task_type.clone()],
+        HashMap::from([(TYPE.to_owned(), handler)]),
+    )
+    .unwrap();
     let config = WorkerConfig {
         worker_id: "test".into(),
         replica_id: Uuid::now_v7(),
@@ -86,7 +99,12 @@ fn start(db: &common::TestDb, handler: Arc<dyn Handler>, task_type: &TaskType) -
         poll_interval: Duration::from_millis(50),
         shutdown_grace: Duration::from_secs(5),
     };
-    let worker = Worker::new(config, db.pool.clone(), Arc::new(registry), Wakeup::default());
+    let worker = Worker::new(
+        config,
+        db.pool.clone(),
+        Arc::new(registry),
+        Wakeup::default(),
+    );
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(worker.run(shutdown.clone()));
     Running { shutdown, handle }
@@ -110,14 +128,24 @@ async fn the_attempt_timeout_aborts_the_handler() {
     let c = db.client().await;
     let started = Arc::new(tokio::sync::Notify::new());
     let dropped = Arc::new(Dropped::default());
-    let hang = Arc::new(Hang { started: started.clone(), dropped: dropped.clone() });
+    let hang = Arc::new(Hang {
+        started: started.clone(),
+        dropped: dropped.clone(),
+    });
     let task_type = custom_type(30, 1);
     let worker = start(&db, hang, &task_type);
     let task = submit_as(&c, "slow", &task_type).await;
     started.notified().await;
     let done = settled(&c, task.id).await;
-    assert_eq!((done.state, done.error_code.as_deref()), (TaskState::WaitingForRetry, Some("attempt_timeout")));
-    assert_eq!(dropped.count.load(Ordering::SeqCst), 1, "the handler future was dropped");
+    assert_eq!(
+        (done.state, done.error_code.as_deref()),
+        (TaskState::WaitingForRetry, Some("attempt_timeout"))
+    );
+    assert_eq!(
+        dropped.count.load(Ordering::SeqCst),
+        1,
+        "the handler future was dropped"
+    );
     worker.stop().await;
 }
 
@@ -128,17 +156,32 @@ async fn a_cancel_seen_at_a_heartbeat_stops_the_handler() {
     let started = Arc::new(tokio::sync::Notify::new());
     let dropped = Arc::new(Dropped::default());
     let task_type = custom_type(3, 60);
-    let worker = start(&db, Arc::new(Hang { started: started.clone(), dropped }), &task_type);
+    let worker = start(
+        &db,
+        Arc::new(Hang {
+            started: started.clone(),
+            dropped,
+        }),
+        &task_type,
+    );
     let task = submit_as(&c, "cancel-me", &task_type).await;
     started.notified().await;
-    let cancelling = query::cancel(&c, &Owner::app(APP), task.id).await.unwrap().unwrap();
+    let cancelling = query::cancel(&c, &Owner::app(APP), task.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(cancelling.state, TaskState::Cancelling);
     // The heartbeat (every lease/3 = 1 s) carries the request to the handler.
     let done = settled(&c, task.id).await;
     assert_eq!(done.state, TaskState::Cancelled);
     assert_eq!(
         event_types(&c, task.id).await,
-        vec!["task.queued", "task.running", "task.cancelling", "task.cancelled"]
+        vec![
+            "task.queued",
+            "task.running",
+            "task.cancelling",
+            "task.cancelled"
+        ]
     );
     worker.stop().await;
 }
@@ -150,16 +193,29 @@ async fn a_deleted_task_stops_its_handler_and_is_not_recreated() {
     let started = Arc::new(tokio::sync::Notify::new());
     let dropped = Arc::new(Dropped::default());
     let task_type = custom_type(3, 60);
-    let worker = start(&db, Arc::new(Hang { started: started.clone(), dropped: dropped.clone() }), &task_type);
+    let worker = start(
+        &db,
+        Arc::new(Hang {
+            started: started.clone(),
+            dropped: dropped.clone(),
+        }),
+        &task_type,
+    );
     let task = submit_as(&c, "delete-me", &task_type).await;
     started.notified().await;
-    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&task.id]).await.unwrap();
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&task.id])
+        .await
+        .unwrap();
     // The next heartbeat (lease/3 = 1 s) finds the task gone and drops the handler.
     tokio::time::timeout(Duration::from_secs(10), dropped.notify.notified())
         .await
         .expect("the handler was stopped at its heartbeat");
     assert_eq!(dropped.count.load(Ordering::SeqCst), 1);
-    let count: i64 = c.query_one("SELECT count(*) FROM tasklane.tasks", &[]).await.unwrap().get(0);
+    let count: i64 = c
+        .query_one("SELECT count(*) FROM tasklane.tasks", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(count, 0);
     worker.stop().await;
 }
@@ -171,9 +227,16 @@ struct Flaky(AtomicUsize);
 impl Handler for Flaky {
     async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
         if self.0.fetch_add(1, Ordering::SeqCst) < 2 {
-            return Err(HandlerError::Retryable { code: "flaky".into(), message: "try again".into(), retry_after: Some(Duration::ZERO) });
+            return Err(HandlerError::Retryable {
+                code: "flaky".into(),
+                message: "try again".into(),
+                retry_after: Some(Duration::ZERO),
+            });
         }
-        Ok(Success { result: serde_json::json!({"attempt": ctx.task.attempt}), ..Default::default() })
+        Ok(Success {
+            result: serde_json::json!({"attempt": ctx.task.attempt}),
+            ..Default::default()
+        })
     }
 }
 

@@ -30,7 +30,12 @@ impl Bench {
         let server = devdb::resolve_server(url.as_deref()).await?;
         let bin = PathBuf::from(env!("CARGO_BIN_EXE_tasklane"));
         let task_types = fleet::write_task_types(&std::env::temp_dir())?;
-        Ok(Bench { server, bin, task_types, next: std::cell::Cell::new(0) })
+        Ok(Bench {
+            server,
+            bin,
+            task_types,
+            next: std::cell::Cell::new(0),
+        })
     }
 
     /// A new, empty, migrated database; the caller drops it with [`Bench::drop_db`].
@@ -39,8 +44,12 @@ impl Bench {
         self.next.set(n + 1);
         let name = format!("tasklane_bench_{}_{n}", std::process::id());
         let admin = connect(self.server.url()).await?;
-        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await?;
-        admin.batch_execute(&format!("CREATE DATABASE {name}")).await?;
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .await?;
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await?;
         let url = devdb::url_with_database(self.server.url(), &name);
         tasklane::store::migrate::run(&url).await?;
         // What-if experiments only (never for published figures): e.g. drop an index to
@@ -70,7 +79,14 @@ impl Bench {
     pub async fn settings(&self) -> anyhow::Result<String> {
         let client = connect(self.server.url()).await?;
         let mut out = Vec::new();
-        for name in ["server_version", "fsync", "synchronous_commit", "full_page_writes", "shared_buffers", "max_connections"] {
+        for name in [
+            "server_version",
+            "fsync",
+            "synchronous_commit",
+            "full_page_writes",
+            "shared_buffers",
+            "max_connections",
+        ] {
             let row = client.query_one(&format!("SHOW {name}"), &[]).await?;
             out.push(format!("{name}={}", row.get::<_, String>(0)));
         }
@@ -85,14 +101,19 @@ impl Bench {
 
 /// A plain connection with its driver spawned.
 pub async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.context("connect")?;
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .context("connect")?;
     tokio::spawn(connection);
     Ok(client)
 }
 
 /// How many times each figure is measured (`BENCH_RUNS`, default 3).
 pub fn runs() -> usize {
-    std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3)
+    std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
 }
 
 /// Flags every benchmark replica is started with (`BENCH_SERVE_ARGS`, whitespace
@@ -112,18 +133,35 @@ pub const DEFAULT_SERVE_ARGS: &str = "--claimers 2 --concurrency 512 --claim-bat
 pub fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
         .unwrap_or_default();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|s| s.lines().next().map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0)))
+        .and_then(|s| {
+            s.lines().next().map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .unwrap_or("0")
+                    .parse::<u64>()
+                    .unwrap_or(0)
+            })
+        })
         .unwrap_or(0);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     format!(
         "{cores} cores ({cpu}), {:.1} GiB RAM, load average {}",
         mem as f64 / 1024.0 / 1024.0,
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     )
 }
 

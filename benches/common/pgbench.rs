@@ -33,11 +33,24 @@ pub fn binary() -> PathBuf {
 
 /// Loads `rows` queued jobs into a fresh bare table in the database at `url`, runs
 /// `script` (`claim_one` or `claim_50`) with `clients` for `seconds`, and counts.
-pub async fn run(url: &str, script: &'static str, rows: i64, clients: u32, seconds: u32) -> anyhow::Result<Baseline> {
+pub async fn run(
+    url: &str,
+    script: &'static str,
+    rows: i64,
+    clients: u32,
+    seconds: u32,
+) -> anyhow::Result<Baseline> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/pgbench");
     let client = super::connect(url).await?;
-    client.batch_execute(&std::fs::read_to_string(dir.join("setup.sql"))?).await?;
-    client.execute("INSERT INTO bare_jobs (payload) SELECT '{}' FROM generate_series(1, $1::bigint)", &[&rows]).await?;
+    client
+        .batch_execute(&std::fs::read_to_string(dir.join("setup.sql"))?)
+        .await?;
+    client
+        .execute(
+            "INSERT INTO bare_jobs (payload) SELECT '{}' FROM generate_series(1, $1::bigint)",
+            &[&rows],
+        )
+        .await?;
     client.batch_execute("VACUUM ANALYZE bare_jobs").await?;
     let done = "SELECT count(*) FROM bare_jobs WHERE state = 'done'";
     pgbench(url, script, rows, clients, seconds, &client, done).await
@@ -45,10 +58,18 @@ pub async fn run(url: &str, script: &'static str, rows: i64, clients: u32, secon
 
 /// tasklane's own claim and settle statements under pgbench (`tasklane_100.sql`) on a
 /// migrated database at `url` holding `rows` queued `noop` tasks.
-pub async fn tasklane_sql(url: &str, rows: i64, clients: u32, seconds: u32) -> anyhow::Result<Baseline> {
+pub async fn tasklane_sql(
+    url: &str,
+    rows: i64,
+    clients: u32,
+    seconds: u32,
+) -> anyhow::Result<Baseline> {
     let client = super::connect(url).await?;
-    tasklane::load::drain::enqueue(&client, "pgbench", "noop", rows, &serde_json::json!({})).await?;
-    client.batch_execute("VACUUM ANALYZE tasklane.tasks").await?;
+    tasklane::load::drain::enqueue(&client, "pgbench", "noop", rows, &serde_json::json!({}))
+        .await?;
+    client
+        .batch_execute("VACUUM ANALYZE tasklane.tasks")
+        .await?;
     let done = "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'";
     pgbench(url, "tasklane_100", rows, clients, seconds, &client, done).await
 }
@@ -67,7 +88,15 @@ async fn pgbench(
     let path = dir.join(format!("{script}.sql"));
     let output = tokio::task::spawn_blocking(move || {
         Command::new(binary())
-            .args(["-n", "-c", &clients.to_string(), "-j", &clients.min(2).to_string(), "-T", &seconds.to_string()])
+            .args([
+                "-n",
+                "-c",
+                &clients.to_string(),
+                "-j",
+                &clients.min(2).to_string(),
+                "-T",
+                &seconds.to_string(),
+            ])
             .arg("-f")
             .arg(&path)
             .arg(&url)
@@ -75,8 +104,20 @@ async fn pgbench(
     })
     .await?
     .context("run pgbench")?;
-    anyhow::ensure!(output.status.success(), "pgbench failed: {}", String::from_utf8_lossy(&output.stderr));
+    anyhow::ensure!(
+        output.status.success(),
+        "pgbench failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let done: i64 = client.query_one(done, &[]).await?.get(0);
-    anyhow::ensure!(done < rows, "pgbench ran out of queued rows: load more than {rows}");
-    Ok(Baseline { script, clients, seconds, jobs_per_second: done as f64 / seconds as f64 })
+    anyhow::ensure!(
+        done < rows,
+        "pgbench ran out of queued rows: load more than {rows}"
+    );
+    Ok(Baseline {
+        script,
+        clients,
+        seconds,
+        jobs_per_second: done as f64 / seconds as f64,
+    })
 }

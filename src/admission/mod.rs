@@ -38,8 +38,13 @@ pub enum AdminError {
 
 /// Admits the new task `id` (about to be inserted from `task`) in the submit
 /// transaction `tx`: `Ok(Err(refusal))` when a check refuses, with nothing left behind.
-pub async fn admit<C: GenericClient + Sync>(tx: &C, id: Uuid, task: &NewTask) -> Result<Result<(), Refusal>, DbError> {
-    let report = store::admission::admit(tx, id, &task.app, task.usage_subject.as_deref(), None).await?;
+pub async fn admit<C: GenericClient + Sync>(
+    tx: &C,
+    id: Uuid,
+    task: &NewTask,
+) -> Result<Result<(), Refusal>, DbError> {
+    let report =
+        store::admission::admit(tx, id, &task.app, task.usage_subject.as_deref(), None).await?;
     Ok(decide(&report))
 }
 
@@ -68,7 +73,12 @@ pub fn decide(report: &store::admission::AdmitReport) -> Result<(), Refusal> {
             // tasklane.admit returns only the four codes; an unknown one is a bug there,
             // refused conservatively as capacity.
             let code = RefusalCode::parse(code).unwrap_or(RefusalCode::CapacityExhausted);
-            Err(Refusal::new(code, report.limit_id, report.at, report.free_at))
+            Err(Refusal::new(
+                code,
+                report.limit_id,
+                report.at,
+                report.free_at,
+            ))
         }
     }
 }
@@ -84,31 +94,47 @@ fn key(spec: &LimitSpec) -> LimitKey<'_> {
 
 /// `PUT /v1/admin/limits`: creates or changes a limit; returns its id. Lowering a
 /// capacity limit below what is held admits nothing until usage is under the new limit.
-pub async fn set_limit<C: GenericClient + Sync>(client: &C, spec: &LimitSpec) -> Result<i64, AdminError> {
+pub async fn set_limit<C: GenericClient + Sync>(
+    client: &C,
+    spec: &LimitSpec,
+) -> Result<i64, AdminError> {
     spec.validate()?;
     Ok(store::limits::set_limit(client, key(spec), spec.limit).await?)
 }
 
 /// Removes a limit (its `limit` field is ignored); returns whether it existed.
-pub async fn remove_limit<C: GenericClient + Sync>(client: &C, spec: &LimitSpec) -> Result<bool, AdminError> {
+pub async fn remove_limit<C: GenericClient + Sync>(
+    client: &C,
+    spec: &LimitSpec,
+) -> Result<bool, AdminError> {
     spec.validate()?;
     Ok(store::limits::remove_limit(client, key(spec)).await?)
 }
 
 /// `PUT /v1/admin/emergency-stop`.
-pub async fn set_emergency_stop<C: GenericClient + Sync>(client: &C, spec: &EmergencyStopSpec) -> Result<(), AdminError> {
+pub async fn set_emergency_stop<C: GenericClient + Sync>(
+    client: &C,
+    spec: &EmergencyStopSpec,
+) -> Result<(), AdminError> {
     spec.validate()?;
     Ok(store::limits::set_emergency_stop(client, spec.app.as_deref(), spec.enabled).await?)
 }
 
 /// `PUT /v1/admin/resources/{name}` with `{"slots": n}`.
-pub async fn set_resource<C: GenericClient + Sync>(client: &C, name: &str, slots: i64) -> Result<(), AdminError> {
+pub async fn set_resource<C: GenericClient + Sync>(
+    client: &C,
+    name: &str,
+    slots: i64,
+) -> Result<(), AdminError> {
     limit::validate_resource(name, slots)?;
     Ok(store::limits::set_resource(client, name, slots as i32).await?)
 }
 
 /// Removes a resource: its tasks run without a slot limit again.
-pub async fn remove_resource<C: GenericClient + Sync>(client: &C, name: &str) -> Result<bool, AdminError> {
+pub async fn remove_resource<C: GenericClient + Sync>(
+    client: &C,
+    name: &str,
+) -> Result<bool, AdminError> {
     crate::task::bounds::key("name", name)?;
     Ok(store::limits::remove_resource(client, name).await?)
 }
@@ -139,13 +165,23 @@ mod tests {
 
     #[test]
     fn each_code_becomes_its_refusal() {
-        let rate = decide(&report(Some("rate_limited"), Some("2026-05-01T12:00:09.5Z"))).unwrap_err();
-        assert_eq!((rate.code, rate.retry_after_seconds(), rate.limit_id), (RefusalCode::RateLimited, 10, Some(7)));
+        let rate = decide(&report(
+            Some("rate_limited"),
+            Some("2026-05-01T12:00:09.5Z"),
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (rate.code, rate.retry_after_seconds(), rate.limit_id),
+            (RefusalCode::RateLimited, 10, Some(7))
+        );
         let budget = decide(&report(Some("budget_exhausted"), None)).unwrap_err();
         assert_eq!(budget.retry_after_seconds(), 12 * 3600);
         let stop = decide(&report(Some("emergency_stop"), None)).unwrap_err();
         assert_eq!(stop.code.http_status(), 503);
         // An unknown code from the database is still a refusal, never an admission.
-        assert_eq!(decide(&report(Some("???"), None)).unwrap_err().code, RefusalCode::CapacityExhausted);
+        assert_eq!(
+            decide(&report(Some("???"), None)).unwrap_err().code,
+            RefusalCode::CapacityExhausted
+        );
     }
 }

@@ -33,9 +33,14 @@ impl RefusalCode {
     }
 
     pub fn parse(code: &str) -> Option<Self> {
-        [Self::EmergencyStop, Self::CapacityExhausted, Self::RateLimited, Self::BudgetExhausted]
-            .into_iter()
-            .find(|c| c.as_str() == code)
+        [
+            Self::EmergencyStop,
+            Self::CapacityExhausted,
+            Self::RateLimited,
+            Self::BudgetExhausted,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == code)
     }
 
     /// 503 for an emergency stop, 429 for every limit.
@@ -61,8 +66,17 @@ pub struct Refusal {
 impl Refusal {
     /// Builds the refusal the database decided at `at`. `free_at` is, for a rate limit,
     /// when its oldest admission leaves the window.
-    pub fn new(code: RefusalCode, limit_id: Option<i64>, at: DateTime<Utc>, free_at: Option<DateTime<Utc>>) -> Self {
-        Refusal { code, retry_after: retry_after(code, at, free_at), limit_id }
+    pub fn new(
+        code: RefusalCode,
+        limit_id: Option<i64>,
+        at: DateTime<Utc>,
+        free_at: Option<DateTime<Utc>>,
+    ) -> Self {
+        Refusal {
+            code,
+            retry_after: retry_after(code, at, free_at),
+            limit_id,
+        }
     }
 
     /// The `Retry-After` header value in seconds.
@@ -73,7 +87,11 @@ impl Refusal {
 
 /// The honest wait: rate, until the window frees a token; budget, until the next UTC
 /// day; capacity and emergency stop, a constant. Rounded up to whole seconds, at least 1.
-pub fn retry_after(code: RefusalCode, at: DateTime<Utc>, free_at: Option<DateTime<Utc>>) -> Duration {
+pub fn retry_after(
+    code: RefusalCode,
+    at: DateTime<Utc>,
+    free_at: Option<DateTime<Utc>>,
+) -> Duration {
     let until = |t: DateTime<Utc>| ceil_seconds((t - at).to_std().unwrap_or_default());
     match code {
         RefusalCode::EmergencyStop => EMERGENCY_RETRY_AFTER,
@@ -85,7 +103,10 @@ pub fn retry_after(code: RefusalCode, at: DateTime<Utc>, free_at: Option<DateTim
 
 /// The first instant of the UTC day after `at`.
 pub fn next_utc_day(at: DateTime<Utc>) -> DateTime<Utc> {
-    let day = at.date_naive().checked_add_days(Days::new(1)).expect("a date before the year 262143");
+    let day = at
+        .date_naive()
+        .checked_add_days(Days::new(1))
+        .expect("a date before the year 262143");
     day.and_time(NaiveTime::MIN).and_utc()
 }
 
@@ -123,19 +144,38 @@ mod tests {
     fn rate_waits_until_the_oldest_admission_leaves_the_window() {
         let at = t("2026-01-01T10:00:00Z");
         let free = t("2026-01-01T10:00:41.200Z");
-        assert_eq!(retry_after(RefusalCode::RateLimited, at, Some(free)), Duration::from_secs(42));
+        assert_eq!(
+            retry_after(RefusalCode::RateLimited, at, Some(free)),
+            Duration::from_secs(42)
+        );
         // Already free (a token held by an in-flight submit): retry soon, not at once.
-        assert_eq!(retry_after(RefusalCode::RateLimited, at, Some(t("2026-01-01T09:59:00Z"))), Duration::from_secs(1));
-        assert_eq!(retry_after(RefusalCode::RateLimited, at, None), CAPACITY_RETRY_AFTER);
+        assert_eq!(
+            retry_after(
+                RefusalCode::RateLimited,
+                at,
+                Some(t("2026-01-01T09:59:00Z"))
+            ),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            retry_after(RefusalCode::RateLimited, at, None),
+            CAPACITY_RETRY_AFTER
+        );
     }
 
     #[test]
     fn budget_waits_for_the_next_utc_day() {
         let at = t("2026-03-31T23:59:30.5Z");
         assert_eq!(next_utc_day(at), t("2026-04-01T00:00:00Z"));
-        assert_eq!(retry_after(RefusalCode::BudgetExhausted, at, None), Duration::from_secs(30));
+        assert_eq!(
+            retry_after(RefusalCode::BudgetExhausted, at, None),
+            Duration::from_secs(30)
+        );
         let midnight = t("2026-04-01T00:00:00Z");
-        assert_eq!(retry_after(RefusalCode::BudgetExhausted, midnight, None), Duration::from_secs(86_400));
+        assert_eq!(
+            retry_after(RefusalCode::BudgetExhausted, midnight, None),
+            Duration::from_secs(86_400)
+        );
     }
 
     #[test]
@@ -144,6 +184,9 @@ mod tests {
         let refusal = Refusal::new(RefusalCode::CapacityExhausted, Some(3), at, None);
         assert_eq!(refusal.retry_after_seconds(), 2);
         assert_eq!(refusal.to_string(), "capacity_exhausted: retry after 2s");
-        assert_eq!(retry_after(RefusalCode::EmergencyStop, at, None), EMERGENCY_RETRY_AFTER);
+        assert_eq!(
+            retry_after(RefusalCode::EmergencyStop, at, None),
+            EMERGENCY_RETRY_AFTER
+        );
     }
 }

@@ -67,10 +67,16 @@ impl PrivateCluster {
         cluster.watchdog = Some(cluster.spawn_watchdog()?);
 
         let mut initdb = cluster.launcher.command(&bins.initdb, &cluster.dir);
-        initdb
-            .arg("-D")
-            .arg(cluster.data_dir())
-            .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"]);
+        initdb.arg("-D").arg(cluster.data_dir()).args([
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
         run(initdb, "initdb")?;
 
         let mut last_error = None;
@@ -121,7 +127,12 @@ impl PrivateCluster {
         );
         let log = self.dir.join("log");
         let mut cmd = self.launcher.command(&self.pg_ctl, &self.dir);
-        cmd.args(["start", "-w", "-D"]).arg(self.data_dir()).arg("-l").arg(&log).arg("-o").arg(options);
+        cmd.args(["start", "-w", "-D"])
+            .arg(self.data_dir())
+            .arg("-l")
+            .arg(&log)
+            .arg("-o")
+            .arg(options);
         run(cmd, "pg_ctl start").map_err(|error| {
             let tail = fs::read_to_string(&log).unwrap_or_default();
             let tail: Vec<&str> = tail.lines().rev().take(10).collect();
@@ -151,8 +162,13 @@ impl PrivateCluster {
 
     fn pg_ctl_stop(&self) {
         let mut cmd = self.launcher.command(&self.pg_ctl, &self.dir);
-        cmd.args(["stop", "-m", "immediate", "-D"]).arg(self.data_dir());
-        let _ = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        cmd.args(["stop", "-m", "immediate", "-D"])
+            .arg(self.data_dir());
+        let _ = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 
     fn shutdown(&mut self) {
@@ -183,7 +199,9 @@ impl Drop for PrivateCluster {
 /// Removes `tasklane-pg-<pid>-*` directories whose owner is dead (its watchdog was
 /// killed too, or the machine went down), stopping a server still running there.
 fn sweep_stale_dirs(pg_ctl: &Path, launcher: &Launcher) {
-    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else { return };
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(owner) = name
@@ -202,11 +220,17 @@ fn sweep_stale_dirs(pg_ctl: &Path, launcher: &Launcher) {
         if data.join("postmaster.pid").exists() {
             let mut cmd = launcher.command(pg_ctl, Path::new("/"));
             cmd.args(["stop", "-m", "immediate", "-D"]).arg(&data);
-            let _ = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+            let _ = cmd
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
         }
         match fs::remove_dir_all(&dir) {
             Ok(()) => tracing::info!(dir = %dir.display(), "removed stale private cluster"),
-            Err(error) => tracing::debug!(dir = %dir.display(), %error, "could not remove stale cluster"),
+            Err(error) => {
+                tracing::debug!(dir = %dir.display(), %error, "could not remove stale cluster")
+            }
         }
     }
 }
@@ -231,7 +255,9 @@ impl PgBins {
             .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
             .collect();
         versioned.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
-        let candidates = path_dirs.into_iter().chain(versioned.into_iter().map(|(_, dir)| dir));
+        let candidates = path_dirs
+            .into_iter()
+            .chain(versioned.into_iter().map(|(_, dir)| dir));
         for dir in candidates {
             let (initdb, pg_ctl) = (dir.join("initdb"), dir.join("pg_ctl"));
             if initdb.is_file() && pg_ctl.is_file() {
@@ -257,23 +283,44 @@ impl Launcher {
         if effective_uid()? != 0 {
             return Ok(Launcher { run_as: None });
         }
-        let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser", "/bin/runuser"]
-            .into_iter()
-            .map(PathBuf::from)
-            .find(|p| p.is_file())
-            .context("running as root, but there is no runuser to start PostgreSQL as another user")?;
+        let runuser = [
+            "/usr/sbin/runuser",
+            "/sbin/runuser",
+            "/usr/bin/runuser",
+            "/bin/runuser",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .context("running as root, but there is no runuser to start PostgreSQL as another user")?;
         let user_exists = |user: &str| {
-            Command::new("id").args(["-u", user]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+            Command::new("id")
+                .args(["-u", user])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
         };
-        let user = if user_exists("postgres") { "postgres" } else { "nobody" };
-        Ok(Launcher { run_as: Some((runuser, user.to_owned())) })
+        let user = if user_exists("postgres") {
+            "postgres"
+        } else {
+            "nobody"
+        };
+        Ok(Launcher {
+            run_as: Some((runuser, user.to_owned())),
+        })
     }
 
     /// The argv prefix (`runuser -u <user> --`), empty when not root.
     fn prefix(&self) -> Vec<String> {
         match &self.run_as {
             Some((runuser, user)) => {
-                vec![runuser.display().to_string(), "-u".into(), user.clone(), "--".into()]
+                vec![
+                    runuser.display().to_string(),
+                    "-u".into(),
+                    user.clone(),
+                    "--".into(),
+                ]
             }
             None => Vec::new(),
         }
@@ -318,7 +365,10 @@ fn effective_uid() -> anyhow::Result<u32> {
         }
     }
     let out = Command::new("id").arg("-u").output().context("run id -u")?;
-    String::from_utf8_lossy(&out.stdout).trim().parse().context("parse id -u")
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .context("parse id -u")
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -328,7 +378,10 @@ fn free_port() -> anyhow::Result<u16> {
 
 /// Runs `cmd` to completion; on failure the error carries its output.
 fn run(mut cmd: Command, what: &str) -> anyhow::Result<()> {
-    let out = cmd.stdin(Stdio::null()).output().with_context(|| format!("spawn {what}"))?;
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("spawn {what}"))?;
     if !out.status.success() {
         bail!(
             "{what} failed ({}): {}{}",
@@ -357,7 +410,10 @@ mod tests {
         }
         use std::io::BufRead as _;
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "devdb::cluster::tests::watchdog_cleans_up_after_a_killed_owner"])
+            .args([
+                "--exact",
+                "devdb::cluster::tests::watchdog_cleans_up_after_a_killed_owner",
+            ])
             .args(["--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, "1")
             .stdout(Stdio::piped())
@@ -367,7 +423,10 @@ mod tests {
             .lines()
             .map_while(Result::ok)
             // libtest prints "test <name> ... " on the same line first.
-            .find_map(|line| line.split_once("CLUSTER_DIR=").map(|(_, dir)| PathBuf::from(dir)))
+            .find_map(|line| {
+                line.split_once("CLUSTER_DIR=")
+                    .map(|(_, dir)| PathBuf::from(dir))
+            })
             .expect("child reports its cluster dir");
         let pid_file = fs::read_to_string(dir.join("data/postmaster.pid")).unwrap();
         let postmaster: u32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
@@ -380,7 +439,10 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         assert!(!dir.exists(), "{} survived its owner", dir.display());
-        assert!(!pid_alive(postmaster), "postmaster {postmaster} survived its owner");
+        assert!(
+            !pid_alive(postmaster),
+            "postmaster {postmaster} survived its owner"
+        );
     }
 
     #[test]

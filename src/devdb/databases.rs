@@ -45,14 +45,20 @@ where
     }
     let admin = connect(server_url).await?;
     admin
-        .execute("SELECT pg_advisory_lock($1, hashtext($2))", &[&TEMPLATE_LOCK_CLASS, &template_name])
+        .execute(
+            "SELECT pg_advisory_lock($1, hashtext($2))",
+            &[&TEMPLATE_LOCK_CLASS, &template_name],
+        )
         .await
         .context("take template lock")?;
     let built = build_template(&admin, server_url, template_name, migrate).await;
     // Closing the session would release the lock too; unlock explicitly so waiters
     // proceed without depending on when the connection task notices.
     let _ = admin
-        .execute("SELECT pg_advisory_unlock($1, hashtext($2))", &[&TEMPLATE_LOCK_CLASS, &template_name])
+        .execute(
+            "SELECT pg_advisory_unlock($1, hashtext($2))",
+            &[&TEMPLATE_LOCK_CLASS, &template_name],
+        )
         .await;
     built
 }
@@ -73,7 +79,10 @@ where
     let build = format!("{template_name}{BUILD_SUFFIX}");
     // A leftover from a run that crashed while holding the lock.
     admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", quote_ident(&build)))
+        .batch_execute(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            quote_ident(&build)
+        ))
         .await
         .context("drop leftover template build")?;
     admin
@@ -104,7 +113,10 @@ async fn disconnect_all(admin: &Client, name: &str) -> anyhow::Result<()> {
     const TERMINATE_AT: usize = 60; // ~3 s of waiting
     for attempt in 0..200 {
         let row = admin
-            .query_one("SELECT count(*) FROM pg_stat_activity WHERE datname = $1", &[&name])
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1",
+                &[&name],
+            )
             .await
             .context("count template connections")?;
         if row.get::<_, i64>(0) == 0 {
@@ -148,7 +160,8 @@ pub async fn create_database_from_template(
                 tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
             }
             Err(error) => {
-                return Err(error).with_context(|| format!("create database {new_name} from {template_name}"))
+                return Err(error)
+                    .with_context(|| format!("create database {new_name} from {template_name}"))
             }
         }
     }
@@ -160,7 +173,10 @@ pub async fn create_database_from_template(
 pub async fn drop_database(server_url: &str, name: &str) -> anyhow::Result<()> {
     let admin = connect(server_url).await?;
     admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", quote_ident(name)))
+        .batch_execute(&format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            quote_ident(name)
+        ))
         .await
         .with_context(|| format!("drop database {name}"))
 }
@@ -186,13 +202,20 @@ pub async fn sweep_stale_test_databases(server_url: &str, prefix: &str) -> anyho
     let mut dropped = 0;
     for row in rows {
         let name: String = row.get(0);
-        let Some(owner) = owner_pid(&name, prefix) else { continue };
+        let Some(owner) = owner_pid(&name, prefix) else {
+            continue;
+        };
         if pid_alive(owner) {
             continue;
         }
-        match admin.batch_execute(&format!("DROP DATABASE IF EXISTS {}", quote_ident(&name))).await {
+        match admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {}", quote_ident(&name)))
+            .await
+        {
             Ok(()) => dropped += 1,
-            Err(error) => tracing::debug!(database = %name, %error, "could not drop stale test database"),
+            Err(error) => {
+                tracing::debug!(database = %name, %error, "could not drop stale test database")
+            }
         }
     }
     Ok(dropped)
@@ -221,8 +244,14 @@ pub fn url_with_database(url: &str, database: &str) -> String {
     };
     let rest = &url[scheme_end..];
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let query = rest[authority_end..].find('?').map_or("", |i| &rest[authority_end + i..]);
-    format!("{}{}/{database}{query}", &url[..scheme_end], &rest[..authority_end])
+    let query = rest[authority_end..]
+        .find('?')
+        .map_or("", |i| &rest[authority_end + i..]);
+    format!(
+        "{}{}/{database}{query}",
+        &url[..scheme_end],
+        &rest[..authority_end]
+    )
 }
 
 async fn database_exists(admin: &Client, name: &str) -> anyhow::Result<bool> {
@@ -234,10 +263,11 @@ async fn database_exists(admin: &Client, name: &str) -> anyhow::Result<bool> {
 }
 
 async fn connect(url: &str) -> anyhow::Result<Client> {
-    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, tokio_postgres::connect(url, NoTls))
-        .await
-        .context("connect to PostgreSQL timed out")?
-        .context("connect to PostgreSQL")?;
+    let (client, connection) =
+        tokio::time::timeout(CONNECT_TIMEOUT, tokio_postgres::connect(url, NoTls))
+            .await
+            .context("connect to PostgreSQL timed out")?
+            .context("connect to PostgreSQL")?;
     tokio::spawn(async move {
         let _ = connection.await;
     });

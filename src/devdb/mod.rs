@@ -28,8 +28,8 @@ use anyhow::Context as _;
 
 pub use cluster::PrivateCluster;
 pub use databases::{
-    create_database_from_template, drop_database, prepare_template,
-    sweep_stale_test_databases, url_with_database,
+    create_database_from_template, drop_database, prepare_template, sweep_stale_test_databases,
+    url_with_database,
 };
 
 /// How long a given `DATABASE_URL` gets to answer before we fall back to a private
@@ -74,7 +74,11 @@ impl Server {
 pub async fn resolve_server(database_url: Option<&str>) -> anyhow::Result<Server> {
     if let Some(url) = database_url.map(str::trim).filter(|u| !u.is_empty()) {
         match check_reachable(url).await {
-            Ok(()) => return Ok(Server::External { url: url.to_owned() }),
+            Ok(()) => {
+                return Ok(Server::External {
+                    url: url.to_owned(),
+                })
+            }
             // The URL may hold a password, so it is not logged.
             Err(error) => tracing::warn!(
                 error = format!("{error:#}"),
@@ -89,13 +93,19 @@ pub async fn resolve_server(database_url: Option<&str>) -> anyhow::Result<Server
 }
 
 async fn check_reachable(url: &str) -> anyhow::Result<()> {
-    let (client, connection) =
-        tokio::time::timeout(EXTERNAL_CONNECT_TIMEOUT, tokio_postgres::connect(url, tokio_postgres::NoTls))
-            .await
-            .context("connect timed out")?
-            .context("connect")?;
+    let (client, connection) = tokio::time::timeout(
+        EXTERNAL_CONNECT_TIMEOUT,
+        tokio_postgres::connect(url, tokio_postgres::NoTls),
+    )
+    .await
+    .context("connect timed out")?
+    .context("connect")?;
     let connection = tokio::spawn(connection);
-    let checked = client.simple_query("SELECT 1").await.map(drop).context("SELECT 1");
+    let checked = client
+        .simple_query("SELECT 1")
+        .await
+        .map(drop)
+        .context("SELECT 1");
     drop(client);
     let _ = connection.await;
     checked
@@ -132,7 +142,9 @@ mod tests {
         assert!(dir.exists());
         let url = server.url().to_owned();
 
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
         let conn = tokio::spawn(conn);
         let one: i32 = client.query_one("SELECT 1", &[]).await.unwrap().get(0);
         assert_eq!(one, 1);
@@ -141,21 +153,32 @@ mod tests {
         prepare_template(&url, &template, |tmpl_url| async move {
             let (c, conn) = tokio_postgres::connect(&tmpl_url, tokio_postgres::NoTls).await?;
             tokio::spawn(conn);
-            c.batch_execute("CREATE TABLE marker (id int); INSERT INTO marker VALUES (42)").await?;
+            c.batch_execute("CREATE TABLE marker (id int); INSERT INTO marker VALUES (42)")
+                .await?;
             Ok(())
         })
         .await
         .expect("prepare template");
         // A second call finds the template and does not run the migration again.
-        prepare_template(&url, &template, |_| async { anyhow::bail!("must not run twice") })
-            .await
-            .expect("template reused");
+        prepare_template(&url, &template, |_| async {
+            anyhow::bail!("must not run twice")
+        })
+        .await
+        .expect("template reused");
 
         let copy = format!("devdb_copy_{}_0", std::process::id());
-        let copy_url = create_database_from_template(&url, &template, &copy).await.unwrap();
-        let (c, copy_conn) = tokio_postgres::connect(&copy_url, tokio_postgres::NoTls).await.unwrap();
+        let copy_url = create_database_from_template(&url, &template, &copy)
+            .await
+            .unwrap();
+        let (c, copy_conn) = tokio_postgres::connect(&copy_url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
         tokio::spawn(copy_conn);
-        let v: i32 = c.query_one("SELECT id FROM marker", &[]).await.unwrap().get(0);
+        let v: i32 = c
+            .query_one("SELECT id FROM marker", &[])
+            .await
+            .unwrap()
+            .get(0);
         assert_eq!(v, 42);
 
         // Dropped while `c` is still connected: WITH (FORCE) must cope.
@@ -176,9 +199,15 @@ mod tests {
         let dead = dead_pid();
         let stale = format!("devdb_copy_{dead}_7");
         let ours = format!("devdb_copy_{}_1", std::process::id());
-        create_database_from_template(&url, &template, &stale).await.unwrap();
-        create_database_from_template(&url, &template, &ours).await.unwrap();
-        let swept = sweep_stale_test_databases(&url, "devdb_copy").await.unwrap();
+        create_database_from_template(&url, &template, &stale)
+            .await
+            .unwrap();
+        create_database_from_template(&url, &template, &ours)
+            .await
+            .unwrap();
+        let swept = sweep_stale_test_databases(&url, "devdb_copy")
+            .await
+            .unwrap();
         assert_eq!(swept, 1);
         assert!(!exists(stale).await);
         assert!(exists(ours).await);
@@ -193,9 +222,15 @@ mod tests {
     fn url_with_database_replaces_only_the_path() {
         let cases = [
             ("postgres://u:p@h:5432/old", "postgres://u:p@h:5432/new"),
-            ("postgres://u@h/old?sslmode=disable", "postgres://u@h/new?sslmode=disable"),
+            (
+                "postgres://u@h/old?sslmode=disable",
+                "postgres://u@h/new?sslmode=disable",
+            ),
             ("postgresql://h", "postgresql://h/new"),
-            ("postgres://h?application_name=x", "postgres://h/new?application_name=x"),
+            (
+                "postgres://h?application_name=x",
+                "postgres://h/new?application_name=x",
+            ),
             ("postgres://[::1]:5432/", "postgres://[::1]:5432/new"),
             ("host=h user=u dbname=old", "host=h user=u dbname=new"),
         ];

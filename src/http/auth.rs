@@ -60,7 +60,10 @@ impl Permission {
 pub fn generate_secret() -> String {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
-    format!("tl_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    format!(
+        "tl_{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
 }
 
 /// The SHA-256 a token is stored and looked up by.
@@ -97,7 +100,10 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts.headers.get(axum::http::header::AUTHORIZATION).ok_or(ApiError::Unauthorized)?;
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .ok_or(ApiError::Unauthorized)?;
         let secret = header
             .to_str()
             .ok()
@@ -108,14 +114,19 @@ impl FromRequestParts<AppState> for Caller {
             .ok_or(ApiError::Unauthorized)?;
         let hash = hash_secret(secret);
         let client = state.tasklane.pool.get().await?;
-        let row = tokens::lookup(crate::store::client(&client), &hash).await?.ok_or(ApiError::Unauthorized)?;
+        let row = tokens::lookup(crate::store::client(&client), &hash)
+            .await?
+            .ok_or(ApiError::Unauthorized)?;
         // The index found the row by hash; the comparison that decides is constant-time.
         if !bool::from(row.token_hash.as_slice().ct_eq(&hash)) {
             return Err(ApiError::Unauthorized);
         }
         Ok(Caller {
             token_id: row.id,
-            owner: Owner { app: row.app, scope_id: row.scope_id },
+            owner: Owner {
+                app: row.app,
+                scope_id: row.scope_id,
+            },
             permissions: row.permissions,
         })
     }

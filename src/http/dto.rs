@@ -128,9 +128,10 @@ pub struct Links {
 impl TaskView {
     /// The view of `record`; `redacted` for scope tokens.
     pub fn new(record: TaskRecord, redacted: bool) -> Self {
-        let error = record
-            .error_code
-            .map(|code| ErrorView { code, message: if redacted { None } else { record.error_message } });
+        let error = record.error_code.map(|code| ErrorView {
+            code,
+            message: if redacted { None } else { record.error_message },
+        });
         let provenance = (!redacted).then_some(Provenance {
             provider: record.provider,
             model: record.model,
@@ -157,7 +158,10 @@ impl TaskView {
             result: record.result,
             error,
             provenance,
-            links: Links { this: location(record.id), events: format!("{}/events", location(record.id)) },
+            links: Links {
+                this: location(record.id),
+                events: format!("{}/events", location(record.id)),
+            },
         }
     }
 }
@@ -188,7 +192,12 @@ pub struct EventView {
 
 impl From<Event> for EventView {
     fn from(event: Event) -> Self {
-        EventView { seq: event.seq, kind: event.kind, data: event.data, at: event.at }
+        EventView {
+            seq: event.seq,
+            kind: event.kind,
+            data: event.data,
+            at: event.at,
+        }
     }
 }
 

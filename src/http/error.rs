@@ -98,7 +98,8 @@ impl ApiError {
             TaskGone => (StatusCode::GONE, "task_gone"),
             ScopeDeleted => (StatusCode::GONE, "scope_deleted"),
             Refused(refusal) => (
-                StatusCode::from_u16(refusal.code.http_status()).unwrap_or(StatusCode::TOO_MANY_REQUESTS),
+                StatusCode::from_u16(refusal.code.http_status())
+                    .unwrap_or(StatusCode::TOO_MANY_REQUESTS),
                 refusal.code.as_str(),
             ),
             TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
@@ -140,11 +141,19 @@ impl IntoResponse for ApiError {
             field,
         };
         let mut response = (status, axum::Json(problem)).into_response();
-        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
         if let ApiError::Refused(refusal) = &self {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(refusal.retry_after_seconds()));
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(refusal.retry_after_seconds()),
+            );
         } else if status == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response
     }
@@ -180,7 +189,9 @@ impl From<SubmitRefused> for ApiError {
             SubmitRefused::Invalid(invalid) => ApiError::Validation(invalid),
             SubmitRefused::Submit(error) => error.into(),
             SubmitRefused::Refused(refusal) => ApiError::Refused(refusal),
-            SubmitRefused::Pool(message) => ApiError::Internal(anyhow::anyhow!("database pool: {message}")),
+            SubmitRefused::Pool(message) => {
+                ApiError::Internal(anyhow::anyhow!("database pool: {message}"))
+            }
         }
     }
 }
@@ -220,7 +231,15 @@ pub async fn normalize(response: Response) -> Response {
             problem
         }
         StatusCode::NOT_FOUND => ApiError::NoRoute.into_response(),
-        status if status.is_server_error() => ApiError::Internal(anyhow::anyhow!("unhandled {status}")).into_response(),
-        _ => ApiError::BadRequest(status.canonical_reason().unwrap_or("bad request").to_owned()).into_response(),
+        status if status.is_server_error() => {
+            ApiError::Internal(anyhow::anyhow!("unhandled {status}")).into_response()
+        }
+        _ => ApiError::BadRequest(
+            status
+                .canonical_reason()
+                .unwrap_or("bad request")
+                .to_owned(),
+        )
+        .into_response(),
     }
 }

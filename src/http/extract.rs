@@ -18,13 +18,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::TooLarge
-            } else {
-                ApiError::BadRequest(rejection.body_text())
-            }
-        })?;
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::TooLarge
+                } else {
+                    ApiError::BadRequest(rejection.body_text())
+                }
+            })?;
         parse_json(&bytes).map(Body)
     }
 }
@@ -46,18 +48,30 @@ fn classify(error: serde_json::Error, path: &str) -> ApiError {
     match error.classify() {
         Category::Syntax | Category::Eof | Category::Io => ApiError::MalformedJson(message),
         Category::Data => {
-            let text = message.split(" at line ").next().unwrap_or(&message).to_owned();
+            let text = message
+                .split(" at line ")
+                .next()
+                .unwrap_or(&message)
+                .to_owned();
             if let Some(rest) = text.strip_prefix("unknown field `") {
                 // The path already ends at the unknown key.
                 let field = rest.split('`').next().unwrap_or_default();
-                let named = if path.is_empty() || path == "." { field.to_owned() } else { path.to_owned() };
+                let named = if path.is_empty() || path == "." {
+                    field.to_owned()
+                } else {
+                    path.to_owned()
+                };
                 return ApiError::UnknownField(named);
             }
             if let Some(rest) = text.strip_prefix("missing field `") {
                 let field = rest.split('`').next().unwrap_or_default();
                 return ApiError::invalid(join(path, field), "is required");
             }
-            let field = if path == "." || path.is_empty() { "body".to_owned() } else { path.to_owned() };
+            let field = if path == "." || path.is_empty() {
+                "body".to_owned()
+            } else {
+                path.to_owned()
+            };
             ApiError::invalid(field, text)
         }
     }
@@ -80,12 +94,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryOf<T> {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default();
-        let deserializer = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
-        serde_path_to_error::deserialize(deserializer).map(QueryOf).map_err(|error| {
-            let field = error.path().to_string();
-            let field = if field == "." || field.is_empty() { "query".to_owned() } else { field };
-            ApiError::invalid(field, error.into_inner().to_string())
-        })
+        let deserializer =
+            serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        serde_path_to_error::deserialize(deserializer)
+            .map(QueryOf)
+            .map_err(|error| {
+                let field = error.path().to_string();
+                let field = if field == "." || field.is_empty() {
+                    "query".to_owned()
+                } else {
+                    field
+                };
+                ApiError::invalid(field, error.into_inner().to_string())
+            })
     }
 }
 
@@ -107,7 +128,10 @@ mod tests {
     }
 
     fn code(bytes: &str) -> &'static str {
-        parse_json::<Sample>(bytes.as_bytes()).unwrap_err().status_and_code().1
+        parse_json::<Sample>(bytes.as_bytes())
+            .unwrap_err()
+            .status_and_code()
+            .1
     }
 
     #[test]

@@ -26,7 +26,9 @@ impl Metrics {
     /// A fresh registry with the HTTP instruments.
     pub fn new() -> anyhow::Result<Self> {
         let registry = prometheus::Registry::new();
-        let exporter = opentelemetry_prometheus::exporter().with_registry(registry.clone()).build()?;
+        let exporter = opentelemetry_prometheus::exporter()
+            .with_registry(registry.clone())
+            .build()?;
         let provider = SdkMeterProvider::builder().with_reader(exporter).build();
         let meter = provider.meter("tasklane");
         let requests = meter
@@ -38,13 +40,20 @@ impl Metrics {
             .with_unit("s")
             .with_description("Time to answer HTTP requests (for streams: to start the stream)")
             .build();
-        Ok(Metrics { registry, requests, duration, _provider: provider })
+        Ok(Metrics {
+            registry,
+            requests,
+            duration,
+            _provider: provider,
+        })
     }
 
     /// The Prometheus text exposition of every instrument.
     pub fn render(&self) -> String {
         let mut text = String::new();
-        if let Err(error) = prometheus::TextEncoder::new().encode_utf8(&self.registry.gather(), &mut text) {
+        if let Err(error) =
+            prometheus::TextEncoder::new().encode_utf8(&self.registry.gather(), &mut text)
+        {
             tracing::warn!(%error, "encode metrics");
         }
         text
@@ -55,7 +64,11 @@ impl Metrics {
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_owned();
-    let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
     let response = next.run(request).await;
     let labels = [
         KeyValue::new("method", method),
@@ -63,6 +76,9 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         KeyValue::new("status", i64::from(response.status().as_u16())),
     ];
     state.metrics.requests.add(1, &labels);
-    state.metrics.duration.record(started.elapsed().as_secs_f64(), &labels);
+    state
+        .metrics
+        .duration
+        .record(started.elapsed().as_secs_f64(), &labels);
     response
 }

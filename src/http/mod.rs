@@ -32,7 +32,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::client::Tasklane;
-use routes::{events, lifecycle, ops, tasks, worker};
+use routes::{admin, events, lifecycle, ops, tasks, worker};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -59,7 +59,10 @@ struct BearerAuth;
 impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        let scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("tl_...").build();
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .bearer_format("tl_...")
+            .build();
         components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
     }
 }
@@ -76,6 +79,10 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(lifecycle::delete_tasks))
         .routes(routes!(lifecycle::lift_fence))
         .routes(routes!(lifecycle::unreleased_sources))
+        .routes(routes!(admin::set_limit))
+        .routes(routes!(admin::set_emergency_stop))
+        .routes(routes!(admin::set_resource))
+        .routes(routes!(admin::overview))
         .routes(routes!(worker::claim_tasks))
         .routes(routes!(worker::heartbeat))
         .routes(routes!(worker::complete))
@@ -99,8 +106,14 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
     let (routes, openapi) = api();
     let openapi = Arc::new(with_task_types(&openapi, &state.tasklane.registry.names()));
     routes
-        .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .route(
+            "/openapi.json",
+            get(move || async move { Json(openapi.as_ref().clone()) }),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
         .fallback(|| async { error::ApiError::NoRoute })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(body_limit))
@@ -165,7 +178,9 @@ impl HttpServer {
     /// Binds `config.listen` and serves `tasklane`, with its own events listener.
     pub async fn start(config: &HttpConfig, tasklane: Tasklane) -> anyhow::Result<Self> {
         let listen = &config.listen;
-        let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("bind {listen}"))?;
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("bind {listen}"))?;
         let local_addr = listener.local_addr()?;
         let state = AppState {
             tasklane,
@@ -175,20 +190,36 @@ impl HttpServer {
             stopping: CancellationToken::new(),
         };
         let listener_stop = CancellationToken::new();
-        tokio::spawn(state.watch.clone().run(config.database_url.clone(), listener_stop.clone()));
-        tokio::spawn(state.watch.clone().run_poller(state.tasklane.pool.clone(), listener_stop.clone()));
+        tokio::spawn(
+            state
+                .watch
+                .clone()
+                .run(config.database_url.clone(), listener_stop.clone()),
+        );
+        tokio::spawn(
+            state
+                .watch
+                .clone()
+                .run_poller(state.tasklane.pool.clone(), listener_stop.clone()),
+        );
         if config.listen_wakeups {
             let wakeup = state.tasklane.wakeup.clone();
             tokio::spawn(wakeup.run_listener(config.database_url.clone(), listener_stop.clone()));
         }
         let app = router(state.clone(), config.body_limit);
         let stopping = state.stopping.clone();
-        let server =
-            tokio::spawn(
-                async move { axum::serve(listener, app).with_graceful_shutdown(stopping.cancelled_owned()).await },
-            );
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopping.cancelled_owned())
+                .await
+        });
         tracing::info!(%local_addr, "HTTP API listening");
-        Ok(HttpServer { state, server, listener_stop, local_addr })
+        Ok(HttpServer {
+            state,
+            server,
+            listener_stop,
+            local_addr,
+        })
     }
 
     /// Readiness false for `drain` while still serving, then waits and streams end,

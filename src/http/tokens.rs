@@ -35,7 +35,10 @@ pub async fn create(database_url: &str, spec: &TokenSpec) -> anyhow::Result<Crea
     for permission in &spec.permissions {
         if Permission::parse(permission).is_none() {
             let known: Vec<_> = Permission::ALL.iter().map(|p| p.as_str()).collect();
-            anyhow::bail!("unknown permission {permission:?}; known: {}", known.join(", "));
+            anyhow::bail!(
+                "unknown permission {permission:?}; known: {}",
+                known.join(", ")
+            );
         }
     }
     let secret = auth::generate_secret();
@@ -50,22 +53,28 @@ pub async fn create(database_url: &str, spec: &TokenSpec) -> anyhow::Result<Crea
         name: spec.name.as_deref(),
         token_hash: &hash,
     };
-    tokens::insert(&client, &token).await.context("store the token")?;
+    tokens::insert(&client, &token)
+        .await
+        .context("store the token")?;
     Ok(CreatedToken { id, secret })
 }
 
 /// Revokes token `id`; an unknown id is an error.
 pub async fn revoke(database_url: &str, id: Uuid) -> anyhow::Result<()> {
     let client = connect(database_url).await?;
-    if !tokens::revoke(&client, id).await.context("revoke the token")? {
+    if !tokens::revoke(&client, id)
+        .await
+        .context("revoke the token")?
+    {
         anyhow::bail!("no token with id {id}");
     }
     Ok(())
 }
 
 async fn connect(database_url: &str) -> anyhow::Result<tokio_postgres::Client> {
-    let (client, connection) =
-        tokio_postgres::connect(database_url, tokio_postgres::NoTls).await.context("connect to the database")?;
+    let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls)
+        .await
+        .context("connect to the database")?;
     tokio::spawn(connection);
     Ok(client)
 }

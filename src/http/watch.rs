@@ -53,8 +53,11 @@ impl TaskWatch {
     /// happens after the read is missed.
     pub fn subscribe(&self, task: Uuid) -> Waiter {
         let mut tasks = self.inner.tasks.lock().expect("watch map lock");
-        let entry =
-            tasks.entry(task).or_insert_with(|| Entry { generation: watch::channel(0).0, waiters: 0, polled: None });
+        let entry = tasks.entry(task).or_insert_with(|| Entry {
+            generation: watch::channel(0).0,
+            waiters: 0,
+            polled: None,
+        });
         entry.waiters += 1;
         Waiter {
             watch: self.clone(),
@@ -72,7 +75,9 @@ impl TaskWatch {
     }
 
     fn notify_everything(&self) {
-        self.inner.everything.send_modify(|g| *g = g.wrapping_add(1));
+        self.inner
+            .everything
+            .send_modify(|g| *g = g.wrapping_add(1));
     }
 
     /// Polls the watched tasks' last event seqs every [`SHARED_POLL`] until `shutdown`,
@@ -83,12 +88,21 @@ impl TaskWatch {
                 _ = tokio::time::sleep(SHARED_POLL) => {}
                 _ = shutdown.cancelled() => return,
             }
-            let ids: Vec<Uuid> = self.inner.tasks.lock().expect("watch map lock").keys().copied().collect();
+            let ids: Vec<Uuid> = self
+                .inner
+                .tasks
+                .lock()
+                .expect("watch map lock")
+                .keys()
+                .copied()
+                .collect();
             if ids.is_empty() {
                 continue;
             }
             let seqs = match pool.get().await {
-                Ok(client) => crate::store::events::latest_seqs(crate::store::client(&client), &ids).await,
+                Ok(client) => {
+                    crate::store::events::latest_seqs(crate::store::client(&client), &ids).await
+                }
                 Err(error) => {
                     tracing::warn!(%error, "watch poll: no connection");
                     continue;
@@ -107,7 +121,9 @@ impl TaskWatch {
     fn observe(&self, ids: &[Uuid], seqs: &HashMap<Uuid, i32>) {
         let mut tasks = self.inner.tasks.lock().expect("watch map lock");
         for id in ids {
-            let Some(entry) = tasks.get_mut(id) else { continue };
+            let Some(entry) = tasks.get_mut(id) else {
+                continue;
+            };
             let now = Some(seqs.get(id).copied());
             if entry.polled != now {
                 entry.polled = now;
@@ -134,7 +150,8 @@ impl TaskWatch {
     }
 
     async fn listen_once(&self, database_url: &str) -> anyhow::Result<()> {
-        let (client, mut connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
+        let (client, mut connection) =
+            tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
         let (tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
         let driver = tokio::spawn(async move {
             let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -144,7 +161,9 @@ impl TaskWatch {
                 }
             }
         });
-        client.batch_execute(&format!("LISTEN {EVENTS_CHANNEL}")).await?;
+        client
+            .batch_execute(&format!("LISTEN {EVENTS_CHANNEL}"))
+            .await?;
         // Anything that happened before the LISTEN took effect is re-read.
         self.notify_everything();
         while let Some(message) = messages.recv().await {
@@ -208,20 +227,48 @@ mod tests {
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         let mut waiter = watch.subscribe(a);
         watch.notify(b);
-        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_err());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), waiter.changed())
+                .await
+                .is_err()
+        );
         watch.notify(a);
-        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), waiter.changed())
+                .await
+                .is_ok()
+        );
         watch.notify_everything();
-        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), waiter.changed())
+                .await
+                .is_ok()
+        );
         // The poll wakes on its first look and on every move of the seq, not otherwise.
         watch.observe(&[a], &HashMap::from([(a, 1)]));
-        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), waiter.changed())
+                .await
+                .is_ok()
+        );
         watch.observe(&[a], &HashMap::from([(a, 1)]));
-        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_err());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), waiter.changed())
+                .await
+                .is_err()
+        );
         watch.observe(&[a], &HashMap::from([(a, 2)]));
-        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), waiter.changed())
+                .await
+                .is_ok()
+        );
         watch.observe(&[a], &HashMap::new());
-        assert!(tokio::time::timeout(Duration::from_millis(50), waiter.changed()).await.is_ok());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), waiter.changed())
+                .await
+                .is_ok()
+        );
         let second = watch.subscribe(a);
         drop(waiter);
         assert_eq!(watch.inner.tasks.lock().unwrap().len(), 1);

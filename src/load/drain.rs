@@ -45,7 +45,9 @@ pub async fn enqueue<C: tokio_postgres::GenericClient + Sync>(
     client
         .execute(
             include_str!("../../sql/load_enqueue.sql"),
-            &[&task_type, &count, &app, &prefix, input, &3i32, &30i32, &300i32],
+            &[
+                &task_type, &count, &app, &prefix, input, &3i32, &30i32, &300i32,
+            ],
         )
         .await
         .context("enqueue tasks")?;
@@ -60,36 +62,63 @@ pub async fn add_history(client: &Client, app: &str, count: i64) -> anyhow::Resu
         let chunk = left.min(100_000);
         let prefix = format!("{}-", uuid::Uuid::now_v7());
         client
-            .execute(include_str!("../../sql/load_history.sql"), &[&chunk, &app, &prefix])
+            .execute(
+                include_str!("../../sql/load_history.sql"),
+                &[&chunk, &app, &prefix],
+            )
             .await
             .context("add history")?;
         left -= chunk;
     }
-    client.batch_execute("VACUUM ANALYZE tasklane.tasks").await?;
-    client.batch_execute("VACUUM ANALYZE tasklane.task_events").await?;
+    client
+        .batch_execute("VACUUM ANALYZE tasklane.tasks")
+        .await?;
+    client
+        .batch_execute("VACUUM ANALYZE tasklane.task_events")
+        .await?;
     Ok(())
 }
 
 /// Tasks of `app` and how many of them are not exactly queued → running → succeeded.
 pub async fn verify(client: &Client, app: &str) -> anyhow::Result<(i64, i64)> {
-    let row = client.query_one(include_str!("../../sql/load_verify.sql"), &[&app]).await?;
+    let row = client
+        .query_one(include_str!("../../sql/load_verify.sql"), &[&app])
+        .await?;
     Ok((row.get("tasks"), row.get("broken")))
 }
 
 /// Progress of `app`'s tasks: (finished, failed, total, last finished_at).
-pub async fn progress(client: &Client, app: &str) -> anyhow::Result<(i64, i64, i64, Option<DateTime<Utc>>)> {
-    let row = client.query_one(include_str!("../../sql/load_progress.sql"), &[&app]).await?;
-    Ok((row.get("finished"), row.get("failed"), row.get("total"), row.get("last_finished_at")))
+pub async fn progress(
+    client: &Client,
+    app: &str,
+) -> anyhow::Result<(i64, i64, i64, Option<DateTime<Utc>>)> {
+    let row = client
+        .query_one(include_str!("../../sql/load_progress.sql"), &[&app])
+        .await?;
+    Ok((
+        row.get("finished"),
+        row.get("failed"),
+        row.get("total"),
+        row.get("last_finished_at"),
+    ))
 }
 
 /// Whether `app` still has unfinished tasks (see `sql/load_pending.sql`).
 pub async fn pending(client: &Client, app: &str) -> anyhow::Result<bool> {
-    Ok(client.query_one(include_str!("../../sql/load_pending.sql"), &[&app]).await?.get(0))
+    Ok(client
+        .query_one(include_str!("../../sql/load_pending.sql"), &[&app])
+        .await?
+        .get(0))
 }
 
 /// Queues `count` noop tasks for `app` in one transaction that also wakes the fleet
 /// (NOTIFY), waits until all have finished, and checks them. `fleet` is already idle.
-pub async fn drain(client: &mut Client, fleet: &Fleet, app: &str, count: i64) -> anyhow::Result<Drained> {
+pub async fn drain(
+    client: &mut Client,
+    fleet: &Fleet,
+    app: &str,
+    count: i64,
+) -> anyhow::Result<Drained> {
     let replica_cpu_before: f64 = fleet.cpu_seconds().iter().sum();
     let backends_before = backend_cpu_seconds(client).await?;
     let tx = client.transaction().await?;
@@ -98,14 +127,21 @@ pub async fn drain(client: &mut Client, fleet: &Fleet, app: &str, count: i64) ->
     // uncommitted rows): planned against an "empty" table, the claim sorts the whole
     // backlog instead of walking its index (~90 ms per claim at 50,000 queued).
     tx.batch_execute("ANALYZE tasklane.tasks").await?;
-    tx.execute("SELECT pg_notify($1, '')", &[&WAKEUP_CHANNEL]).await?;
+    tx.execute("SELECT pg_notify($1, '')", &[&WAKEUP_CHANNEL])
+        .await?;
     tx.commit().await?;
-    let start: DateTime<Utc> = client.query_one("SELECT clock_timestamp()", &[]).await?.get(0);
+    let start: DateTime<Utc> = client
+        .query_one("SELECT clock_timestamp()", &[])
+        .await?
+        .get(0);
     let deadline = Instant::now() + Duration::from_secs(600);
     // Poll cheaply and not too often: the poller shares the cores with the fleet, and
     // the end time comes from finished_at, not from when the poll noticed.
     while pending(client, app).await? {
-        anyhow::ensure!(Instant::now() < deadline, "drain did not finish within 600 s");
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "drain did not finish within 600 s"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (_, _, _, last) = progress(client, app).await?;
@@ -131,5 +167,8 @@ async fn backend_cpu_seconds(client: &Client) -> anyhow::Result<f64> {
     let rows = client
         .query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
         .await?;
-    Ok(rows.iter().filter_map(|row| super::fleet::cpu_seconds(row.get::<_, i32>(0) as u32)).sum())
+    Ok(rows
+        .iter()
+        .filter_map(|row| super::fleet::cpu_seconds(row.get::<_, i32>(0) as u32))
+        .sum())
 }

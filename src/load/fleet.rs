@@ -27,8 +27,12 @@ pub struct FleetSpec {
 impl FleetSpec {
     /// Base URLs of the replicas' HTTP APIs (empty without `http_base_port`).
     pub fn http_urls(&self) -> Vec<String> {
-        let Some(port) = self.http_base_port else { return Vec::new() };
-        (0..self.replicas).map(|n| format!("http://127.0.0.1:{}", port as usize + n)).collect()
+        let Some(port) = self.http_base_port else {
+            return Vec::new();
+        };
+        (0..self.replicas)
+            .map(|n| format!("http://127.0.0.1:{}", port as usize + n))
+            .collect()
     }
 }
 
@@ -50,14 +54,22 @@ impl Fleet {
     /// Starts the replicas (without migrating: the caller has) and waits until each has
     /// registered and had a moment to open its LISTEN connection.
     pub async fn start(spec: &FleetSpec, client: &tokio_postgres::Client) -> anyhow::Result<Fleet> {
-        let before: i64 = client.query_one("SELECT count(*) FROM tasklane.replicas", &[]).await?.get(0);
-        let mut fleet = Fleet { children: Vec::with_capacity(spec.replicas) };
+        let before: i64 = client
+            .query_one("SELECT count(*) FROM tasklane.replicas", &[])
+            .await?
+            .get(0);
+        let mut fleet = Fleet {
+            children: Vec::with_capacity(spec.replicas),
+        };
         for n in 0..spec.replicas {
             fleet.children.push(spawn(spec, n)?);
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let live: i64 = client.query_one("SELECT count(*) FROM tasklane.replicas", &[]).await?.get(0);
+            let live: i64 = client
+                .query_one("SELECT count(*) FROM tasklane.replicas", &[])
+                .await?
+                .get(0);
             if live - before >= spec.replicas as i64 {
                 break;
             }
@@ -66,7 +78,10 @@ impl Fleet {
                     anyhow::bail!("a replica exited during start: {status}");
                 }
             }
-            anyhow::ensure!(Instant::now() < deadline, "replicas did not register within 30 s");
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "replicas did not register within 30 s"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // Registration comes before the workers and the LISTEN connection start.
@@ -81,12 +96,18 @@ impl Fleet {
 
     /// Memory of each replica, in start order.
     pub fn memory(&self) -> Vec<Memory> {
-        self.pids().into_iter().map(|pid| memory(pid).unwrap_or_default()).collect()
+        self.pids()
+            .into_iter()
+            .map(|pid| memory(pid).unwrap_or_default())
+            .collect()
     }
 
     /// CPU seconds each replica has used so far.
     pub fn cpu_seconds(&self) -> Vec<f64> {
-        self.pids().into_iter().map(|pid| cpu_seconds(pid).unwrap_or(0.0)).collect()
+        self.pids()
+            .into_iter()
+            .map(|pid| cpu_seconds(pid).unwrap_or(0.0))
+            .collect()
     }
 
     /// SIGTERM to every replica, then waits for each (they finish or hand back work).
@@ -96,7 +117,9 @@ impl Fleet {
 
     fn stop_all(&mut self) {
         for child in &self.children {
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
         }
         for child in &mut self.children {
             let deadline = Instant::now() + Duration::from_secs(20);
@@ -118,20 +141,35 @@ impl Drop for Fleet {
 
 fn spawn(spec: &FleetSpec, n: usize) -> anyhow::Result<Child> {
     let mut command = Command::new(&spec.bin);
-    let roles = if spec.http_base_port.is_some() { "api,worker,maintenance" } else { "worker,maintenance" };
+    let roles = if spec.http_base_port.is_some() {
+        "api,worker,maintenance"
+    } else {
+        "worker,maintenance"
+    };
     command
         .arg("serve")
         .args(["--database-url", &spec.database_url])
         .args(["--roles", roles, "--no-migrate"])
         .arg("--task-types")
         .arg(&spec.task_types)
-        .args(["--replica-name", &format!("load-{n}-{}", std::process::id())])
-        .args(spec.http_base_port.map(|p| format!("--listen=127.0.0.1:{}", p as usize + n)))
+        .args([
+            "--replica-name",
+            &format!("load-{n}-{}", std::process::id()),
+        ])
+        .args(
+            spec.http_base_port
+                .map(|p| format!("--listen=127.0.0.1:{}", p as usize + n)),
+        )
         .args(&spec.serve_args)
-        .env("TASKLANE_LOG", std::env::var("TASKLANE_LOG").unwrap_or_else(|_| "warn".into()))
+        .env(
+            "TASKLANE_LOG",
+            std::env::var("TASKLANE_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null());
-    command.spawn().with_context(|| format!("start {}", spec.bin.display()))
+    command
+        .spawn()
+        .with_context(|| format!("start {}", spec.bin.display()))
 }
 
 /// Memory of process `pid`; `None` if it is gone or `/proc` is unavailable.
@@ -139,10 +177,18 @@ pub fn memory(pid: u32) -> Option<Memory> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| -> Option<f64> {
         let line = status.lines().find(|l| l.starts_with(name))?;
-        let kib: f64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        let kib: f64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
         Some(kib / 1024.0)
     };
-    Some(Memory { rss_mib: field("VmRSS:")?, peak_rss_mib: field("VmHWM:")? })
+    Some(Memory {
+        rss_mib: field("VmRSS:")?,
+        peak_rss_mib: field("VmHWM:")?,
+    })
 }
 
 /// CPU time (user + system) process `pid` has used, in seconds; `None` if unknown.

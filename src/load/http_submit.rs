@@ -23,9 +23,19 @@ pub struct HttpSubmitter {
 impl HttpSubmitter {
     /// `urls` are replica base URLs (`http://127.0.0.1:8080`); `token` needs `submit`.
     pub fn new(urls: Vec<String>, token: String) -> anyhow::Result<Self> {
-        anyhow::ensure!(!urls.is_empty(), "HTTP submits need at least one replica URL");
-        let client = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
-        Ok(HttpSubmitter { client, urls, token, next: AtomicUsize::new(0) })
+        anyhow::ensure!(
+            !urls.is_empty(),
+            "HTTP submits need at least one replica URL"
+        );
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .build()?;
+        Ok(HttpSubmitter {
+            client,
+            urls,
+            token,
+            next: AtomicUsize::new(0),
+        })
     }
 
     /// Submits `request`; an error is the problem+json `code`, or `http_<status>`, or
@@ -54,6 +64,11 @@ impl HttpSubmitter {
             .and_then(|v| v.as_str())
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| "bad_response".to_owned())?;
-        Ok(Accepted { id, committed_at, latency, created: status.as_u16() == 202 })
+        Ok(Accepted {
+            id,
+            committed_at,
+            latency,
+            created: status.as_u16() == 202,
+        })
     }
 }

@@ -39,25 +39,63 @@ impl Report {
     pub fn table(&self) -> String {
         let mut rows: Vec<(String, String)> = vec![
             ("task type".into(), self.task_type.clone()),
-            ("submit path".into(), format!("{} ({} clients)", self.submit_path, self.clients)),
-            ("target rate".into(), if self.target_rate > 0.0 { format!("{:.0}/s", self.target_rate) } else { "flat out".into() }),
+            (
+                "submit path".into(),
+                format!("{} ({} clients)", self.submit_path, self.clients),
+            ),
+            (
+                "target rate".into(),
+                if self.target_rate > 0.0 {
+                    format!("{:.0}/s", self.target_rate)
+                } else {
+                    "flat out".into()
+                },
+            ),
             ("replicas started".into(), self.replicas.to_string()),
-            ("submitted / accepted".into(), format!("{} / {}", self.submitted, self.accepted)),
-            ("completed / failed".into(), format!("{} / {}", self.completed, self.failed)),
-            ("submits/s".into(), format!("{:.0}", self.submits_per_second)),
-            ("completed/s".into(), format!("{:.0}", self.completed_per_second)),
-            ("submit latency p50/p95/p99/max".into(), self.submit_latency.cell()),
-            ("pickup latency p50/p95/p99/max".into(), self.pickup_latency.cell()),
-            ("end-to-end p50/p95/p99/max".into(), self.end_to_end_latency.cell()),
+            (
+                "submitted / accepted".into(),
+                format!("{} / {}", self.submitted, self.accepted),
+            ),
+            (
+                "completed / failed".into(),
+                format!("{} / {}", self.completed, self.failed),
+            ),
+            (
+                "submits/s".into(),
+                format!("{:.0}", self.submits_per_second),
+            ),
+            (
+                "completed/s".into(),
+                format!("{:.0}", self.completed_per_second),
+            ),
+            (
+                "submit latency p50/p95/p99/max".into(),
+                self.submit_latency.cell(),
+            ),
+            (
+                "pickup latency p50/p95/p99/max".into(),
+                self.pickup_latency.cell(),
+            ),
+            (
+                "end-to-end p50/p95/p99/max".into(),
+                self.end_to_end_latency.cell(),
+            ),
         ];
         let errors = if self.errors.is_empty() {
             "none".into()
         } else {
-            self.errors.iter().map(|(code, n)| format!("{code}: {n}")).collect::<Vec<_>>().join(", ")
+            self.errors
+                .iter()
+                .map(|(code, n)| format!("{code}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         rows.push(("errors by code".into(), errors));
         for (n, (idle, peak)) in self.idle_memory.iter().zip(&self.peak_memory).enumerate() {
-            rows.push((format!("replica {n} RSS idle / peak"), format!("{:.1} / {:.1} MiB", idle.rss_mib, peak.peak_rss_mib)));
+            rows.push((
+                format!("replica {n} RSS idle / peak"),
+                format!("{:.1} / {:.1} MiB", idle.rss_mib, peak.peak_rss_mib),
+            ));
         }
         if self.unfinished > 0 {
             rows.push(("UNFINISHED at timeout".into(), self.unfinished.to_string()));

@@ -28,7 +28,11 @@ use crate::worker::{Registry, Wakeup};
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadConfig {
     /// The database the replicas use (the load reads timings from it too).
-    #[arg(long, env = "DATABASE_URL", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
     pub database_url: String,
     /// Replicas to start (`tasklane serve` processes); 0 drives replicas already running.
     #[arg(long, default_value_t = 1)]
@@ -123,7 +127,12 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
     };
 
     let started = Instant::now();
-    let progress = tokio::spawn(progress_line(config.database_url.clone(), config.app.clone(), started, shutdown.clone()));
+    let progress = tokio::spawn(progress_line(
+        config.database_url.clone(),
+        config.app.clone(),
+        started,
+        shutdown.clone(),
+    ));
     let outcomes = submit_all(&config, Arc::new(path), &run_id, &input).await;
     let submit_seconds = started.elapsed().as_secs_f64();
     let mut report = Report {
@@ -148,7 +157,12 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
     report.errors = errors;
     report.submits_per_second = accepted.len() as f64 / submit_seconds.max(1e-6);
     report.submit_latency = Summary::of(&accepted.iter().map(|a| a.latency).collect::<Vec<_>>());
-    wait_finished(&reader, &accepted, Duration::from_secs(config.timeout_seconds)).await?;
+    wait_finished(
+        &reader,
+        &accepted,
+        Duration::from_secs(config.timeout_seconds),
+    )
+    .await?;
     shutdown.cancel();
     let _ = progress.await;
     eprintln!();
@@ -171,20 +185,39 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
     Ok(report)
 }
 
-fn submit_path(config: &LoadConfig, pool: &deadpool_postgres::Pool, shutdown: &CancellationToken) -> anyhow::Result<Path> {
+fn submit_path(
+    config: &LoadConfig,
+    pool: &deadpool_postgres::Pool,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Path> {
     match config.submit.as_str() {
         "sql" => {
             let types = TaskTypesFile::parse(fleet::TASK_TYPES)?;
             let registry = Arc::new(Registry::new(types, Default::default())?);
             let wakeup = Wakeup::default();
             // Other processes' workers hear of our submits by NOTIFY, as from a replica.
-            tokio::spawn(wakeup.clone().run_notifier(pool.clone(), Duration::from_millis(5), shutdown.clone()));
+            tokio::spawn(wakeup.clone().run_notifier(
+                pool.clone(),
+                Duration::from_millis(5),
+                shutdown.clone(),
+            ));
             let max_input_bytes = crate::task::bounds::DEFAULT_INPUT_BYTES;
-            Ok(Path::Sql(Tasklane { pool: pool.clone(), registry, wakeup, max_input_bytes }))
+            Ok(Path::Sql(Tasklane {
+                pool: pool.clone(),
+                registry,
+                wakeup,
+                max_input_bytes,
+            }))
         }
         "http" => {
-            let token = config.token.clone().context("--submit http needs --token (or TASKLANE_TOKEN)")?;
-            Ok(Path::Http(HttpSubmitter::new(config.http_url.clone(), token)?))
+            let token = config
+                .token
+                .clone()
+                .context("--submit http needs --token (or TASKLANE_TOKEN)")?;
+            Ok(Path::Http(HttpSubmitter::new(
+                config.http_url.clone(),
+                token,
+            )?))
         }
         other => anyhow::bail!("--submit is sql or http, not {other:?}"),
     }
@@ -201,8 +234,14 @@ async fn submit_all(
     let t0 = tokio::time::Instant::now();
     let mut clients = tokio::task::JoinSet::new();
     for _ in 0..config.clients.max(1) {
-        let (next, path, run_id, input) = (next.clone(), path.clone(), run_id.to_owned(), input.clone());
-        let (total, rate, app, task_type) = (config.tasks, config.rate, config.app.clone(), config.task_type.clone());
+        let (next, path, run_id, input) =
+            (next.clone(), path.clone(), run_id.to_owned(), input.clone());
+        let (total, rate, app, task_type) = (
+            config.tasks,
+            config.rate,
+            config.app.clone(),
+            config.task_type.clone(),
+        );
         clients.spawn(async move {
             let mut outcomes = Vec::new();
             loop {
@@ -229,7 +268,11 @@ async fn submit_all(
 }
 
 /// Waits until every accepted task is finished (or `timeout`).
-async fn wait_finished(client: &tokio_postgres::Client, accepted: &[Accepted], timeout: Duration) -> anyhow::Result<()> {
+async fn wait_finished(
+    client: &tokio_postgres::Client,
+    accepted: &[Accepted],
+    timeout: Duration,
+) -> anyhow::Result<()> {
     let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
     let deadline = Instant::now() + timeout;
     let sql = "SELECT count(*) FROM tasklane.tasks WHERE id = ANY($1) AND finished_at IS NULL";
@@ -244,18 +287,30 @@ async fn wait_finished(client: &tokio_postgres::Client, accepted: &[Accepted], t
 }
 
 /// Pickup and end-to-end latency of every accepted task, from the database's record.
-async fn timings(client: &tokio_postgres::Client, accepted: &[Accepted], report: &mut Report) -> anyhow::Result<()> {
+async fn timings(
+    client: &tokio_postgres::Client,
+    accepted: &[Accepted],
+    report: &mut Report,
+) -> anyhow::Result<()> {
     let committed: std::collections::HashMap<uuid::Uuid, SystemTime> =
         accepted.iter().map(|a| (a.id, a.committed_at)).collect();
     let (mut pickup, mut e2e) = (Vec::new(), Vec::new());
-    let (mut first_commit, mut last_finish): (Option<SystemTime>, Option<SystemTime>) = (None, None);
+    let (mut first_commit, mut last_finish): (Option<SystemTime>, Option<SystemTime>) =
+        (None, None);
     for chunk in accepted.chunks(10_000) {
         let ids: Vec<uuid::Uuid> = chunk.iter().map(|a| a.id).collect();
-        for row in client.query(include_str!("../../sql/load_timings.sql"), &[&ids]).await? {
+        for row in client
+            .query(include_str!("../../sql/load_timings.sql"), &[&ids])
+            .await?
+        {
             let commit = committed[&row.get::<_, uuid::Uuid>("id")];
             first_commit = Some(first_commit.map_or(commit, |f| f.min(commit)));
             // A claim can land a hair before the client saw its commit answer: count 0.
-            let since = |at: chrono::DateTime<chrono::Utc>| SystemTime::from(at).duration_since(commit).unwrap_or_default();
+            let since = |at: chrono::DateTime<chrono::Utc>| {
+                SystemTime::from(at)
+                    .duration_since(commit)
+                    .unwrap_or_default()
+            };
             if let Some(at) = row.get::<_, Option<chrono::DateTime<chrono::Utc>>>("running_at") {
                 pickup.push(since(at));
             }
@@ -282,8 +337,17 @@ async fn timings(client: &tokio_postgres::Client, accepted: &[Accepted], report:
 }
 
 /// One status line on stderr per second until `shutdown`.
-async fn progress_line(database_url: String, app: String, started: Instant, shutdown: CancellationToken) {
-    let Ok((client, connection)) = tokio_postgres::connect(&database_url, tokio_postgres::NoTls).await else { return };
+async fn progress_line(
+    database_url: String,
+    app: String,
+    started: Instant,
+    shutdown: CancellationToken,
+) {
+    let Ok((client, connection)) =
+        tokio_postgres::connect(&database_url, tokio_postgres::NoTls).await
+    else {
+        return;
+    };
     tokio::spawn(connection);
     let mut last = (0i64, 0i64);
     loop {
@@ -291,7 +355,9 @@ async fn progress_line(database_url: String, app: String, started: Instant, shut
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = shutdown.cancelled() => return,
         }
-        let Ok((finished, failed, total, _)) = super::drain::progress(&client, &app).await else { continue };
+        let Ok((finished, failed, total, _)) = super::drain::progress(&client, &app).await else {
+            continue;
+        };
         eprint!(
             "\r[{:>6.1} s] in table {total:>8} (+{}/s)  finished {finished:>8} (+{}/s)  failed {failed}   ",
             started.elapsed().as_secs_f64(),

@@ -38,7 +38,10 @@ impl Summary {
         if self.count == 0 {
             return "-".into();
         }
-        format!("{:.2} / {:.2} / {:.2} / {:.2} ms", self.p50_ms, self.p95_ms, self.p99_ms, self.max_ms)
+        format!(
+            "{:.2} / {:.2} / {:.2} / {:.2} ms",
+            self.p50_ms, self.p95_ms, self.p99_ms, self.max_ms
+        )
     }
 }
 
@@ -55,7 +58,11 @@ impl Repeated {
     pub fn of(runs: Vec<f64>, higher_is_better: bool) -> Repeated {
         let max = runs.iter().copied().fold(f64::MIN, f64::max);
         let min = runs.iter().copied().fold(f64::MAX, f64::min);
-        let (best, worst) = if higher_is_better { (max, min) } else { (min, max) };
+        let (best, worst) = if higher_is_better {
+            (max, min)
+        } else {
+            (min, max)
+        };
         Repeated { best, worst, runs }
     }
 
@@ -77,7 +84,10 @@ mod tests {
     fn percentiles_are_nearest_rank() {
         let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
         let s = Summary::of(&samples);
-        assert_eq!((s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms), (50.0, 95.0, 99.0, 100.0));
+        assert_eq!(
+            (s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms),
+            (50.0, 95.0, 99.0, 100.0)
+        );
         assert_eq!(Summary::of(&[]).count, 0);
         let one = Summary::of(&[Duration::from_millis(7)]);
         assert_eq!((one.p50_ms, one.p99_ms), (7.0, 7.0));

@@ -25,12 +25,23 @@ pub struct Accepted {
 }
 
 /// Submits `request` for `app` through `tasklane`; errors come back as a stable code.
-pub async fn submit(tasklane: &Tasklane, app: &str, request: &SubmitRequest) -> Result<Accepted, String> {
+pub async fn submit(
+    tasklane: &Tasklane,
+    app: &str,
+    request: &SubmitRequest,
+) -> Result<Accepted, String> {
     let started = Instant::now();
     let task = tasklane.prepare(app, request).map_err(|e| code(&e))?;
-    let mut object = tasklane.pool.get().await.map_err(|_| "pool_exhausted".to_owned())?;
+    let mut object = tasklane
+        .pool
+        .get()
+        .await
+        .map_err(|_| "pool_exhausted".to_owned())?;
     let client: &mut tokio_postgres::Client = &mut object;
-    let tx = client.transaction().await.map_err(|_| "database_error".to_owned())?;
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|_| "database_error".to_owned())?;
     let submitted = submit_in(&tx, &task).await.map_err(|e| code(&e))?;
     tx.commit().await.map_err(|_| "database_error".to_owned())?;
     let committed_at = SystemTime::now();
@@ -39,7 +50,12 @@ pub async fn submit(tasklane: &Tasklane, app: &str, request: &SubmitRequest) -> 
     if created {
         tasklane.wakeup.wake_all();
     }
-    Ok(Accepted { id: submitted.task.id, committed_at, latency, created })
+    Ok(Accepted {
+        id: submitted.task.id,
+        committed_at,
+        latency,
+        created,
+    })
 }
 
 /// The stable error code the HTTP API would answer with.

@@ -37,7 +37,9 @@ impl AdmissionHistoryPruner {
             Ok(0) => {}
             Ok(freed) => tracing::warn!(freed, "freed slots whose task no longer held them"),
             // A slot changed under the snapshot: nothing was freed; the next pass retries.
-            Err(error) if error.code() == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {}
+            Err(error)
+                if error.code()
+                    == Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE) => {}
             Err(error) => return Err(error.into()),
         }
         Ok(pruned as i64 == BATCH)

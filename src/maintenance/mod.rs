@@ -13,8 +13,12 @@ use tokio_util::sync::CancellationToken;
 
 /// Runs `pass` every `interval` until `shutdown`, immediately again while it reports a
 /// full batch. Errors are logged here, where they are handled, and the loop goes on.
-pub(crate) async fn every<F, Fut>(name: &'static str, interval: Duration, shutdown: CancellationToken, mut pass: F)
-where
+pub(crate) async fn every<F, Fut>(
+    name: &'static str,
+    interval: Duration,
+    shutdown: CancellationToken,
+    mut pass: F,
+) where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<bool>>,
 {

@@ -38,9 +38,14 @@ impl Pruner {
     /// One batch; true when it was full (more may be due).
     pub async fn pass(&self) -> anyhow::Result<bool> {
         let client = self.pool.get().await.context("connection for pruning")?;
-        let pruned = prune::prune_tasks(crate::store::client(&client), self.retention, self.batch, None)
-            .await
-            .context("prune tasks")?;
+        let pruned = prune::prune_tasks(
+            crate::store::client(&client),
+            self.retention,
+            self.batch,
+            None,
+        )
+        .await
+        .context("prune tasks")?;
         if pruned > 0 {
             tracing::info!(pruned, "pruned released tasks past their retention");
         }

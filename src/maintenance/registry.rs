@@ -33,10 +33,14 @@ impl ReplicaRegistry {
             .await
             .context("register the replica")?;
         if !other_live {
-            let lost = Lost::ColdStart { replica_id: self.id };
+            let lost = Lost::ColdStart {
+                replica_id: self.id,
+            };
             let mut recovered = 0;
             loop {
-                let n = recover::recover(&tx, &lost, COLD_START_BATCH).await.context("cold-start recovery")?;
+                let n = recover::recover(&tx, &lost, COLD_START_BATCH)
+                    .await
+                    .context("cold-start recovery")?;
                 recovered += n;
                 if (n as i64) < COLD_START_BATCH {
                     break;
@@ -53,7 +57,13 @@ impl ReplicaRegistry {
         let period = self.ttl / 3;
         super::every("registry", period, shutdown.clone(), || async {
             let client = self.pool.get().await?;
-            replicas::heartbeat(crate::store::client(&client), self.id, &self.name, self.ttl.as_secs_f64()).await?;
+            replicas::heartbeat(
+                crate::store::client(&client),
+                self.id,
+                &self.name,
+                self.ttl.as_secs_f64(),
+            )
+            .await?;
             Ok(false)
         })
         .await;

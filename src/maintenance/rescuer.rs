@@ -34,11 +34,17 @@ impl Rescuer {
 }
 
 /// Recovers one batch of `lost` in its own transaction; returns how many were selected.
-pub async fn rescue(pool: &deadpool_postgres::Pool, lost: &Lost<'_>, limit: i64) -> anyhow::Result<usize> {
+pub async fn rescue(
+    pool: &deadpool_postgres::Pool,
+    lost: &Lost<'_>,
+    limit: i64,
+) -> anyhow::Result<usize> {
     let mut object = pool.get().await.context("connection for recovery")?;
     let client: &mut tokio_postgres::Client = &mut object;
     let tx = client.transaction().await?;
-    let selected = recover::recover(&tx, lost, limit).await.context("recover lost tasks")?;
+    let selected = recover::recover(&tx, lost, limit)
+        .await
+        .context("recover lost tasks")?;
     tx.commit().await?;
     Ok(selected)
 }

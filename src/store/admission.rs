@@ -31,7 +31,12 @@ pub async fn admit<C: GenericClient + Sync>(
     usage_subject: Option<&str>,
     now: Option<DateTime<Utc>>,
 ) -> Result<AdmitReport, DbError> {
-    let row = tx.query_one(include_str!("../../sql/admit.sql"), &[&id, &app, &usage_subject, &now]).await?;
+    let row = tx
+        .query_one(
+            include_str!("../../sql/admit.sql"),
+            &[&id, &app, &usage_subject, &now],
+        )
+        .await?;
     Ok(AdmitReport {
         refused: row.try_get("refused")?,
         limit_id: row.try_get("limit_id")?,
@@ -47,26 +52,39 @@ pub async fn unadmit<C: GenericClient + Sync>(
     app: &str,
     usage_subject: Option<&str>,
 ) -> Result<(), DbError> {
-    tx.execute(include_str!("../../sql/unadmit.sql"), &[&id, &app, &usage_subject]).await?;
+    tx.execute(
+        include_str!("../../sql/unadmit.sql"),
+        &[&id, &app, &usage_subject],
+    )
+    .await?;
     Ok(())
 }
 
 /// Marks whether an existing task (requeued by `retry`) holds capacity after [`admit`].
 pub async fn mark_readmitted<C: GenericClient + Sync>(tx: &C, id: Uuid) -> Result<(), DbError> {
-    tx.execute(include_str!("../../sql/readmit_mark.sql"), &[&id]).await?;
+    tx.execute(include_str!("../../sql/readmit_mark.sql"), &[&id])
+        .await?;
     Ok(())
 }
 
 /// Counts a refusal for the overview. Call it outside the refused transaction.
-pub async fn record_refusal<C: GenericClient + Sync>(client: &C, code: &str, app: &str) -> Result<(), DbError> {
-    client.execute(include_str!("../../sql/refusal_record.sql"), &[&code, &app]).await?;
+pub async fn record_refusal<C: GenericClient + Sync>(
+    client: &C,
+    code: &str,
+    app: &str,
+) -> Result<(), DbError> {
+    client
+        .execute(include_str!("../../sql/refusal_record.sql"), &[&code, &app])
+        .await?;
     Ok(())
 }
 
 /// Deletes up to `limit` admission-history rows older than 24 h (and old refusal
 /// counts); returns how many history rows went.
 pub async fn prune<C: GenericClient + Sync>(client: &C, limit: i64) -> Result<u64, DbError> {
-    let row = client.query_one(include_str!("../../sql/admission_prune.sql"), &[&limit]).await?;
+    let row = client
+        .query_one(include_str!("../../sql/admission_prune.sql"), &[&limit])
+        .await?;
     Ok(row.try_get::<_, i64>(0)? as u64)
 }
 
@@ -75,8 +93,14 @@ pub async fn prune<C: GenericClient + Sync>(client: &C, limit: i64) -> Result<u6
 /// REPEATABLE READ transaction; a concurrent change to a candidate slot makes it fail
 /// with a serialization error (retry at the next pass). Returns the slots freed.
 pub async fn reconcile_slots(client: &mut tokio_postgres::Client) -> Result<u64, DbError> {
-    let tx = client.build_transaction().isolation_level(tokio_postgres::IsolationLevel::RepeatableRead).start().await?;
-    let row = tx.query_one(include_str!("../../sql/slots_reconcile.sql"), &[]).await?;
+    let tx = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .start()
+        .await?;
+    let row = tx
+        .query_one(include_str!("../../sql/slots_reconcile.sql"), &[])
+        .await?;
     let freed: i64 = row.try_get(0)?;
     tx.commit().await?;
     Ok(freed as u64)

@@ -92,7 +92,15 @@ pub async fn claim_pooled(
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
     let statement = client.prepare_cached(sql(claimant.route, slots)).await?;
-    claim_with(crate::store::client(client), &statement, claimant, None, task_types, limit).await
+    claim_with(
+        crate::store::client(client),
+        &statement,
+        claimant,
+        None,
+        task_types,
+        limit,
+    )
+    .await
 }
 
 fn sql(route: Route, slots: Slots) -> &'static str {
@@ -115,7 +123,17 @@ async fn claim_with<C: GenericClient + Sync>(
     let app = owner.map(|o| o.app.as_str());
     let scope = owner.and_then(|o| o.scope_id.as_deref());
     let rows = client
-        .query(statement, &[&task_types, &claimant.worker_id, &limit, &claimant.replica_id, &app, &scope])
+        .query(
+            statement,
+            &[
+                &task_types,
+                &claimant.worker_id,
+                &limit,
+                &claimant.replica_id,
+                &app,
+                &scope,
+            ],
+        )
         .await?;
     rows.iter().map(from_row).collect()
 }

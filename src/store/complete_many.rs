@@ -35,29 +35,54 @@ pub async fn complete_many<C: GenericClient>(
     let tokens: Vec<Uuid> = batch.iter().map(|c| c.lease_token).collect();
     let results: Vec<&serde_json::Value> = batch.iter().map(|c| &c.success.result).collect();
     let units: Vec<Option<i64>> = batch.iter().map(|c| c.success.usage_units).collect();
-    let providers: Vec<Option<&str>> = batch.iter().map(|c| c.success.provider.as_deref()).collect();
+    let providers: Vec<Option<&str>> = batch
+        .iter()
+        .map(|c| c.success.provider.as_deref())
+        .collect();
     let models: Vec<Option<&str>> = batch.iter().map(|c| c.success.model.as_deref()).collect();
-    let statement = client.prepare_cached(include_str!("../../sql/complete_many.sql")).await?;
-    let rows = client.query(&statement, &[&ids, &tokens, &results, &units, &providers, &models]).await?;
+    let statement = client
+        .prepare_cached(include_str!("../../sql/complete_many.sql"))
+        .await?;
+    let rows = client
+        .query(
+            &statement,
+            &[&ids, &tokens, &results, &units, &providers, &models],
+        )
+        .await?;
     // Keyed by (id, token): a stale attempt and the fresh one of the same task may share
     // a batch, and only the fresh one's write matches.
-    let settled: HashSet<(Uuid, Uuid)> =
-        rows.iter().map(|row| Ok((row.try_get("id")?, row.try_get("lease_token")?))).collect::<Result<_, DbError>>()?;
+    let settled: HashSet<(Uuid, Uuid)> = rows
+        .iter()
+        .map(|row| Ok((row.try_get("id")?, row.try_get("lease_token")?)))
+        .collect::<Result<_, DbError>>()?;
     if settled.len() == batch.len() {
         return Ok(batch.iter().map(|_| Ok(())).collect());
     }
     // Some writes matched nothing: tell lost leases from deleted tasks, as one query.
-    let missing: Vec<Uuid> =
-        batch.iter().filter(|c| !settled.contains(&(c.id, c.lease_token))).map(|c| c.id).collect();
-    let probe = client.prepare_cached(include_str!("../../sql/lease_probe_many.sql")).await?;
+    let missing: Vec<Uuid> = batch
+        .iter()
+        .filter(|c| !settled.contains(&(c.id, c.lease_token)))
+        .map(|c| c.id)
+        .collect();
+    let probe = client
+        .prepare_cached(include_str!("../../sql/lease_probe_many.sql"))
+        .await?;
     let rows = client.query(&probe, &[&missing]).await?;
-    let existing: HashSet<Uuid> = rows.iter().map(|row| row.try_get("id")).collect::<Result<_, _>>()?;
+    let existing: HashSet<Uuid> = rows
+        .iter()
+        .map(|row| row.try_get("id"))
+        .collect::<Result<_, _>>()?;
     Ok(batch
         .iter()
-        .map(|c| match (settled.contains(&(c.id, c.lease_token)), existing.contains(&c.id)) {
-            (true, _) => Ok(()),
-            (false, true) => Err(LeaseError::Lost),
-            (false, false) => Err(LeaseError::Gone),
+        .map(|c| {
+            match (
+                settled.contains(&(c.id, c.lease_token)),
+                existing.contains(&c.id),
+            ) {
+                (true, _) => Ok(()),
+                (false, true) => Err(LeaseError::Lost),
+                (false, false) => Err(LeaseError::Gone),
+            }
         })
         .collect())
 }

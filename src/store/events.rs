@@ -19,7 +19,10 @@ pub struct Event {
 impl Event {
     /// Whether this event reports a terminal state: nothing follows it.
     pub fn is_terminal(&self) -> bool {
-        matches!(self.kind.as_str(), "task.succeeded" | "task.failed" | "task.cancelled")
+        matches!(
+            self.kind.as_str(),
+            "task.succeeded" | "task.failed" | "task.cancelled"
+        )
     }
 }
 
@@ -31,10 +34,20 @@ pub async fn after<C: GenericClient + Sync>(
     after: i32,
     limit: i64,
 ) -> Result<Vec<Event>, DbError> {
-    let rows = client.query(include_str!("../../sql/events_after.sql"), &[&task_id, &after, &limit]).await?;
+    let rows = client
+        .query(
+            include_str!("../../sql/events_after.sql"),
+            &[&task_id, &after, &limit],
+        )
+        .await?;
     rows.iter()
         .map(|row| {
-            Ok(Event { seq: row.try_get("seq")?, kind: row.try_get("type")?, data: row.try_get("data")?, at: row.try_get("at")? })
+            Ok(Event {
+                seq: row.try_get("seq")?,
+                kind: row.try_get("type")?,
+                data: row.try_get("data")?,
+                at: row.try_get("at")?,
+            })
         })
         .collect()
 }
@@ -45,6 +58,10 @@ pub async fn latest_seqs<C: GenericClient + Sync>(
     client: &C,
     ids: &[Uuid],
 ) -> Result<std::collections::HashMap<Uuid, i32>, DbError> {
-    let rows = client.query(include_str!("../../sql/task_event_seqs.sql"), &[&ids]).await?;
-    rows.iter().map(|row| Ok((row.try_get("id")?, row.try_get("event_seq")?))).collect()
+    let rows = client
+        .query(include_str!("../../sql/task_event_seqs.sql"), &[&ids])
+        .await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get("id")?, row.try_get("event_seq")?)))
+        .collect()
 }

@@ -62,10 +62,19 @@ pub async fn heartbeat<C: GenericClient + Sync>(
     let row = client
         .query_opt(
             include_str!("../../sql/heartbeat.sql"),
-            &[&id, &lease_token, &beat.progress, &beat.phase, &beat.snapshot, &events],
+            &[
+                &id,
+                &lease_token,
+                &beat.progress,
+                &beat.phase,
+                &beat.snapshot,
+                &events,
+            ],
         )
         .await?;
-    let Some(row) = row else { return Err(probe(client, id).await) };
+    let Some(row) = row else {
+        return Err(probe(client, id).await);
+    };
     let state: &str = row.try_get("state")?;
     Ok(BeatAnswer {
         lease_expires_at: row.try_get("lease_expires_at")?,
@@ -93,7 +102,14 @@ pub async fn complete<C: GenericClient + Sync>(
     let row = client
         .query_opt(
             include_str!("../../sql/complete.sql"),
-            &[&id, &lease_token, &success.result, &success.usage_units, &success.provider, &success.model],
+            &[
+                &id,
+                &lease_token,
+                &success.result,
+                &success.usage_units,
+                &success.provider,
+                &success.model,
+            ],
         )
         .await?;
     match row {
@@ -113,7 +129,13 @@ pub async fn settle<C: GenericClient + Sync>(
     backoff: &Backoff,
 ) -> Result<TaskState, LeaseError> {
     let tx = client.transaction().await?;
-    let Some(row) = tx.query_opt(include_str!("../../sql/lease_lock.sql"), &[&id, &lease_token]).await? else {
+    let Some(row) = tx
+        .query_opt(
+            include_str!("../../sql/lease_lock.sql"),
+            &[&id, &lease_token],
+        )
+        .await?
+    else {
         let error = probe(&tx, id).await;
         return Err(error);
     };
@@ -124,13 +146,24 @@ pub async fn settle<C: GenericClient + Sync>(
         attempt: row.try_get::<_, i32>("attempt")? as u32,
         max_attempts: row.try_get::<_, i32>("max_attempts")? as u32,
         privacy: Privacy::parse(row.try_get("privacy")?).unwrap_or(Privacy::LocalOnly),
-        route: if route == Some("external") { Route::External } else { Route::Local },
+        route: if route == Some("external") {
+            Route::External
+        } else {
+            Route::Local
+        },
     };
     let settlement = outcome::settle(leased, report, backoff)?;
     let delay_ms = settlement.delay.map(|d| d.as_millis() as i64);
     tx.execute(
         include_str!("../../sql/settle.sql"),
-        &[&id, &lease_token, &settlement.state.as_str(), &settlement.code, &settlement.message, &delay_ms],
+        &[
+            &id,
+            &lease_token,
+            &settlement.state.as_str(),
+            &settlement.code,
+            &settlement.message,
+            &delay_ms,
+        ],
     )
     .await?;
     tx.commit().await?;
@@ -139,7 +172,10 @@ pub async fn settle<C: GenericClient + Sync>(
 
 /// Why a fenced write matched nothing.
 async fn probe<C: GenericClient + Sync>(client: &C, id: Uuid) -> LeaseError {
-    match client.query_opt(include_str!("../../sql/lease_probe.sql"), &[&id]).await {
+    match client
+        .query_opt(include_str!("../../sql/lease_probe.sql"), &[&id])
+        .await
+    {
         Ok(Some(_)) => LeaseError::Lost,
         Ok(None) => LeaseError::Gone,
         Err(error) => LeaseError::Db(error),

@@ -27,7 +27,10 @@ pub async fn release<C: GenericClient + Sync>(
     usage_subject: Option<&str>,
 ) -> Result<Option<DateTime<Utc>>, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/lifecycle_release.sql"), &[&app, &scope_id, &effect_key, &usage_subject])
+        .query_one(
+            include_str!("../../sql/lifecycle_release.sql"),
+            &[&app, &scope_id, &effect_key, &usage_subject],
+        )
         .await?;
     row.try_get("released_at")
 }
@@ -46,21 +49,42 @@ pub async fn delete<C: GenericClient + Sync>(
     fence: bool,
 ) -> Result<u64, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/lifecycle_delete.sql"), &[&app, &scope_id, &source_id, &fence])
+        .query_one(
+            include_str!("../../sql/lifecycle_delete.sql"),
+            &[&app, &scope_id, &source_id, &fence],
+        )
         .await?;
     Ok(row.try_get::<_, i64>("deleted")? as u64)
 }
 
 /// Lets submits for a fenced scope in again; returns whether it was fenced.
-pub async fn lift_fence<C: GenericClient + Sync>(client: &C, app: &str, scope_id: &str) -> Result<bool, DbError> {
-    let row = client.query_one(include_str!("../../sql/lifecycle_lift_fence.sql"), &[&app, &scope_id]).await?;
+pub async fn lift_fence<C: GenericClient + Sync>(
+    client: &C,
+    app: &str,
+    scope_id: &str,
+) -> Result<bool, DbError> {
+    let row = client
+        .query_one(
+            include_str!("../../sql/lifecycle_lift_fence.sql"),
+            &[&app, &scope_id],
+        )
+        .await?;
     row.try_get("lifted")
 }
 
 /// Refuses a new task for a fenced scope. Submit calls it after taking the owner lock
 /// shared (the `admit` step of [`super::submit::submit`]).
-pub async fn check_fence<C: GenericClient + Sync>(client: &C, app: &str, scope_id: &str) -> Result<(), SubmitError> {
-    let row = client.query_one(include_str!("../../sql/fence_check.sql"), &[&app, &scope_id]).await?;
+pub async fn check_fence<C: GenericClient + Sync>(
+    client: &C,
+    app: &str,
+    scope_id: &str,
+) -> Result<(), SubmitError> {
+    let row = client
+        .query_one(
+            include_str!("../../sql/fence_check.sql"),
+            &[&app, &scope_id],
+        )
+        .await?;
     if row.try_get::<_, bool>("fenced")? {
         return Err(SubmitError::ScopeDeleted);
     }
@@ -88,9 +112,17 @@ pub async fn unreleased_sources<C: GenericClient + Sync>(
     let after_scope = after.map(|a| a.scope_id.as_str());
     let after_source = after.and_then(|a| a.source_id.as_deref());
     let rows = client
-        .query(include_str!("../../sql/lifecycle_unreleased.sql"), &[&app, &after_scope, &after_source, &limit])
+        .query(
+            include_str!("../../sql/lifecycle_unreleased.sql"),
+            &[&app, &after_scope, &after_source, &limit],
+        )
         .await?;
     rows.iter()
-        .map(|row| Ok(SourceRef { scope_id: row.try_get("scope_id")?, source_id: row.try_get("source_id")? }))
+        .map(|row| {
+            Ok(SourceRef {
+                scope_id: row.try_get("scope_id")?,
+                source_id: row.try_get("source_id")?,
+            })
+        })
         .collect()
 }

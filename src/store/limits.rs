@@ -17,18 +17,31 @@ pub struct LimitKey<'a> {
 }
 
 /// Creates or changes a limit; returns its id.
-pub async fn set_limit<C: GenericClient + Sync>(client: &C, key: LimitKey<'_>, max: i64) -> Result<i64, DbError> {
+pub async fn set_limit<C: GenericClient + Sync>(
+    client: &C,
+    key: LimitKey<'_>,
+    max: i64,
+) -> Result<i64, DbError> {
     let row = client
         .query_one(
             include_str!("../../sql/limit_set.sql"),
-            &[&key.kind, &key.app, &key.usage_subject, &key.window_seconds, &max],
+            &[
+                &key.kind,
+                &key.app,
+                &key.usage_subject,
+                &key.window_seconds,
+                &max,
+            ],
         )
         .await?;
     row.try_get(0)
 }
 
 /// Removes a limit; returns whether it existed.
-pub async fn remove_limit<C: GenericClient + Sync>(client: &C, key: LimitKey<'_>) -> Result<bool, DbError> {
+pub async fn remove_limit<C: GenericClient + Sync>(
+    client: &C,
+    key: LimitKey<'_>,
+) -> Result<bool, DbError> {
     let row = client
         .query_opt(
             include_str!("../../sql/limit_remove.sql"),
@@ -44,17 +57,34 @@ pub async fn set_emergency_stop<C: GenericClient + Sync>(
     app: Option<&str>,
     enabled: bool,
 ) -> Result<(), DbError> {
-    client.execute(include_str!("../../sql/emergency_stop_set.sql"), &[&app, &enabled]).await?;
+    client
+        .execute(
+            include_str!("../../sql/emergency_stop_set.sql"),
+            &[&app, &enabled],
+        )
+        .await?;
     Ok(())
 }
 
 /// Sets the slot count of a resource.
-pub async fn set_resource<C: GenericClient + Sync>(client: &C, name: &str, slots: i32) -> Result<(), DbError> {
-    client.execute(include_str!("../../sql/resource_set.sql"), &[&name, &slots]).await?;
+pub async fn set_resource<C: GenericClient + Sync>(
+    client: &C,
+    name: &str,
+    slots: i32,
+) -> Result<(), DbError> {
+    client
+        .execute(include_str!("../../sql/resource_set.sql"), &[&name, &slots])
+        .await?;
     Ok(())
 }
 
 /// Removes a resource (its tasks become unlimited); returns whether it existed.
-pub async fn remove_resource<C: GenericClient + Sync>(client: &C, name: &str) -> Result<bool, DbError> {
-    Ok(client.execute(include_str!("../../sql/resource_remove.sql"), &[&name]).await? > 0)
+pub async fn remove_resource<C: GenericClient + Sync>(
+    client: &C,
+    name: &str,
+) -> Result<bool, DbError> {
+    Ok(client
+        .execute(include_str!("../../sql/resource_remove.sql"), &[&name])
+        .await?
+        > 0)
 }

@@ -16,16 +16,23 @@ const HISTORY_TABLE: &str = "tasklane_schema_history";
 
 /// Applies every pending migration to the database at `database_url`.
 pub async fn run(database_url: &str) -> anyhow::Result<()> {
-    let (mut client, connection) = tokio_postgres::connect(database_url, NoTls).await.context("connect to migrate")?;
+    let (mut client, connection) = tokio_postgres::connect(database_url, NoTls)
+        .await
+        .context("connect to migrate")?;
     let driver = tokio::spawn(connection);
-    client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK]).await.context("take the migration lock")?;
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .context("take the migration lock")?;
     let result = embedded::migrations::runner()
         .set_migration_table_name(HISTORY_TABLE)
         .run_async(&mut client)
         .await
         .context("apply migrations");
     // Closing the connection releases the session lock even if the unlock fails.
-    let _ = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]).await;
+    let _ = client
+        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+        .await;
     drop(client);
     let _ = driver.await;
     result.map(|_| ())
@@ -33,7 +40,12 @@ pub async fn run(database_url: &str) -> anyhow::Result<()> {
 
 /// The newest migration version this binary knows.
 pub fn latest_version() -> i32 {
-    embedded::migrations::runner().get_migrations().iter().map(|m| m.version()).max().unwrap_or(0)
+    embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| m.version())
+        .max()
+        .unwrap_or(0)
 }
 
 /// Whether the database has every migration of this binary (readiness).

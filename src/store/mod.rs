@@ -13,17 +13,17 @@ pub mod migrate;
 pub mod overview;
 pub mod prune;
 pub mod query;
+mod record;
 pub mod recover;
 pub mod replicas;
 pub mod retry;
 pub mod submit;
 pub mod tokens;
-mod record;
 
 pub use claim::ClaimedTask;
 pub use lease::{Beat, LeaseError};
 pub use record::TaskRecord;
-pub use submit::{SubmitError, Submitted, SubmitOutcome};
+pub use submit::{SubmitError, SubmitOutcome, Submitted};
 
 pub use tokio_postgres::GenericClient;
 

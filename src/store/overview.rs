@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::DbError;
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct Overview {
     pub queue: Vec<QueueDepth>,
     pub replicas: Vec<LiveReplica>,
@@ -18,14 +18,14 @@ pub struct Overview {
     pub refusals_today: Vec<RefusalCount>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct QueueDepth {
     pub state: String,
     pub task_type: String,
     pub count: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct LiveReplica {
     pub id: Uuid,
     pub name: String,
@@ -33,7 +33,7 @@ pub struct LiveReplica {
     pub heartbeat_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct ResourceUse {
     pub name: String,
     pub slots: i32,
@@ -42,7 +42,7 @@ pub struct ResourceUse {
 
 /// One limit and its use: capacity, tasks holding a slot; rate, admissions in the
 /// window; budget, units spent today (UTC).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct LimitUse {
     pub id: i64,
     pub kind: String,
@@ -54,14 +54,14 @@ pub struct LimitUse {
     pub used: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct EmergencyStop {
     /// None: global.
     pub app: Option<String>,
     pub enabled_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct RefusalCount {
     pub code: String,
     pub app: String,
@@ -74,16 +74,34 @@ fn non_empty(s: String) -> Option<String> {
 
 /// Reads the whole overview.
 pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, DbError> {
-    let queue = client.query(include_str!("../../sql/overview_queue.sql"), &[]).await?;
-    let replicas = client.query(include_str!("../../sql/overview_replicas.sql"), &[]).await?;
-    let resources = client.query(include_str!("../../sql/overview_resources.sql"), &[]).await?;
-    let limits = client.query(include_str!("../../sql/overview_limits.sql"), &[]).await?;
-    let stops = client.query(include_str!("../../sql/overview_stops.sql"), &[]).await?;
-    let refusals = client.query(include_str!("../../sql/overview_refusals.sql"), &[]).await?;
+    let queue = client
+        .query(include_str!("../../sql/overview_queue.sql"), &[])
+        .await?;
+    let replicas = client
+        .query(include_str!("../../sql/overview_replicas.sql"), &[])
+        .await?;
+    let resources = client
+        .query(include_str!("../../sql/overview_resources.sql"), &[])
+        .await?;
+    let limits = client
+        .query(include_str!("../../sql/overview_limits.sql"), &[])
+        .await?;
+    let stops = client
+        .query(include_str!("../../sql/overview_stops.sql"), &[])
+        .await?;
+    let refusals = client
+        .query(include_str!("../../sql/overview_refusals.sql"), &[])
+        .await?;
     Ok(Overview {
         queue: queue
             .iter()
-            .map(|r| Ok(QueueDepth { state: r.try_get(0)?, task_type: r.try_get(1)?, count: r.try_get(2)? }))
+            .map(|r| {
+                Ok(QueueDepth {
+                    state: r.try_get(0)?,
+                    task_type: r.try_get(1)?,
+                    count: r.try_get(2)?,
+                })
+            })
             .collect::<Result<_, DbError>>()?,
         replicas: replicas
             .iter()
@@ -98,16 +116,36 @@ pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, D
             .collect::<Result<_, DbError>>()?,
         resources: resources
             .iter()
-            .map(|r| Ok(ResourceUse { name: r.try_get(0)?, slots: r.try_get(1)?, in_use: r.try_get(2)? }))
+            .map(|r| {
+                Ok(ResourceUse {
+                    name: r.try_get(0)?,
+                    slots: r.try_get(1)?,
+                    in_use: r.try_get(2)?,
+                })
+            })
             .collect::<Result<_, DbError>>()?,
-        limits: limits.iter().map(limit_use).collect::<Result<_, DbError>>()?,
+        limits: limits
+            .iter()
+            .map(limit_use)
+            .collect::<Result<_, DbError>>()?,
         emergency_stops: stops
             .iter()
-            .map(|r| Ok(EmergencyStop { app: non_empty(r.try_get(0)?), enabled_at: r.try_get(1)? }))
+            .map(|r| {
+                Ok(EmergencyStop {
+                    app: non_empty(r.try_get(0)?),
+                    enabled_at: r.try_get(1)?,
+                })
+            })
             .collect::<Result<_, DbError>>()?,
         refusals_today: refusals
             .iter()
-            .map(|r| Ok(RefusalCount { code: r.try_get(0)?, app: r.try_get(1)?, count: r.try_get(2)? }))
+            .map(|r| {
+                Ok(RefusalCount {
+                    code: r.try_get(0)?,
+                    app: r.try_get(1)?,
+                    count: r.try_get(2)?,
+                })
+            })
             .collect::<Result<_, DbError>>()?,
     })
 }

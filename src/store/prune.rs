@@ -20,7 +20,10 @@ pub async fn prune_tasks<C: GenericClient + Sync>(
     now: Option<DateTime<Utc>>,
 ) -> Result<u64, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/prune_tasks.sql"), &[&retention.as_secs_f64(), &limit, &now])
+        .query_one(
+            include_str!("../../sql/prune_tasks.sql"),
+            &[&retention.as_secs_f64(), &limit, &now],
+        )
         .await?;
     Ok(row.try_get::<_, i64>("pruned")? as u64)
 }

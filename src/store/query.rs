@@ -17,13 +17,25 @@ pub struct Owner {
 
 impl Owner {
     pub fn app(app: impl Into<String>) -> Self {
-        Owner { app: app.into(), scope_id: None }
+        Owner {
+            app: app.into(),
+            scope_id: None,
+        }
     }
 }
 
 /// One task, if `owner` may see it.
-pub async fn get<C: GenericClient + Sync>(client: &C, owner: &Owner, id: Uuid) -> Result<Option<TaskRecord>, DbError> {
-    let row = client.query_opt(include_str!("../../sql/task_get.sql"), &[&id, &owner.app, &owner.scope_id]).await?;
+pub async fn get<C: GenericClient + Sync>(
+    client: &C,
+    owner: &Owner,
+    id: Uuid,
+) -> Result<Option<TaskRecord>, DbError> {
+    let row = client
+        .query_opt(
+            include_str!("../../sql/task_get.sql"),
+            &[&id, &owner.app, &owner.scope_id],
+        )
+        .await?;
     row.as_ref().map(TaskRecord::from_row).transpose()
 }
 
@@ -55,7 +67,14 @@ pub async fn list<C: GenericClient + Sync>(
     let rows = client
         .query(
             include_str!("../../sql/task_list.sql"),
-            &[&owner.app, &scope, &state, &filter.task_type, &filter.before, &limit],
+            &[
+                &owner.app,
+                &scope,
+                &state,
+                &filter.task_type,
+                &filter.before,
+                &limit,
+            ],
         )
         .await?;
     rows.iter().map(TaskRecord::from_row).collect()
@@ -64,7 +83,16 @@ pub async fn list<C: GenericClient + Sync>(
 /// The owner's cancel: returns the task after it, or `None` if `owner` cannot see it.
 /// A waiting task is cancelled at once, a running one is marked cancelling, a terminal
 /// or already cancelling one is returned unchanged.
-pub async fn cancel<C: GenericClient + Sync>(client: &C, owner: &Owner, id: Uuid) -> Result<Option<TaskRecord>, DbError> {
-    client.query_opt(include_str!("../../sql/cancel.sql"), &[&id, &owner.app, &owner.scope_id]).await?;
+pub async fn cancel<C: GenericClient + Sync>(
+    client: &C,
+    owner: &Owner,
+    id: Uuid,
+) -> Result<Option<TaskRecord>, DbError> {
+    client
+        .query_opt(
+            include_str!("../../sql/cancel.sql"),
+            &[&id, &owner.app, &owner.scope_id],
+        )
+        .await?;
     get(client, owner, id).await
 }

@@ -18,24 +18,40 @@ pub enum Lost<'a> {
     /// tasks whose policy is `fail`.
     ColdStart { replica_id: Uuid },
     /// These leases, handed back by their owner.
-    HandedBack { ids: &'a [Uuid], lease_tokens: &'a [Uuid] },
+    HandedBack {
+        ids: &'a [Uuid],
+        lease_tokens: &'a [Uuid],
+    },
 }
 
 /// Recovers up to `limit` lost tasks in the caller's transaction (the selection locks
 /// the rows until it ends). Returns how many rows were selected, so a caller can keep
 /// going while batches come back full.
-pub async fn recover<C: GenericClient + Sync>(tx: &C, lost: &Lost<'_>, limit: i64) -> Result<usize, DbError> {
+pub async fn recover<C: GenericClient + Sync>(
+    tx: &C,
+    lost: &Lost<'_>,
+    limit: i64,
+) -> Result<usize, DbError> {
     let (rows, because) = match lost {
         Lost::Expired => (
-            tx.query(include_str!("../../sql/lost_expired.sql"), &[&limit]).await?,
+            tx.query(include_str!("../../sql/lost_expired.sql"), &[&limit])
+                .await?,
             LostBecause::LeaseExpired,
         ),
         Lost::ColdStart { replica_id } => (
-            tx.query(include_str!("../../sql/lost_cold_start.sql"), &[&limit, replica_id]).await?,
+            tx.query(
+                include_str!("../../sql/lost_cold_start.sql"),
+                &[&limit, replica_id],
+            )
+            .await?,
             LostBecause::ServerRestarted,
         ),
         Lost::HandedBack { ids, lease_tokens } => (
-            tx.query(include_str!("../../sql/lost_handback.sql"), &[ids, lease_tokens]).await?,
+            tx.query(
+                include_str!("../../sql/lost_handback.sql"),
+                &[ids, lease_tokens],
+            )
+            .await?,
             LostBecause::ServerRestarted,
         ),
     };
@@ -48,7 +64,10 @@ pub async fn recover<C: GenericClient + Sync>(tx: &C, lost: &Lost<'_>, limit: i6
         let (id, decision) = decide(row, because)?;
         let (state, code, keep_snapshot) = match decision {
             RestartDecision::Keep => continue,
-            RestartDecision::Requeue { keep_snapshot, code } => (TaskState::Queued, Some(code), keep_snapshot),
+            RestartDecision::Requeue {
+                keep_snapshot,
+                code,
+            } => (TaskState::Queued, Some(code), keep_snapshot),
             RestartDecision::Fail { code } => (TaskState::Failed, Some(code), false),
             RestartDecision::Cancel => (TaskState::Cancelled, None, false),
         };
@@ -58,7 +77,11 @@ pub async fn recover<C: GenericClient + Sync>(tx: &C, lost: &Lost<'_>, limit: i6
         keep.push(keep_snapshot);
     }
     if !ids.is_empty() {
-        tx.query_one(include_str!("../../sql/recover.sql"), &[&ids, &states, &codes, &keep]).await?;
+        tx.query_one(
+            include_str!("../../sql/recover.sql"),
+            &[&ids, &states, &codes, &keep],
+        )
+        .await?;
     }
     Ok(selected)
 }
@@ -77,7 +100,12 @@ fn decide(row: &Row, because: LostBecause) -> Result<(Uuid, RestartDecision), Db
 }
 
 /// Fails closed up to `limit` waiting tasks past their queue deadline; returns how many.
-pub async fn expire_deadlines<C: GenericClient + Sync>(client: &C, limit: i64) -> Result<usize, DbError> {
-    let row = client.query_one(include_str!("../../sql/expire_deadlines.sql"), &[&limit]).await?;
+pub async fn expire_deadlines<C: GenericClient + Sync>(
+    client: &C,
+    limit: i64,
+) -> Result<usize, DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/expire_deadlines.sql"), &[&limit])
+        .await?;
     Ok(row.get::<_, i64>(0) as usize)
 }

@@ -9,20 +9,43 @@ use super::DbError;
 /// Registers `id` and answers whether another replica is live. Call it in a transaction
 /// and keep that transaction open through the cold-start recovery, so replicas starting
 /// together decide one after the other.
-pub async fn register<C: GenericClient + Sync>(tx: &C, id: Uuid, name: &str, ttl_seconds: f64) -> Result<bool, DbError> {
-    tx.execute(include_str!("../../sql/replica_lock.sql"), &[]).await?;
-    let row = tx.query_one(include_str!("../../sql/replica_register.sql"), &[&id, &name, &ttl_seconds]).await?;
+pub async fn register<C: GenericClient + Sync>(
+    tx: &C,
+    id: Uuid,
+    name: &str,
+    ttl_seconds: f64,
+) -> Result<bool, DbError> {
+    tx.execute(include_str!("../../sql/replica_lock.sql"), &[])
+        .await?;
+    let row = tx
+        .query_one(
+            include_str!("../../sql/replica_register.sql"),
+            &[&id, &name, &ttl_seconds],
+        )
+        .await?;
     row.try_get("other_live")
 }
 
 /// Keeps `id` live for another `ttl_seconds`.
-pub async fn heartbeat<C: GenericClient + Sync>(client: &C, id: Uuid, name: &str, ttl_seconds: f64) -> Result<(), DbError> {
-    client.execute(include_str!("../../sql/replica_heartbeat.sql"), &[&id, &name, &ttl_seconds]).await?;
+pub async fn heartbeat<C: GenericClient + Sync>(
+    client: &C,
+    id: Uuid,
+    name: &str,
+    ttl_seconds: f64,
+) -> Result<(), DbError> {
+    client
+        .execute(
+            include_str!("../../sql/replica_heartbeat.sql"),
+            &[&id, &name, &ttl_seconds],
+        )
+        .await?;
     Ok(())
 }
 
 /// Removes `id` (clean shutdown).
 pub async fn deregister<C: GenericClient + Sync>(client: &C, id: Uuid) -> Result<(), DbError> {
-    client.execute(include_str!("../../sql/replica_deregister.sql"), &[&id]).await?;
+    client
+        .execute(include_str!("../../sql/replica_deregister.sql"), &[&id])
+        .await?;
     Ok(())
 }

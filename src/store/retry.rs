@@ -30,13 +30,27 @@ where
     F: FnOnce(TaskRecord) -> Fut,
     Fut: std::future::Future<Output = Result<(), E>>,
 {
-    let Some(task) = query::get(tx, owner, id).await? else { return Ok(Retried::NotFound) };
-    if !matches!(task.state, crate::task::TaskState::Failed | crate::task::TaskState::Cancelled) {
+    let Some(task) = query::get(tx, owner, id).await? else {
+        return Ok(Retried::NotFound);
+    };
+    if !matches!(
+        task.state,
+        crate::task::TaskState::Failed | crate::task::TaskState::Cancelled
+    ) {
         return Ok(Retried::NotRetryable(task));
     }
-    tx.execute(include_str!("../../sql/owner_lock_scope.sql"), &[&task.app, &task.scope_id]).await?;
+    tx.execute(
+        include_str!("../../sql/owner_lock_scope.sql"),
+        &[&task.app, &task.scope_id],
+    )
+    .await?;
     admit(task.clone()).await?;
-    let moved = tx.query_opt(include_str!("../../sql/task_retry.sql"), &[&id, &owner.app, &owner.scope_id]).await?;
+    let moved = tx
+        .query_opt(
+            include_str!("../../sql/task_retry.sql"),
+            &[&id, &owner.app, &owner.scope_id],
+        )
+        .await?;
     let after = query::get(tx, owner, id).await?;
     Ok(match (moved, after) {
         (Some(_), Some(task)) => Retried::Queued(task),
@@ -56,13 +70,22 @@ pub struct TaskOwner {
 impl TaskOwner {
     /// Whether `owner` (a token's app, and scope if any) may see this task.
     pub fn visible_to(&self, owner: &Owner) -> bool {
-        self.app == owner.app && owner.scope_id.as_ref().is_none_or(|scope| *scope == self.scope_id)
+        self.app == owner.app
+            && owner
+                .scope_id
+                .as_ref()
+                .is_none_or(|scope| *scope == self.scope_id)
     }
 }
 
 /// The owner and type of a task, if it exists.
-pub async fn owner_of<C: GenericClient + Sync>(client: &C, id: Uuid) -> Result<Option<TaskOwner>, DbError> {
-    let row = client.query_opt(include_str!("../../sql/task_owner.sql"), &[&id]).await?;
+pub async fn owner_of<C: GenericClient + Sync>(
+    client: &C,
+    id: Uuid,
+) -> Result<Option<TaskOwner>, DbError> {
+    let row = client
+        .query_opt(include_str!("../../sql/task_owner.sql"), &[&id])
+        .await?;
     row.map(|row| {
         Ok(TaskOwner {
             app: row.try_get("app")?,

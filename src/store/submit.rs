@@ -115,13 +115,20 @@ async fn lock<C: GenericClient + Sync>(
     tx: &C,
     task: &NewTask,
 ) -> Result<Option<Result<Submitted, SubmitError>>, DbError> {
-    let identity: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-        [&task.app, &task.scope_id, &task.effect_key, &task.usage_subject];
-    let locks = tx.query_one(include_str!("../../sql/owner_lock_shared.sql"), &identity).await?;
+    let identity: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
+        &task.app,
+        &task.scope_id,
+        &task.effect_key,
+        &task.usage_subject,
+    ];
+    let locks = tx
+        .query_one(include_str!("../../sql/owner_lock_shared.sql"), &identity)
+        .await?;
     if locks.try_get::<_, bool>("identity_free")? {
         return Ok(None);
     }
-    tx.execute(include_str!("../../sql/identity_lock.sql"), &identity).await?;
+    tx.execute(include_str!("../../sql/identity_lock.sql"), &identity)
+        .await?;
     lookup(tx, task).await
 }
 
@@ -133,7 +140,12 @@ async fn lookup<C: GenericClient + Sync>(
     let row = tx
         .query_opt(
             include_str!("../../sql/submit_lookup.sql"),
-            &[&task.app, &task.scope_id, &task.effect_key, &task.usage_subject],
+            &[
+                &task.app,
+                &task.scope_id,
+                &task.effect_key,
+                &task.usage_subject,
+            ],
         )
         .await?;
     let Some(row) = row else { return Ok(None) };
@@ -142,6 +154,13 @@ async fn lookup<C: GenericClient + Sync>(
         return Ok(Some(Err(SubmitError::IdempotencyConflict)));
     }
     let record = TaskRecord::from_row(&row)?;
-    let outcome = if record.state.is_terminal() { SubmitOutcome::Existing } else { SubmitOutcome::Joined };
-    Ok(Some(Ok(Submitted { task: record, outcome })))
+    let outcome = if record.state.is_terminal() {
+        SubmitOutcome::Existing
+    } else {
+        SubmitOutcome::Joined
+    };
+    Ok(Some(Ok(Submitted {
+        task: record,
+        outcome,
+    })))
 }

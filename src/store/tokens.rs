@@ -29,19 +29,34 @@ pub struct NewToken<'a> {
 }
 
 /// Stores a new token.
-pub async fn insert<C: GenericClient + Sync>(client: &C, token: &NewToken<'_>) -> Result<(), DbError> {
+pub async fn insert<C: GenericClient + Sync>(
+    client: &C,
+    token: &NewToken<'_>,
+) -> Result<(), DbError> {
     client
         .execute(
             include_str!("../../sql/token_insert.sql"),
-            &[&token.id, &token.app, &token.scope_id, &token.permissions, &token.name, &token.token_hash],
+            &[
+                &token.id,
+                &token.app,
+                &token.scope_id,
+                &token.permissions,
+                &token.name,
+                &token.token_hash,
+            ],
         )
         .await?;
     Ok(())
 }
 
 /// The live (unrevoked) token whose hash is `token_hash`.
-pub async fn lookup<C: GenericClient + Sync>(client: &C, token_hash: &[u8]) -> Result<Option<TokenRow>, DbError> {
-    let row = client.query_opt(include_str!("../../sql/token_lookup.sql"), &[&token_hash]).await?;
+pub async fn lookup<C: GenericClient + Sync>(
+    client: &C,
+    token_hash: &[u8],
+) -> Result<Option<TokenRow>, DbError> {
+    let row = client
+        .query_opt(include_str!("../../sql/token_lookup.sql"), &[&token_hash])
+        .await?;
     row.map(|row| {
         Ok(TokenRow {
             id: row.try_get("id")?,
@@ -56,5 +71,8 @@ pub async fn lookup<C: GenericClient + Sync>(client: &C, token_hash: &[u8]) -> R
 
 /// Revokes token `id`; false when there is no such token.
 pub async fn revoke<C: GenericClient + Sync>(client: &C, id: Uuid) -> Result<bool, DbError> {
-    Ok(client.query_opt(include_str!("../../sql/token_revoke.sql"), &[&id]).await?.is_some())
+    Ok(client
+        .query_opt(include_str!("../../sql/token_revoke.sql"), &[&id])
+        .await?
+        .is_some())
 }

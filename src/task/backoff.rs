@@ -14,7 +14,10 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff { base: Duration::from_secs(1), cap: Duration::from_secs(300) }
+        Backoff {
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(300),
+        }
     }
 }
 
@@ -46,7 +49,10 @@ mod tests {
 
     #[test]
     fn grows_exponentially_until_the_cap() {
-        let backoff = Backoff { base: Duration::from_secs(1), cap: Duration::from_secs(60) };
+        let backoff = Backoff {
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(60),
+        };
         let ceilings: Vec<u64> = (1..=8).map(|a| backoff.ceiling(a).as_secs()).collect();
         assert_eq!(ceilings, vec![1, 2, 4, 8, 16, 32, 60, 60]);
         assert_eq!(backoff.ceiling(10_000), Duration::from_secs(60));
@@ -60,7 +66,10 @@ mod tests {
             assert_eq!(backoff.delay(attempt, 0.0), ceiling / 2);
             assert_eq!(backoff.delay(attempt, 1.0), ceiling);
             let d = backoff.jittered(attempt);
-            assert!(d >= ceiling / 2 && d <= ceiling, "{d:?} outside for attempt {attempt}");
+            assert!(
+                d >= ceiling / 2 && d <= ceiling,
+                "{d:?} outside for attempt {attempt}"
+            );
         }
     }
 }

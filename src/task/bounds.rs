@@ -40,14 +40,20 @@ pub struct Invalid {
 
 impl Invalid {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Invalid { field: field.into(), message: message.into() }
+        Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
 /// Checks a key's length in bytes (and that PostgreSQL can store it).
 pub fn key(field: &str, value: &str) -> Result<(), Invalid> {
     if !KEY_BYTES.contains(&value.len()) {
-        return Err(Invalid::new(field, format!("must be 1 to {} bytes", KEY_BYTES.end())));
+        return Err(Invalid::new(
+            field,
+            format!("must be 1 to {} bytes", KEY_BYTES.end()),
+        ));
     }
     text(field, value)
 }
@@ -71,13 +77,16 @@ pub fn json(field: &str, value: &serde_json::Value) -> Result<(), Invalid> {
     match value {
         serde_json::Value::String(s) => text(field, s),
         serde_json::Value::Number(n) => match n.as_f64() {
-            Some(f) if f.abs() > JSON_NUMBER_MAGNITUDE => {
-                Err(Invalid::new(field, format!("numbers must be within ±{JSON_NUMBER_MAGNITUDE:e}")))
-            }
+            Some(f) if f.abs() > JSON_NUMBER_MAGNITUDE => Err(Invalid::new(
+                field,
+                format!("numbers must be within ±{JSON_NUMBER_MAGNITUDE:e}"),
+            )),
             _ => Ok(()),
         },
         serde_json::Value::Array(items) => items.iter().try_for_each(|item| json(field, item)),
-        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| text(field, k).and_then(|_| json(field, v))),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .try_for_each(|(k, v)| text(field, k).and_then(|_| json(field, v))),
         _ => Ok(()),
     }
 }
@@ -91,7 +100,10 @@ pub fn within<T: PartialOrd + std::fmt::Display + Copy>(
     if range.contains(&value) {
         Ok(())
     } else {
-        Err(Invalid::new(field, format!("must be between {} and {}", range.start(), range.end())))
+        Err(Invalid::new(
+            field,
+            format!("must be between {} and {}", range.start(), range.end()),
+        ))
     }
 }
 
@@ -140,10 +152,18 @@ mod tests {
         assert!(key("scope_id", "a\0b").is_err());
         assert!(json("input", &serde_json::json!({"a": ["ok", {"b\0": 1}]})).is_err());
         assert!(json("input", &serde_json::json!({"a": ["ok", "x\0"]})).is_err());
-        assert!(json("input", &serde_json::json!({"a": ["ok", {"b": 1}], "n": null})).is_ok());
+        assert!(json(
+            "input",
+            &serde_json::json!({"a": ["ok", {"b": 1}], "n": null})
+        )
+        .is_ok());
         assert!(json("input", &serde_json::json!([1.7976931348623157e308])).is_err());
         assert!(json("input", &serde_json::json!([-1e301])).is_err());
-        assert!(json("input", &serde_json::json!([1e300, u64::MAX, i64::MIN, 1e-320])).is_ok());
+        assert!(json(
+            "input",
+            &serde_json::json!([1e300, u64::MAX, i64::MIN, 1e-320])
+        )
+        .is_ok());
     }
 
     #[test]

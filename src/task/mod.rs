@@ -4,9 +4,9 @@
 
 pub mod backoff;
 pub mod bounds;
-pub mod restart;
 pub mod outcome;
 pub mod request;
+pub mod restart;
 pub mod state;
 pub mod task_type;
 

@@ -17,7 +17,12 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
 #[derive(Debug, Clone, PartialEq)]
 pub enum Report {
     /// The attempt failed; `retryable` says whether another attempt may succeed.
-    Error { code: String, message: String, retryable: bool, retry_after: Option<Duration> },
+    Error {
+        code: String,
+        message: String,
+        retryable: bool,
+        retry_after: Option<Duration>,
+    },
     /// The attempt ran past its timeout.
     TimedOut,
     /// The local route gave up; the task may continue on an external worker.
@@ -48,17 +53,34 @@ pub struct Leased {
 
 /// Decides how `report` settles the task. A task whose cancellation was requested is
 /// cancelled by any report other than success: the owner asked it to stop.
-pub fn settle(task: Leased, report: Report, backoff: &Backoff) -> Result<Settlement, IllegalTransition> {
-    let refuse = |transition| IllegalTransition { from: task.state, transition };
+pub fn settle(
+    task: Leased,
+    report: Report,
+    backoff: &Backoff,
+) -> Result<Settlement, IllegalTransition> {
+    let refuse = |transition| IllegalTransition {
+        from: task.state,
+        transition,
+    };
     if task.state == TaskState::Cancelling {
-        return Ok(Settlement { state: TaskState::Cancelled, code: None, message: None, delay: None });
+        return Ok(Settlement {
+            state: TaskState::Cancelled,
+            code: None,
+            message: None,
+            delay: None,
+        });
     }
     if task.state != TaskState::Running {
         return Err(refuse(Transition::Fail));
     }
     let settlement = match report {
         Report::Cancelled => return Err(refuse(Transition::AckCancel)),
-        Report::Error { code, message, retryable, retry_after } => {
+        Report::Error {
+            code,
+            message,
+            retryable,
+            retry_after,
+        } => {
             let message = describe(&code, &message);
             if !retryable {
                 failed(codes::PERMANENT_ERROR, message)
@@ -89,7 +111,12 @@ pub fn settle(task: Leased, report: Report, backoff: &Backoff) -> Result<Settlem
 }
 
 fn failed(code: &'static str, message: String) -> Settlement {
-    Settlement { state: TaskState::Failed, code: Some(code), message: Some(message), delay: None }
+    Settlement {
+        state: TaskState::Failed,
+        code: Some(code),
+        message: Some(message),
+        delay: None,
+    }
 }
 
 /// Another attempt after the backoff, or `attempts_exhausted` once none are left.
@@ -123,7 +150,11 @@ fn stable_retry_code(code: &str) -> &'static str {
 
 /// `[code] message`, bounded.
 fn describe(code: &str, message: &str) -> String {
-    let text = if code.is_empty() { message.to_owned() } else { format!("[{code}] {message}") };
+    let text = if code.is_empty() {
+        message.to_owned()
+    } else {
+        format!("[{code}] {message}")
+    };
     bounds::truncate(&text, bounds::ERROR_MESSAGE_BYTES).to_owned()
 }
 
@@ -142,7 +173,12 @@ mod tests {
     }
 
     fn error(retryable: bool) -> Report {
-        Report::Error { code: "boom".into(), message: "it broke".into(), retryable, retry_after: None }
+        Report::Error {
+            code: "boom".into(),
+            message: "it broke".into(),
+            retryable,
+            retry_after: None,
+        }
     }
 
     #[test]
@@ -154,13 +190,19 @@ mod tests {
         assert_eq!(s.message.as_deref(), Some("[boom] it broke"));
         assert!(s.delay.unwrap() <= backoff.ceiling(1));
         let s = settle(running(3, 3), error(true), &backoff).unwrap();
-        assert_eq!((s.state, s.code), (TaskState::Failed, Some("attempts_exhausted")));
+        assert_eq!(
+            (s.state, s.code),
+            (TaskState::Failed, Some("attempts_exhausted"))
+        );
     }
 
     #[test]
     fn permanent_errors_fail_at_once() {
         let s = settle(running(1, 3), error(false), &Backoff::default()).unwrap();
-        assert_eq!((s.state, s.code), (TaskState::Failed, Some("permanent_error")));
+        assert_eq!(
+            (s.state, s.code),
+            (TaskState::Failed, Some("permanent_error"))
+        );
     }
 
     #[test]
@@ -180,14 +222,22 @@ mod tests {
     #[test]
     fn timeouts_retry_with_their_own_code() {
         let s = settle(running(1, 2), Report::TimedOut, &Backoff::default()).unwrap();
-        assert_eq!((s.state, s.code), (TaskState::WaitingForRetry, Some("attempt_timeout")));
+        assert_eq!(
+            (s.state, s.code),
+            (TaskState::WaitingForRetry, Some("attempt_timeout"))
+        );
     }
 
     #[test]
     fn fallback_needs_external_consent_and_a_local_route() {
-        let fallback = || Report::Fallback { reason: "model overloaded".into() };
+        let fallback = || Report::Fallback {
+            reason: "model overloaded".into(),
+        };
         let s = settle(running(1, 3), fallback(), &Backoff::default()).unwrap();
-        assert_eq!((s.state, s.code), (TaskState::Failed, Some("no_fallback_allowed")));
+        assert_eq!(
+            (s.state, s.code),
+            (TaskState::Failed, Some("no_fallback_allowed"))
+        );
         let mut allowed = running(1, 3);
         allowed.privacy = Privacy::ExternalAllowed;
         let s = settle(allowed, fallback(), &Backoff::default()).unwrap();
@@ -201,15 +251,30 @@ mod tests {
     fn a_requested_cancel_wins_over_any_failure() {
         let mut cancelling = running(1, 3);
         cancelling.state = TaskState::Cancelling;
-        for report in [error(true), error(false), Report::TimedOut, Report::Cancelled] {
-            assert_eq!(settle(cancelling, report, &Backoff::default()).unwrap().state, TaskState::Cancelled);
+        for report in [
+            error(true),
+            error(false),
+            Report::TimedOut,
+            Report::Cancelled,
+        ] {
+            assert_eq!(
+                settle(cancelling, report, &Backoff::default())
+                    .unwrap()
+                    .state,
+                TaskState::Cancelled
+            );
         }
         assert!(settle(running(1, 3), Report::Cancelled, &Backoff::default()).is_err());
     }
 
     #[test]
     fn messages_are_bounded() {
-        let report = Report::Error { code: "x".into(), message: "m".repeat(5000), retryable: false, retry_after: None };
+        let report = Report::Error {
+            code: "x".into(),
+            message: "m".repeat(5000),
+            retryable: false,
+            retry_after: None,
+        };
         let s = settle(running(1, 3), report, &Backoff::default()).unwrap();
         assert_eq!(s.message.unwrap().len(), bounds::ERROR_MESSAGE_BYTES);
     }

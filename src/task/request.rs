@@ -59,7 +59,12 @@ pub struct NewTask {
 impl SubmitRequest {
     /// Validates every bound and resolves defaults from `task_type` (which the caller
     /// looked up by `self.task_type`). `input_bytes` is the deployment's input bound.
-    pub fn resolve(&self, app: &str, task_type: &TaskType, input_bytes: usize) -> Result<NewTask, Invalid> {
+    pub fn resolve(
+        &self,
+        app: &str,
+        task_type: &TaskType,
+        input_bytes: usize,
+    ) -> Result<NewTask, Invalid> {
         bounds::key("app", app)?;
         bounds::key("scope_id", &self.scope_id)?;
         bounds::key("effect_key", &self.effect_key)?;
@@ -69,9 +74,14 @@ impl SubmitRequest {
         if let Some(subject) = &self.usage_subject {
             bounds::key("usage_subject", subject)?;
         }
-        let input_len = serde_json::to_vec(&self.input).map(|v| v.len()).unwrap_or(usize::MAX);
+        let input_len = serde_json::to_vec(&self.input)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
         if input_len > input_bytes {
-            return Err(Invalid::new("input", format!("must be at most {input_bytes} bytes")));
+            return Err(Invalid::new(
+                "input",
+                format!("must be at most {input_bytes} bytes"),
+            ));
         }
         bounds::json("input", &self.input)?;
         let priority = self.priority.unwrap_or(0);
@@ -156,10 +166,16 @@ mod tests {
         let a = request().resolve("mail", &task_type(), 1024).unwrap();
         let mut other = request();
         other.input = serde_json::json!({"b": 2, "a": [1, 2]});
-        assert_ne!(a.digest, other.resolve("mail", &task_type(), 1024).unwrap().digest);
+        assert_ne!(
+            a.digest,
+            other.resolve("mail", &task_type(), 1024).unwrap().digest
+        );
         let mut urgent = request();
         urgent.priority = Some(5);
-        assert_ne!(a.digest, urgent.resolve("mail", &task_type(), 1024).unwrap().digest);
+        assert_ne!(
+            a.digest,
+            urgent.resolve("mail", &task_type(), 1024).unwrap().digest
+        );
     }
 
     #[test]
@@ -169,16 +185,28 @@ mod tests {
             ("scope_id", Box::new(|r| r.scope_id = "x".repeat(201))),
             ("effect_key", Box::new(|r| r.effect_key.clear())),
             ("source_id", Box::new(|r| r.source_id = Some(String::new()))),
-            ("usage_subject", Box::new(|r| r.usage_subject = Some("u".repeat(201)))),
+            (
+                "usage_subject",
+                Box::new(|r| r.usage_subject = Some("u".repeat(201))),
+            ),
             ("priority", Box::new(|r| r.priority = Some(101))),
-            ("deadline_seconds", Box::new(|r| r.deadline_seconds = Some(604_801))),
+            (
+                "deadline_seconds",
+                Box::new(|r| r.deadline_seconds = Some(604_801)),
+            ),
             ("max_attempts", Box::new(|r| r.max_attempts = Some(26))),
-            ("input", Box::new(|r| r.input = serde_json::json!("x".repeat(2000)))),
+            (
+                "input",
+                Box::new(|r| r.input = serde_json::json!("x".repeat(2000))),
+            ),
         ];
         for (field, mutate) in cases {
             let mut r = request();
             mutate(&mut r);
-            assert_eq!(r.resolve("mail", &task_type(), 1024).unwrap_err().field, field);
+            assert_eq!(
+                r.resolve("mail", &task_type(), 1024).unwrap_err().field,
+                field
+            );
         }
     }
 

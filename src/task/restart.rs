@@ -47,7 +47,10 @@ pub enum RestartDecision {
     /// Leave the row alone.
     Keep,
     /// Claimable again now; `keep_snapshot` for `resume`. `code` says why, for the event.
-    Requeue { keep_snapshot: bool, code: &'static str },
+    Requeue {
+        keep_snapshot: bool,
+        code: &'static str,
+    },
     /// Failed with this code.
     Fail { code: &'static str },
     /// A cancel was requested: honour it.
@@ -70,16 +73,26 @@ pub fn decide(
     };
     match state {
         TaskState::Queued => match (policy, because) {
-            (RestartPolicy::Fail, LostBecause::ServerRestarted) => {
-                RestartDecision::Fail { code: codes::SERVER_RESTARTED }
-            }
+            (RestartPolicy::Fail, LostBecause::ServerRestarted) => RestartDecision::Fail {
+                code: codes::SERVER_RESTARTED,
+            },
             _ => RestartDecision::Keep,
         },
         TaskState::Running => match policy {
-            RestartPolicy::Fail => RestartDecision::Fail { code: codes::SERVER_RESTARTED },
-            _ if attempt >= max_attempts => RestartDecision::Fail { code: codes::ATTEMPTS_EXHAUSTED },
-            RestartPolicy::Retry => RestartDecision::Requeue { keep_snapshot: false, code: lost_code },
-            RestartPolicy::Resume => RestartDecision::Requeue { keep_snapshot: true, code: lost_code },
+            RestartPolicy::Fail => RestartDecision::Fail {
+                code: codes::SERVER_RESTARTED,
+            },
+            _ if attempt >= max_attempts => RestartDecision::Fail {
+                code: codes::ATTEMPTS_EXHAUSTED,
+            },
+            RestartPolicy::Retry => RestartDecision::Requeue {
+                keep_snapshot: false,
+                code: lost_code,
+            },
+            RestartPolicy::Resume => RestartDecision::Requeue {
+                keep_snapshot: true,
+                code: lost_code,
+            },
         },
         TaskState::Cancelling => RestartDecision::Cancel,
         TaskState::WaitingForRetry
@@ -100,27 +113,43 @@ mod tests {
     fn queued_tasks_only_fail_at_a_cold_start_with_policy_fail() {
         assert_eq!(
             decide(TaskState::Queued, Fail, 0, 3, ServerRestarted),
-            RestartDecision::Fail { code: "server_restarted" }
+            RestartDecision::Fail {
+                code: "server_restarted"
+            }
         );
         for policy in [Retry, Resume] {
-            assert_eq!(decide(TaskState::Queued, policy, 0, 3, ServerRestarted), RestartDecision::Keep);
+            assert_eq!(
+                decide(TaskState::Queued, policy, 0, 3, ServerRestarted),
+                RestartDecision::Keep
+            );
         }
-        assert_eq!(decide(TaskState::Queued, Fail, 0, 3, LeaseExpired), RestartDecision::Keep);
+        assert_eq!(
+            decide(TaskState::Queued, Fail, 0, 3, LeaseExpired),
+            RestartDecision::Keep
+        );
     }
 
     #[test]
     fn running_tasks_follow_their_policy() {
         assert_eq!(
             decide(TaskState::Running, Fail, 1, 3, LeaseExpired),
-            RestartDecision::Fail { code: "server_restarted" }
+            RestartDecision::Fail {
+                code: "server_restarted"
+            }
         );
         assert_eq!(
             decide(TaskState::Running, Retry, 1, 3, LeaseExpired),
-            RestartDecision::Requeue { keep_snapshot: false, code: "lease_expired" }
+            RestartDecision::Requeue {
+                keep_snapshot: false,
+                code: "lease_expired"
+            }
         );
         assert_eq!(
             decide(TaskState::Running, Resume, 2, 3, ServerRestarted),
-            RestartDecision::Requeue { keep_snapshot: true, code: "server_restarted" }
+            RestartDecision::Requeue {
+                keep_snapshot: true,
+                code: "server_restarted"
+            }
         );
     }
 
@@ -129,7 +158,9 @@ mod tests {
         for policy in [Retry, Resume] {
             assert_eq!(
                 decide(TaskState::Running, policy, 3, 3, LeaseExpired),
-                RestartDecision::Fail { code: "attempts_exhausted" }
+                RestartDecision::Fail {
+                    code: "attempts_exhausted"
+                }
             );
         }
     }
@@ -138,7 +169,10 @@ mod tests {
     fn cancelling_tasks_are_cancelled_whatever_the_policy() {
         for policy in [Fail, Retry, Resume] {
             for because in [LeaseExpired, ServerRestarted] {
-                assert_eq!(decide(TaskState::Cancelling, policy, 1, 3, because), RestartDecision::Cancel);
+                assert_eq!(
+                    decide(TaskState::Cancelling, policy, 1, 3, because),
+                    RestartDecision::Cancel
+                );
             }
         }
     }

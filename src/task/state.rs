@@ -63,7 +63,10 @@ impl TaskState {
     ];
 
     pub fn is_terminal(self) -> bool {
-        matches!(self, TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled)
+        matches!(
+            self,
+            TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
+        )
     }
 
     /// States in which a worker holds a lease.
@@ -91,18 +94,24 @@ impl TaskState {
             (Running | Cancelling, Claim) => None,
             (Cancelling, Cancel) => None,
             (Queued | WaitingForRetry | WaitingForExternalFallback, Succeed) => None,
-            (Queued | WaitingForRetry | WaitingForExternalFallback | Cancelling, RetryLater) => None,
+            (Queued | WaitingForRetry | WaitingForExternalFallback | Cancelling, RetryLater) => {
+                None
+            }
             (Queued | WaitingForRetry | WaitingForExternalFallback | Cancelling, Fallback) => None,
             (Queued | WaitingForRetry | WaitingForExternalFallback | Running, AckCancel) => None,
             (Queued | WaitingForRetry | WaitingForExternalFallback | Cancelling, Requeue) => None,
-            (Queued | Running | Cancelling | WaitingForRetry | WaitingForExternalFallback, Retry) => {
-                None
-            }
+            (
+                Queued | Running | Cancelling | WaitingForRetry | WaitingForExternalFallback,
+                Retry,
+            ) => None,
             (Succeeded, Retry) => None,
             (Succeeded | Failed | Cancelled, Claim | Cancel | Succeed | RetryLater | Fail) => None,
             (Succeeded | Failed | Cancelled, Fallback | AckCancel | Requeue) => None,
         };
-        next.ok_or(IllegalTransition { from: self, transition })
+        next.ok_or(IllegalTransition {
+            from: self,
+            transition,
+        })
     }
 
     pub fn as_str(self) -> &'static str {
@@ -181,8 +190,14 @@ mod tests {
 
     #[test]
     fn only_unleased_waiting_states_can_be_claimed() {
-        let claimable: Vec<_> = TaskState::ALL.into_iter().filter(|s| s.apply(Claim).is_ok()).collect();
-        assert_eq!(claimable, vec![Queued, WaitingForRetry, WaitingForExternalFallback]);
+        let claimable: Vec<_> = TaskState::ALL
+            .into_iter()
+            .filter(|s| s.apply(Claim).is_ok())
+            .collect();
+        assert_eq!(
+            claimable,
+            vec![Queued, WaitingForRetry, WaitingForExternalFallback]
+        );
     }
 
     #[test]

@@ -200,7 +200,9 @@ impl TaskTypesFile {
         let file: TaskTypesFile = toml::from_str(text)?;
         let mut seen = std::collections::HashSet::new();
         for task_type in &file.task_type {
-            task_type.validate().map_err(|e| anyhow::anyhow!("task type {:?}: {e}", task_type.name))?;
+            task_type
+                .validate()
+                .map_err(|e| anyhow::anyhow!("task type {:?}: {e}", task_type.name))?;
             if !seen.insert(task_type.name.clone()) {
                 anyhow::bail!("task type {:?} is defined twice", task_type.name);
             }
@@ -244,10 +246,17 @@ mod tests {
 
     #[test]
     fn refuses_bad_files() {
-        let dup = "[[task_type]]\nname='a'\nexecutor='noop'\n[[task_type]]\nname='a'\nexecutor='noop'\n";
+        let dup =
+            "[[task_type]]\nname='a'\nexecutor='noop'\n[[task_type]]\nname='a'\nexecutor='noop'\n";
         assert!(TaskTypesFile::parse(dup).is_err());
         assert!(TaskTypesFile::parse("[[task_type]]\nname='a'\nexecutor='http'\n").is_err());
-        assert!(TaskTypesFile::parse("[[task_type]]\nname='a'\nexecutor='noop'\nlease_seconds=0\n").is_err());
-        assert!(TaskTypesFile::parse("[[task_type]]\nname='a'\nexecutor='noop'\ncolour='red'\n").is_err());
+        assert!(TaskTypesFile::parse(
+            "[[task_type]]\nname='a'\nexecutor='noop'\nlease_seconds=0\n"
+        )
+        .is_err());
+        assert!(
+            TaskTypesFile::parse("[[task_type]]\nname='a'\nexecutor='noop'\ncolour='red'\n")
+                .is_err()
+        );
     }
 }

@@ -40,7 +40,13 @@ impl Attempt {
         abort: CancellationToken,
         completer: Completer,
     ) -> Self {
-        Attempt { task: Arc::new(task), pool, registry, abort, completer }
+        Attempt {
+            task: Arc::new(task),
+            pool,
+            registry,
+            abort,
+            completer,
+        }
     }
 
     pub async fn run(self) {
@@ -87,21 +93,39 @@ impl Attempt {
             Ending::Lost => return Ok(()),
             Ending::Aborted => return self.hand_back().await,
             // Group commit with the other attempts finishing now (see completer.rs).
-            Ending::Finished(Ok(success)) => return self.completer.complete(id, token, success).await,
-            Ending::Finished(Err(HandlerError::Retryable { code, message, retry_after })) => {
-                Report::Error { code, message, retryable: true, retry_after }
+            Ending::Finished(Ok(success)) => {
+                return self.completer.complete(id, token, success).await
             }
-            Ending::Finished(Err(HandlerError::Permanent { code, message })) => {
-                Report::Error { code, message, retryable: false, retry_after: None }
-            }
+            Ending::Finished(Err(HandlerError::Retryable {
+                code,
+                message,
+                retry_after,
+            })) => Report::Error {
+                code,
+                message,
+                retryable: true,
+                retry_after,
+            },
+            Ending::Finished(Err(HandlerError::Permanent { code, message })) => Report::Error {
+                code,
+                message,
+                retryable: false,
+                retry_after: None,
+            },
             Ending::Finished(Err(HandlerError::Fallback { reason })) => Report::Fallback { reason },
             Ending::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
             Ending::TimedOut => Report::TimedOut,
         };
-        let backoff = self.registry.get(&self.task.task_type).map(|t| t.backoff()).unwrap_or_default();
+        let backoff = self
+            .registry
+            .get(&self.task.task_type)
+            .map(|t| t.backoff())
+            .unwrap_or_default();
         let mut client = self.client().await?;
         let client: &mut tokio_postgres::Client = &mut client;
-        lease::settle(client, id, token, report, &backoff).await.map(|_| ())
+        lease::settle(client, id, token, report, &backoff)
+            .await
+            .map(|_| ())
     }
 
     /// Gives the lease back now, through the restart policy, instead of letting it expire.
@@ -109,10 +133,14 @@ impl Attempt {
         let mut object = self.client().await?;
         let client: &mut tokio_postgres::Client = &mut object;
         let tx = client.transaction().await?;
-        let lost = Lost::HandedBack { ids: &[self.task.id], lease_tokens: &[self.task.lease_token] };
+        let lost = Lost::HandedBack {
+            ids: &[self.task.id],
+            lease_tokens: &[self.task.lease_token],
+        };
         recover::recover(&tx, &lost, 1).await?;
         // Other replicas hear of it at commit instead of at their next poll.
-        tx.execute("SELECT pg_notify($1, '')", &[&crate::store::WAKEUP_CHANNEL]).await?;
+        tx.execute("SELECT pg_notify($1, '')", &[&crate::store::WAKEUP_CHANNEL])
+            .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -133,8 +161,17 @@ async fn heartbeat_loop(ctx: TaskContext) {
     let period = Duration::from_secs(ctx.task.lease_seconds as u64) / 3;
     loop {
         tokio::time::sleep(period).await;
-        let Ok(client) = ctx.pool.get().await else { continue };
-        match lease::heartbeat(crate::store::client(&client), ctx.task.id, ctx.task.lease_token, &Beat::default()).await {
+        let Ok(client) = ctx.pool.get().await else {
+            continue;
+        };
+        match lease::heartbeat(
+            crate::store::client(&client),
+            ctx.task.id,
+            ctx.task.lease_token,
+            &Beat::default(),
+        )
+        .await
+        {
             Ok(answer) if answer.cancel_requested => ctx.cancel.cancel(),
             Ok(_) => {}
             Err(LeaseError::Lost | LeaseError::Gone) => {

@@ -37,17 +37,38 @@ pub struct Completer {
 
 impl Completer {
     /// Starts a completer on `pool`.
-    pub fn start(pool: deadpool_postgres::Pool, max_batch: usize, max_in_flight: usize) -> Completer {
+    pub fn start(
+        pool: deadpool_postgres::Pool,
+        max_batch: usize,
+        max_in_flight: usize,
+    ) -> Completer {
         let (requests, queue) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool, queue, max_batch.max(1), Arc::new(Semaphore::new(max_in_flight.max(1)))));
+        tokio::spawn(run(
+            pool,
+            queue,
+            max_batch.max(1),
+            Arc::new(Semaphore::new(max_in_flight.max(1))),
+        ));
         Completer { requests }
     }
 
     /// Settles one attempt as succeeded, fenced on its lease; resolves once the batch
     /// carrying it has committed. Same answers as [`lease::complete`].
-    pub async fn complete(&self, id: Uuid, lease_token: Uuid, success: Success) -> Result<(), LeaseError> {
+    pub async fn complete(
+        &self,
+        id: Uuid,
+        lease_token: Uuid,
+        success: Success,
+    ) -> Result<(), LeaseError> {
         let (reply, answer) = oneshot::channel();
-        let request = Request { completion: Completion { id, lease_token, success }, reply };
+        let request = Request {
+            completion: Completion {
+                id,
+                lease_token,
+                success,
+            },
+            reply,
+        };
         if self.requests.send(request).is_err() {
             // The completer is gone (runtime shutting down): leave the lease to expire.
             return Err(LeaseError::Lost);
@@ -64,7 +85,11 @@ async fn run(
 ) {
     let mut batch = Vec::with_capacity(max_batch);
     while queue.recv_many(&mut batch, max_batch).await > 0 {
-        let permit = in_flight.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let permit = in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
         // While we waited for a free flush, more may have arrived: take them along.
         while batch.len() < max_batch {
             match queue.try_recv() {
@@ -94,7 +119,8 @@ async fn flush(pool: &deadpool_postgres::Pool, mut batch: Vec<Request>) {
             return;
         }
     };
-    let (completions, replies): (Vec<Completion>, Vec<_>) = batch.into_iter().map(|r| (r.completion, r.reply)).unzip();
+    let (completions, replies): (Vec<Completion>, Vec<_>) =
+        batch.into_iter().map(|r| (r.completion, r.reply)).unzip();
     match complete_many::complete_many(&client, &completions).await {
         Ok(answers) => {
             for (reply, answer) in replies.into_iter().zip(answers) {
@@ -104,7 +130,13 @@ async fn flush(pool: &deadpool_postgres::Pool, mut batch: Vec<Request>) {
         Err(error) => {
             tracing::warn!(%error, tasks = completions.len(), "batched completion failed; settling one by one");
             for (c, reply) in completions.iter().zip(replies) {
-                let answer = lease::complete(crate::store::client(&client), c.id, c.lease_token, &c.success).await;
+                let answer = lease::complete(
+                    crate::store::client(&client),
+                    c.id,
+                    c.lease_token,
+                    &c.success,
+                )
+                .await;
                 let _ = reply.send(answer);
             }
         }

@@ -14,7 +14,10 @@ pub struct Noop;
 #[async_trait::async_trait]
 impl Handler for Noop {
     async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
-        Ok(Success { result: ctx.input().clone(), ..Success::default() })
+        Ok(Success {
+            result: ctx.input().clone(),
+            ..Success::default()
+        })
     }
 }
 
@@ -76,7 +79,10 @@ impl Handler for Sleep {
         match input.fail {
             Some(FailAs::Retryable) => Err(HandlerError::retryable("failed as asked")),
             Some(FailAs::Permanent) => Err(HandlerError::permanent("failed as asked")),
-            None => Ok(Success { result: serde_json::json!({"slept_ms": input.ms}), ..Success::default() }),
+            None => Ok(Success {
+                result: serde_json::json!({"slept_ms": input.ms}),
+                ..Success::default()
+            }),
         }
     }
 }
@@ -90,8 +96,13 @@ pub struct Http {
 
 impl Http {
     pub fn new(task_type: &TaskType) -> anyhow::Result<Self> {
-        let url = task_type.url.clone().ok_or_else(|| anyhow::anyhow!("the http executor needs a url"))?;
-        let client = reqwest::Client::builder().timeout(task_type.attempt_timeout()).build()?;
+        let url = task_type
+            .url
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("the http executor needs a url"))?;
+        let client = reqwest::Client::builder()
+            .timeout(task_type.attempt_timeout())
+            .build()?;
         Ok(Http { client, url })
     }
 }
@@ -116,23 +127,43 @@ impl Handler for Http {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
             .map(Duration::from_secs);
-        let body = response.bytes().await.map_err(|e| HandlerError::retryable(e.to_string()))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| HandlerError::retryable(e.to_string()))?;
         let text = String::from_utf8_lossy(&body);
         if !status.is_success() {
             let code = format!("upstream_{}", status.as_u16());
             let message = text.chars().take(512).collect();
-            let retryable = status.as_u16() == 408 || status.as_u16() == 429 || status.is_server_error();
+            let retryable =
+                status.as_u16() == 408 || status.as_u16() == 429 || status.is_server_error();
             return Err(if retryable {
-                HandlerError::Retryable { code, message, retry_after }
+                HandlerError::Retryable {
+                    code,
+                    message,
+                    retry_after,
+                }
             } else {
                 HandlerError::Permanent { code, message }
             });
         }
-        let result: serde_json::Value =
-            serde_json::from_slice(&body).unwrap_or_else(|_| serde_json::Value::String(text.into_owned()));
-        let usage_units = result.pointer("/usage/total_tokens").and_then(|v| v.as_i64());
-        let model = result.get("model").and_then(|v| v.as_str()).map(str::to_owned);
-        let provider = reqwest::Url::parse(&self.url).ok().and_then(|u| u.host_str().map(str::to_owned));
-        Ok(Success { result, usage_units, provider, model })
+        let result: serde_json::Value = serde_json::from_slice(&body)
+            .unwrap_or_else(|_| serde_json::Value::String(text.into_owned()));
+        let usage_units = result
+            .pointer("/usage/total_tokens")
+            .and_then(|v| v.as_i64());
+        let model = result
+            .get("model")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        let provider = reqwest::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned));
+        Ok(Success {
+            result,
+            usage_units,
+            provider,
+            model,
+        })
     }
 }

@@ -23,7 +23,11 @@ pub trait Handler: Send + Sync + 'static {
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandlerError {
     /// Another attempt may succeed (after `retry_after`, or the type's backoff).
-    Retryable { code: String, message: String, retry_after: Option<Duration> },
+    Retryable {
+        code: String,
+        message: String,
+        retry_after: Option<Duration>,
+    },
     /// No attempt will succeed.
     Permanent { code: String, message: String },
     /// The local route cannot do it; an external worker may, if the task allows.
@@ -34,11 +38,18 @@ pub enum HandlerError {
 
 impl HandlerError {
     pub fn retryable(message: impl Into<String>) -> Self {
-        HandlerError::Retryable { code: "handler_error".into(), message: message.into(), retry_after: None }
+        HandlerError::Retryable {
+            code: "handler_error".into(),
+            message: message.into(),
+            retry_after: None,
+        }
     }
 
     pub fn permanent(message: impl Into<String>) -> Self {
-        HandlerError::Permanent { code: "permanent_error".into(), message: message.into() }
+        HandlerError::Permanent {
+            code: "permanent_error".into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -83,8 +94,16 @@ impl TaskContext {
     /// handler must stop: cancellation was requested, or the lease is lost. A database
     /// hiccup is not an error here: the background heartbeat keeps the lease and retries.
     pub async fn report(&self, beat: Beat) -> Result<(), Stop> {
-        let Ok(object) = self.pool.get().await else { return Ok(()) };
-        let answer = lease::heartbeat(crate::store::client(&object), self.task.id, self.task.lease_token, &beat).await;
+        let Ok(object) = self.pool.get().await else {
+            return Ok(());
+        };
+        let answer = lease::heartbeat(
+            crate::store::client(&object),
+            self.task.id,
+            self.task.lease_token,
+            &beat,
+        )
+        .await;
         match answer {
             Ok(answer) if answer.cancel_requested => {
                 self.cancel.cancel();
@@ -109,7 +128,10 @@ pub struct Registry {
 impl Registry {
     /// A registry of `types` with the built-in executors; `custom` supplies handlers for
     /// types whose executor is `custom`.
-    pub fn new(types: Vec<TaskType>, mut custom: HashMap<String, Arc<dyn Handler>>) -> anyhow::Result<Self> {
+    pub fn new(
+        types: Vec<TaskType>,
+        mut custom: HashMap<String, Arc<dyn Handler>>,
+    ) -> anyhow::Result<Self> {
         let mut registry = Registry::default();
         for task_type in types {
             let handler: Option<Arc<dyn Handler>> = match task_type.executor {
@@ -117,13 +139,13 @@ impl Registry {
                 Executor::Sleep => Some(Arc::new(super::executors::Sleep)),
                 Executor::Http => Some(Arc::new(super::executors::Http::new(&task_type)?)),
                 Executor::Remote => None,
-                Executor::Custom => Some(
-                    custom
-                        .remove(&task_type.name)
-                        .ok_or_else(|| anyhow::anyhow!("no handler registered for {:?}", task_type.name))?,
-                ),
+                Executor::Custom => Some(custom.remove(&task_type.name).ok_or_else(|| {
+                    anyhow::anyhow!("no handler registered for {:?}", task_type.name)
+                })?),
             };
-            registry.types.insert(task_type.name.clone(), (task_type, handler));
+            registry
+                .types
+                .insert(task_type.name.clone(), (task_type, handler));
         }
         Ok(registry)
     }
@@ -133,7 +155,9 @@ impl Registry {
     }
 
     pub fn handler(&self, name: &str) -> Option<&Arc<dyn Handler>> {
-        self.types.get(name).and_then(|(_, handler)| handler.as_ref())
+        self.types
+            .get(name)
+            .and_then(|(_, handler)| handler.as_ref())
     }
 
     /// Names of every registered type, sorted.
@@ -145,8 +169,12 @@ impl Registry {
 
     /// Names of the types this process runs in-process (remote types excluded).
     pub fn runnable(&self) -> Vec<String> {
-        let mut names: Vec<String> =
-            self.types.iter().filter(|(_, (_, h))| h.is_some()).map(|(name, _)| name.clone()).collect();
+        let mut names: Vec<String> = self
+            .types
+            .iter()
+            .filter(|(_, (_, h))| h.is_some())
+            .map(|(name, _)| name.clone())
+            .collect();
         names.sort();
         names
     }

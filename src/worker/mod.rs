@@ -53,8 +53,18 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn new(config: WorkerConfig, pool: deadpool_postgres::Pool, registry: Arc<Registry>, wakeup: Wakeup) -> Self {
-        Worker { config, pool, registry, wakeup }
+    pub fn new(
+        config: WorkerConfig,
+        pool: deadpool_postgres::Pool,
+        registry: Arc<Registry>,
+        wakeup: Wakeup,
+    ) -> Self {
+        Worker {
+            config,
+            pool,
+            registry,
+            wakeup,
+        }
     }
 
     /// Claims and runs tasks until `shutdown`; then waits up to the grace period for
@@ -73,8 +83,11 @@ impl Worker {
             completer::DEFAULT_MAX_BATCH,
             completer::DEFAULT_MAX_IN_FLIGHT,
         );
-        let claimant =
-            Claimant { worker_id: &self.config.worker_id, route: self.config.route, replica_id: Some(self.config.replica_id) };
+        let claimant = Claimant {
+            worker_id: &self.config.worker_id,
+            route: self.config.route,
+            replica_id: Some(self.config.replica_id),
+        };
         // Whether the last claim came back full: there is a backlog to keep up with.
         let mut backlog = false;
         while !shutdown.is_cancelled() {
@@ -90,7 +103,11 @@ impl Worker {
             // freed slot: short tasks free their slots in bursts (group commit), and a
             // claim round trip per task would cap throughput at the round-trip rate.
             // The cooldown bounds the wait when slots free one by one (long tasks).
-            let want = self.config.claim_batch.min(self.config.concurrency).div_ceil(2);
+            let want = self
+                .config
+                .claim_batch
+                .min(self.config.concurrency)
+                .div_ceil(2);
             if backlog && slots.available_permits() < want {
                 tokio::select! {
                     permits = slots.clone().acquire_many_owned(want as u32) => drop(permits),
@@ -113,7 +130,11 @@ impl Worker {
             let full = claimed.len() == free;
             backlog = full;
             for task in claimed {
-                let permit = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+                let permit = slots
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed");
                 let runner = attempt::Attempt::new(
                     task,
                     self.pool.clone(),
@@ -154,8 +175,14 @@ impl Worker {
     ) -> anyhow::Result<Vec<crate::store::ClaimedTask>> {
         let client = self.pool.get().await?;
         // Without resources among our types, the cheaper statement (no slot bookkeeping).
-        let needs_slots = task_types.iter().any(|t| self.registry.get(t).is_some_and(|t| t.resource.is_some()));
-        let slots = if needs_slots { claim::Slots::Aware } else { claim::Slots::Plain };
+        let needs_slots = task_types
+            .iter()
+            .any(|t| self.registry.get(t).is_some_and(|t| t.resource.is_some()));
+        let slots = if needs_slots {
+            claim::Slots::Aware
+        } else {
+            claim::Slots::Plain
+        };
         Ok(claim::claim_pooled(&client, claimant, slots, task_types, limit).await?)
     }
 }

@@ -18,7 +18,10 @@ pub struct Wakeup {
 
 impl Default for Wakeup {
     fn default() -> Self {
-        Wakeup { generation: watch::channel(0).0, notify: watch::channel(0).0 }
+        Wakeup {
+            generation: watch::channel(0).0,
+            notify: watch::channel(0).0,
+        }
     }
 }
 
@@ -42,7 +45,12 @@ impl Wakeup {
 
     /// Sends one `NOTIFY` per burst of [`Wakeup::wake_all`] calls, at most one per
     /// `debounce`, until `shutdown`.
-    pub async fn run_notifier(self, pool: deadpool_postgres::Pool, debounce: Duration, shutdown: CancellationToken) {
+    pub async fn run_notifier(
+        self,
+        pool: deadpool_postgres::Pool,
+        debounce: Duration,
+        shutdown: CancellationToken,
+    ) {
         let mut requests = self.notify.subscribe();
         loop {
             tokio::select! {
@@ -87,7 +95,8 @@ impl Wakeup {
 
     async fn listen_once(&self, database_url: &str) -> anyhow::Result<()> {
         use futures_util::StreamExt;
-        let (client, mut connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
+        let (client, mut connection) =
+            tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
         let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
         let driver = tokio::spawn(async move {
             let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -97,7 +106,9 @@ impl Wakeup {
                 }
             }
         });
-        client.batch_execute(&format!("LISTEN {WAKEUP_CHANNEL}")).await?;
+        client
+            .batch_execute(&format!("LISTEN {WAKEUP_CHANNEL}"))
+            .await?;
         while let Some(message) = messages.recv().await {
             match message {
                 Ok(tokio_postgres::AsyncMessage::Notification(_)) => self.wake_local(),

@@ -18,9 +18,20 @@ use crate::common::fixtures::{self, APP, TYPE};
 
 /// A handle on `url` with the fixture type and a pool of `size` connections.
 pub fn tasklane(url: &str, size: usize) -> Tasklane {
-    let registry = Registry::new(vec![fixtures::task_type(), TaskType::new("other", Executor::Noop)], Default::default())
-        .expect("registry");
-    Tasklane { pool: crate::common::pool(url, size), registry: Arc::new(registry), wakeup: Wakeup::default(), max_input_bytes: 1 << 20 }
+    let registry = Registry::new(
+        vec![
+            fixtures::task_type(),
+            TaskType::new("other", Executor::Noop),
+        ],
+        Default::default(),
+    )
+    .expect("registry");
+    Tasklane {
+        pool: crate::common::pool(url, size),
+        registry: Arc::new(registry),
+        wakeup: Wakeup::default(),
+        max_input_bytes: 1 << 20,
+    }
 }
 
 pub fn request(key: &str, subject: Option<&str>) -> SubmitRequest {
@@ -29,7 +40,13 @@ pub fn request(key: &str, subject: Option<&str>) -> SubmitRequest {
     r
 }
 
-pub fn limit(kind: LimitKind, app: Option<&str>, subject: Option<&str>, max: i64, window: Option<i64>) -> LimitSpec {
+pub fn limit(
+    kind: LimitKind,
+    app: Option<&str>,
+    subject: Option<&str>,
+    max: i64,
+    window: Option<i64>,
+) -> LimitSpec {
     LimitSpec {
         kind,
         app: app.map(str::to_owned),
@@ -52,7 +69,13 @@ pub struct Outcome {
 
 /// `n` submits of distinct keys `<prefix>-<i>` for `app`, each on its own connection,
 /// released together by a barrier. Any error other than a refusal fails the test.
-pub async fn submit_together(tl: &Tasklane, app: &str, prefix: &str, n: usize, subject: Option<&str>) -> Outcome {
+pub async fn submit_together(
+    tl: &Tasklane,
+    app: &str,
+    prefix: &str,
+    n: usize,
+    subject: Option<&str>,
+) -> Outcome {
     let barrier = Arc::new(Barrier::new(n));
     let mut set = tokio::task::JoinSet::new();
     for i in 0..n {
@@ -77,7 +100,11 @@ pub async fn submit_together(tl: &Tasklane, app: &str, prefix: &str, n: usize, s
 }
 
 /// Submits one request for the fixture app; the refusal code if refused.
-pub async fn submit_one(tl: &Tasklane, key: &str, subject: Option<&str>) -> Result<Submitted, RefusalCode> {
+pub async fn submit_one(
+    tl: &Tasklane,
+    key: &str,
+    subject: Option<&str>,
+) -> Result<Submitted, RefusalCode> {
     match tl.submit(APP, &request(key, subject)).await {
         Ok(s) => Ok(s),
         Err(SubmitRefused::Refused(r)) => Err(r.code),
@@ -94,8 +121,14 @@ pub async fn complete_all(c: &Client, units: Option<i64>) -> usize {
             return done;
         }
         for task in claimed {
-            let success = Success { result: serde_json::json!({}), usage_units: units, ..Default::default() };
-            lease::complete(c, task.id, task.lease_token, &success).await.expect("complete");
+            let success = Success {
+                result: serde_json::json!({}),
+                usage_units: units,
+                ..Default::default()
+            };
+            lease::complete(c, task.id, task.lease_token, &success)
+                .await
+                .expect("complete");
             done += 1;
         }
     }
@@ -110,7 +143,11 @@ pub async fn non_terminal(c: &Client) -> i64 {
 }
 
 pub async fn held_slots(c: &Client) -> i64 {
-    count(c, "SELECT count(*) FROM tasklane.capacity_slots WHERE task_id IS NOT NULL").await
+    count(
+        c,
+        "SELECT count(*) FROM tasklane.capacity_slots WHERE task_id IS NOT NULL",
+    )
+    .await
 }
 
 pub const _TYPE: &str = TYPE;

@@ -40,7 +40,12 @@ pub async fn submit(c: &Client, key: &str, input: serde_json::Value) -> TaskReco
     submit_with(c, key, input, |_| {}).await
 }
 
-pub async fn submit_with(c: &Client, key: &str, input: serde_json::Value, edit: impl FnOnce(&mut SubmitRequest)) -> TaskRecord {
+pub async fn submit_with(
+    c: &Client,
+    key: &str,
+    input: serde_json::Value,
+    edit: impl FnOnce(&mut SubmitRequest),
+) -> TaskRecord {
     let mut r = request(key, input);
     edit(&mut r);
     try_submit(c, &r).await.expect("submit").task
@@ -62,16 +67,24 @@ pub async fn try_submit_as(
     let task = r.resolve(APP, task_type, 1 << 20).expect("valid request");
     c.batch_execute("BEGIN").await.unwrap();
     let result = tasklane::client::submit_in(c, &task).await;
-    c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" }).await.unwrap();
+    c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" })
+        .await
+        .unwrap();
     result
 }
 
 pub fn claimant(route: Route) -> Claimant<'static> {
-    Claimant { worker_id: "test-worker", route, replica_id: None }
+    Claimant {
+        worker_id: "test-worker",
+        route,
+        replica_id: None,
+    }
 }
 
 pub async fn claim_route(c: &Client, route: Route, limit: i64) -> Vec<ClaimedTask> {
-    claim::claim(c, &claimant(route), &[TYPE.to_owned()], limit).await.expect("claim")
+    claim::claim(c, &claimant(route), &[TYPE.to_owned()], limit)
+        .await
+        .expect("claim")
 }
 
 pub async fn claim(c: &Client, limit: i64) -> Vec<ClaimedTask> {
@@ -85,12 +98,18 @@ pub async fn claim_one(c: &Client) -> ClaimedTask {
 }
 
 pub async fn get(c: &Client, id: Uuid) -> TaskRecord {
-    query::get(c, &Owner::app(APP), id).await.unwrap().expect("task exists")
+    query::get(c, &Owner::app(APP), id)
+        .await
+        .unwrap()
+        .expect("task exists")
 }
 
 pub async fn event_types(c: &Client, id: Uuid) -> Vec<String> {
     let rows = c
-        .query("SELECT type FROM tasklane.task_events WHERE task_id = $1 ORDER BY seq", &[&id])
+        .query(
+            "SELECT type FROM tasklane.task_events WHERE task_id = $1 ORDER BY seq",
+            &[&id],
+        )
         .await
         .unwrap();
     rows.iter().map(|r| r.get(0)).collect()
@@ -98,13 +117,21 @@ pub async fn event_types(c: &Client, id: Uuid) -> Vec<String> {
 
 /// Makes a waiting task claimable now.
 pub async fn make_due(c: &Client, id: Uuid) {
-    c.execute("UPDATE tasklane.tasks SET run_at = now() WHERE id = $1", &[&id]).await.unwrap();
+    c.execute(
+        "UPDATE tasklane.tasks SET run_at = now() WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .unwrap();
 }
 
 /// Seconds between now and the task's run_at.
 pub async fn run_at_delay_seconds(c: &Client, id: Uuid) -> f64 {
     let row = c
-        .query_one("SELECT extract(epoch FROM run_at - now())::float8 FROM tasklane.tasks WHERE id = $1", &[&id])
+        .query_one(
+            "SELECT extract(epoch FROM run_at - now())::float8 FROM tasklane.tasks WHERE id = $1",
+            &[&id],
+        )
         .await
         .unwrap();
     row.get(0)
@@ -112,19 +139,27 @@ pub async fn run_at_delay_seconds(c: &Client, id: Uuid) -> f64 {
 
 /// Moves a task's lease into the past, as if its worker stopped heartbeating.
 pub async fn expire_lease(c: &Client, id: Uuid) {
-    c.execute("UPDATE tasklane.tasks SET lease_expires_at = now() - interval '1 second' WHERE id = $1", &[&id])
-        .await
-        .unwrap();
+    c.execute(
+        "UPDATE tasklane.tasks SET lease_expires_at = now() - interval '1 second' WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .unwrap();
 }
 
 /// One rescuer pass.
 pub async fn rescue_expired(c: &Client) -> usize {
     c.batch_execute("BEGIN").await.unwrap();
-    let n = tasklane::store::recover::recover(c, &tasklane::store::recover::Lost::Expired, 100).await.unwrap();
+    let n = tasklane::store::recover::recover(c, &tasklane::store::recover::Lost::Expired, 100)
+        .await
+        .unwrap();
     c.batch_execute("COMMIT").await.unwrap();
     n
 }
 
 pub fn fast_backoff() -> Backoff {
-    Backoff { base: std::time::Duration::from_millis(10), cap: std::time::Duration::from_millis(100) }
+    Backoff {
+        base: std::time::Duration::from_millis(10),
+        cap: std::time::Duration::from_millis(100),
+    }
 }

@@ -64,8 +64,13 @@ impl Drop for TestDb {
         let server_url = server_url();
         let name = std::mem::take(&mut self.name);
         let dropper = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
-            runtime.block_on(devdb::drop_database(&server_url, &name)).ok()
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime
+                .block_on(devdb::drop_database(&server_url, &name))
+                .ok()
         });
         let _ = dropper.join();
     }
@@ -75,7 +80,9 @@ impl Drop for TestDb {
 pub async fn test_db() -> TestDb {
     // The first call blocks for the setup (a few seconds); keep that off the test's
     // runtime thread.
-    let shared = tokio::task::spawn_blocking(shared).await.expect("test database setup thread");
+    let shared = tokio::task::spawn_blocking(shared)
+        .await
+        .expect("test database setup thread");
     let name = format!(
         "{TEST_DB_PREFIX}_{}_{}",
         std::process::id(),
@@ -100,9 +107,14 @@ pub fn pool(url: &str, size: usize) -> Pool {
     let manager = Manager::from_config(
         config,
         tokio_postgres::NoTls,
-        ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
     );
-    Pool::builder(manager).max_size(size).build().expect("build pool")
+    Pool::builder(manager)
+        .max_size(size)
+        .build()
+        .expect("build pool")
 }
 
 fn shared() -> &'static Shared {
@@ -154,8 +166,12 @@ fn template_name() -> anyhow::Result<String> {
 }
 
 fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
-    let mut paths: Vec<_> = entries.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let mut paths: Vec<_> = entries
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
     paths.sort();
     for path in paths {
         if path.is_dir() {

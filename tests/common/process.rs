@@ -12,7 +12,11 @@ pub struct TypesFile {
 
 impl TypesFile {
     pub fn new(toml: &str) -> TypesFile {
-        let path = std::env::temp_dir().join(format!("tasklane-types-{}-{}.toml", std::process::id(), uuid::Uuid::new_v4()));
+        let path = std::env::temp_dir().join(format!(
+            "tasklane-types-{}-{}.toml",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
         std::fs::write(&path, toml).expect("write task types");
         TypesFile { path }
     }
@@ -35,7 +39,13 @@ impl WorkerProcess {
     pub fn start(name: &str, database_url: &str, types: &Path, args: &[&str]) -> WorkerProcess {
         let child = Command::new(env!("CARGO_BIN_EXE_tasklane"))
             .arg("serve")
-            .args(["--roles", "worker,maintenance", "--no-migrate", "--replica-name", name])
+            .args([
+                "--roles",
+                "worker,maintenance",
+                "--no-migrate",
+                "--replica-name",
+                name,
+            ])
             .arg("--task-types")
             .arg(types)
             .args(args)
@@ -46,7 +56,10 @@ impl WorkerProcess {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start tasklane serve");
-        WorkerProcess { name: name.to_owned(), child }
+        WorkerProcess {
+            name: name.to_owned(),
+            child,
+        }
     }
 
     pub fn pid(&self) -> i32 {
@@ -85,6 +98,10 @@ impl Drop for WorkerProcess {
 }
 
 fn signal(pid: i32, name: &str) {
-    let status = Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).status().expect("run kill");
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
     assert!(status.success(), "kill -{name} {pid}");
 }

@@ -40,7 +40,10 @@ pub fn binary() -> &'static str {
 /// Writes [`TASK_TYPES`] to a fresh temporary file.
 pub fn task_types_file() -> PathBuf {
     let n = NEXT_FILE.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("tasklane-http-types-{}-{n}.toml", std::process::id()));
+    let path = std::env::temp_dir().join(format!(
+        "tasklane-http-types-{}-{n}.toml",
+        std::process::id()
+    ));
     std::fs::write(&path, TASK_TYPES).expect("write the task-types file");
     path
 }
@@ -75,7 +78,10 @@ impl Serve {
             .env("TASKLANE_TASK_TYPES", &types)
             .env("TASKLANE_POOL_SIZE", "8")
             .env("TASKLANE_SHUTDOWN_GRACE_SECONDS", "5")
-            .env("TASKLANE_LOG", std::env::var("TASKLANE_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+            .env(
+                "TASKLANE_LOG",
+                std::env::var("TASKLANE_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null());
         if let Some(roles) = options.roles {
@@ -85,7 +91,10 @@ impl Serve {
             command.env(key, value);
         }
         let child = command.spawn().expect("start tasklane serve");
-        let serve = Serve { child, base: format!("http://127.0.0.1:{port}") };
+        let serve = Serve {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
         serve.wait_ready(Duration::from_secs(60)).await;
         serve
     }
@@ -99,7 +108,11 @@ impl Serve {
                     return;
                 }
             }
-            assert!(started.elapsed() < bound, "replica at {} not ready within {bound:?}", self.base);
+            assert!(
+                started.elapsed() < bound,
+                "replica at {} not ready within {bound:?}",
+                self.base
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -111,7 +124,11 @@ impl Serve {
 
     /// Sends SIGTERM (graceful shutdown).
     pub fn terminate(&self) {
-        let status = Command::new("kill").arg("-TERM").arg(self.pid().to_string()).status().expect("run kill");
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
         assert!(status.success());
     }
 
@@ -129,7 +146,11 @@ impl Serve {
 
     /// A client of this replica using `token`.
     pub fn api(&self, token: &str) -> Api {
-        Api { base: self.base.clone(), token: token.to_owned(), http: reqwest::Client::new() }
+        Api {
+            base: self.base.clone(),
+            token: token.to_owned(),
+            http: reqwest::Client::new(),
+        }
     }
 }
 
@@ -142,7 +163,11 @@ impl Drop for Serve {
 
 /// A port nobody listens on now (the OS picks it; the child binds it right after).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port").local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind a free port")
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Creates a token with the library (the CLI is tested on its own).
@@ -153,7 +178,10 @@ pub async fn token(database_url: &str, app: &str, scope: Option<&str>, perms: &[
         permissions: perms.iter().map(|p| p.to_string()).collect(),
         name: None,
     };
-    tasklane::http::tokens::create(database_url, &spec).await.expect("create token").secret
+    tasklane::http::tokens::create(database_url, &spec)
+        .await
+        .expect("create token")
+        .secret
 }
 
 /// Every permission of the application routes and the worker protocol.
@@ -184,31 +212,47 @@ pub struct Api {
 
 impl Api {
     pub fn with_token(&self, token: &str) -> Api {
-        Api { token: token.to_owned(), ..self.clone() }
+        Api {
+            token: token.to_owned(),
+            ..self.clone()
+        }
     }
 
     pub async fn get(&self, path: &str) -> Answer {
-        self.send(self.http.get(format!("{}{path}", self.base))).await
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> Answer {
-        self.send(self.http.post(format!("{}{path}", self.base)).json(body)).await
+        self.send(self.http.post(format!("{}{path}", self.base)).json(body))
+            .await
     }
 
     /// POSTs raw bytes as JSON.
     pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> Answer {
-        let request = self.http.post(format!("{}{path}", self.base)).header("content-type", "application/json");
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json");
         self.send(request.body(body)).await
     }
 
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
-        let request = if self.token.is_empty() { request } else { request.bearer_auth(&self.token) };
+        let request = if self.token.is_empty() {
+            request
+        } else {
+            request.bearer_auth(&self.token)
+        };
         let response = request.send().await.expect("send request");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let bytes = response.bytes().await.expect("read body");
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Answer { status, headers, body }
+        Answer {
+            status,
+            headers,
+            body,
+        }
     }
 
     /// Submits a task; `extra` fields are merged into the body.
@@ -230,7 +274,11 @@ impl Api {
             if done(&answer.body) {
                 return answer.body;
             }
-            assert!(started.elapsed() < Duration::from_secs(20), "task {id} never got there: {}", answer.body);
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "task {id} never got there: {}",
+                answer.body
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }

@@ -24,7 +24,11 @@ fn grants(role: &str) -> String {
 
 async fn denied(c: &Client, sql: &str) {
     let error = c.batch_execute(sql).await.expect_err(sql);
-    assert_eq!(error.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{sql}: {error}");
+    assert_eq!(
+        error.code(),
+        Some(&SqlState::INSUFFICIENT_PRIVILEGE),
+        "{sql}: {error}"
+    );
 }
 
 #[tokio::test]
@@ -33,7 +37,10 @@ async fn an_application_role_may_call_the_functions_and_nothing_else() {
     let c = db.client().await;
     let task = submit_at(&c, At::source(SCOPE, "conv-1"), "k").await;
     // Roles are cluster-wide: name them after this test's database.
-    let (app_role, stranger) = (format!("{}_app", db.name()), format!("{}_stranger", db.name()));
+    let (app_role, stranger) = (
+        format!("{}_app", db.name()),
+        format!("{}_stranger", db.name()),
+    );
     c.batch_execute(&format!(
         "CREATE ROLE {app_role} NOLOGIN; CREATE ROLE {stranger} NOLOGIN;
          GRANT USAGE ON SCHEMA tasklane TO {stranger};
@@ -42,15 +49,40 @@ async fn an_application_role_may_call_the_functions_and_nothing_else() {
     ))
     .await
     .unwrap();
-    c.batch_execute(&format!("SET ROLE {app_role}")).await.unwrap();
-    let released: bool = c.query_one("SELECT tasklane.release_task('mail', 'mailbox-7', 'k', NULL)", &[]).await.unwrap().get(0);
+    c.batch_execute(&format!("SET ROLE {app_role}"))
+        .await
+        .unwrap();
+    let released: bool = c
+        .query_one(
+            "SELECT tasklane.release_task('mail', 'mailbox-7', 'k', NULL)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
     assert!(released);
-    let pairs = c.query("SELECT * FROM tasklane.list_unreleased_sources('mail', NULL, NULL, 100)", &[]).await.unwrap();
+    let pairs = c
+        .query(
+            "SELECT * FROM tasklane.list_unreleased_sources('mail', NULL, NULL, 100)",
+            &[],
+        )
+        .await
+        .unwrap();
     assert!(pairs.is_empty());
-    let deleted: i64 =
-        c.query_one("SELECT tasklane.delete_tasks('mail', 'mailbox-7', 'conv-1', true)", &[]).await.unwrap().get(0);
+    let deleted: i64 = c
+        .query_one(
+            "SELECT tasklane.delete_tasks('mail', 'mailbox-7', 'conv-1', true)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
     assert_eq!(deleted, 1);
-    let lifted: bool = c.query_one("SELECT tasklane.lift_fence('mail', 'mailbox-7')", &[]).await.unwrap().get(0);
+    let lifted: bool = c
+        .query_one("SELECT tasklane.lift_fence('mail', 'mailbox-7')", &[])
+        .await
+        .unwrap()
+        .get(0);
     assert!(lifted);
     for sql in [
         "SELECT count(*) FROM tasklane.tasks",
@@ -62,7 +94,9 @@ async fn an_application_role_may_call_the_functions_and_nothing_else() {
     ] {
         denied(&c, sql).await;
     }
-    c.batch_execute(&format!("RESET ROLE; SET ROLE {stranger}")).await.unwrap();
+    c.batch_execute(&format!("RESET ROLE; SET ROLE {stranger}"))
+        .await
+        .unwrap();
     for sql in [
         "SELECT tasklane.release_task('mail', 'mailbox-7', 'k', NULL)",
         "SELECT tasklane.delete_tasks('mail', 'mailbox-7', NULL, false)",

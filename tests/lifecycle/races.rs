@@ -36,7 +36,12 @@ struct Round {
     delete_done: AtomicBool,
 }
 
-async fn submitter(c: tokio_postgres::Client, round: Arc<Round>, n: usize, fence: bool) -> Vec<Seen> {
+async fn submitter(
+    c: tokio_postgres::Client,
+    round: Arc<Round>,
+    n: usize,
+    fence: bool,
+) -> Vec<Seen> {
     let mut seen = Vec::new();
     let mut after_done = 0;
     for i in 0.. {
@@ -55,7 +60,12 @@ async fn submitter(c: tokio_postgres::Client, round: Arc<Round>, n: usize, fence
             Err(SubmitError::ScopeDeleted) => (None, true),
             Err(error) => panic!("submit: {error}"),
         };
-        seen.push(Seen { id, committed_before_delete, began_after_delete, refused });
+        seen.push(Seen {
+            id,
+            committed_before_delete,
+            began_after_delete,
+            refused,
+        });
         if began_after_delete {
             after_done += 1;
         }
@@ -81,16 +91,30 @@ async fn delete_during_submits(db: &crate::common::TestDb, fence: bool) {
         });
         let mut submitters = Vec::new();
         for n in 0..SUBMITTERS {
-            submitters.push(tokio::spawn(submitter(db.client().await, round.clone(), n, fence)));
+            submitters.push(tokio::spawn(submitter(
+                db.client().await,
+                round.clone(),
+                n,
+                fence,
+            )));
         }
         let mut deleter = db.client().await;
         round.enough.notified().await;
         round.delete_began.store(true, Ordering::SeqCst);
         let tx = deleter.transaction().await.unwrap();
-        let deleted = lifecycle::delete(&tx, APP, &round.scope, None, fence).await.unwrap();
+        let deleted = lifecycle::delete(&tx, APP, &round.scope, None, fence)
+            .await
+            .unwrap();
         // The deletion's xid is assigned after it holds the owner lock; a submit that
         // inserted while holding the lock shared before it has a smaller xid.
-        let xid: i64 = tx.query_one("SELECT pg_current_xact_id()::text::bigint % 4294967296", &[]).await.unwrap().get(0);
+        let xid: i64 = tx
+            .query_one(
+                "SELECT pg_current_xact_id()::text::bigint % 4294967296",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
         tx.commit().await.unwrap();
         round.delete_done.store(true, Ordering::SeqCst);
         let mut seen = Vec::new();
@@ -105,23 +129,46 @@ async fn delete_during_submits(db: &crate::common::TestDb, fence: bool) {
             .iter()
             .map(|row| (row.get(0), row.get(1)))
             .collect();
-        assert_eq!(deleted + survivors.len() as u64, created, "round {r}: every created task is deleted or survives");
+        assert_eq!(
+            deleted + survivors.len() as u64,
+            created,
+            "round {r}: every created task is deleted or survives"
+        );
         for (id, xmin) in &survivors {
-            assert!(*xmin > xid, "round {r}: task {id} (xid {xmin}) predates the deletion (xid {xid}) yet survived");
+            assert!(
+                *xmin > xid,
+                "round {r}: task {id} (xid {xmin}) predates the deletion (xid {xid}) yet survived"
+            );
         }
         for s in seen.iter().filter(|s| s.committed_before_delete) {
             let id = s.id.expect("no fence before the deletion");
-            assert!(!survivors.iter().any(|(sid, _)| *sid == id), "round {r}: {id} committed before the deletion");
+            assert!(
+                !survivors.iter().any(|(sid, _)| *sid == id),
+                "round {r}: {id} committed before the deletion"
+            );
         }
         if fence {
-            assert!(survivors.is_empty(), "round {r}: a fenced scope got a task after its deletion");
-            assert!(seen.iter().filter(|s| s.began_after_delete).all(|s| s.refused), "round {r}");
-            assert!(lifecycle::lift_fence(&check, APP, &round.scope).await.unwrap());
+            assert!(
+                survivors.is_empty(),
+                "round {r}: a fenced scope got a task after its deletion"
+            );
+            assert!(
+                seen.iter()
+                    .filter(|s| s.began_after_delete)
+                    .all(|s| s.refused),
+                "round {r}"
+            );
+            assert!(lifecycle::lift_fence(&check, APP, &round.scope)
+                .await
+                .unwrap());
         } else {
             assert!(seen.iter().all(|s| !s.refused));
         }
     }
-    assert!(exists(&check, bystander.id).await, "another scope is never touched");
+    assert!(
+        exists(&check, bystander.id).await,
+        "another scope is never touched"
+    );
     assert_no_advisory_locks(db).await;
 }
 
@@ -151,17 +198,28 @@ async fn deletion_racing_a_worker_leaves_nothing_behind() {
         let (id, token) = (claimed.id, claimed.lease_token);
         let work = tokio::spawn(async move {
             let beat = lease::heartbeat(&*w, id, token, &Beat::default()).await;
-            let success = Success { result: serde_json::json!(r), ..Default::default() };
+            let success = Success {
+                result: serde_json::json!(r),
+                ..Default::default()
+            };
             (beat, lease::complete(&*w, id, token, &success).await)
         });
         let tx = deleter.transaction().await.unwrap();
-        let deleted = lifecycle::delete(&tx, APP, "racing", None, false).await.unwrap();
+        let deleted = lifecycle::delete(&tx, APP, "racing", None, false)
+            .await
+            .unwrap();
         tx.commit().await.unwrap();
         let (beat, done) = work.await.unwrap();
         assert_eq!(deleted, 1, "round {r}");
         // Whichever came first, the task and its events are gone and stay gone.
-        assert!(matches!(beat, Ok(_) | Err(LeaseError::Gone)), "round {r}: {beat:?}");
-        assert!(matches!(done, Ok(()) | Err(LeaseError::Gone)), "round {r}: {done:?}");
+        assert!(
+            matches!(beat, Ok(_) | Err(LeaseError::Gone)),
+            "round {r}: {beat:?}"
+        );
+        assert!(
+            matches!(done, Ok(()) | Err(LeaseError::Gone)),
+            "round {r}: {done:?}"
+        );
         assert!(matches!(
             lease::heartbeat(&c, id, token, &Beat::default()).await,
             Err(LeaseError::Gone)
@@ -184,16 +242,26 @@ async fn release_racing_completion_keeps_both() {
         let claimed = fixtures::claim_one(&c).await;
         let (w, rel) = (worker.clone(), releaser.clone());
         let complete = tokio::spawn(async move {
-            let success = Success { result: serde_json::json!(r), ..Default::default() };
+            let success = Success {
+                result: serde_json::json!(r),
+                ..Default::default()
+            };
             lease::complete(&*w, claimed.id, claimed.lease_token, &success).await
         });
-        let release = tokio::spawn(async move { lifecycle::release(&*rel, APP, "racing", &key, None).await });
-        complete.await.unwrap().expect("completion is not disturbed by release");
+        let release =
+            tokio::spawn(async move { lifecycle::release(&*rel, APP, "racing", &key, None).await });
+        complete
+            .await
+            .unwrap()
+            .expect("completion is not disturbed by release");
         let released_at = release.await.unwrap().unwrap().expect("the task exists");
         let done = fixtures::get(&c, task.id).await;
         assert_eq!(done.state, TaskState::Succeeded, "round {r}");
         assert_eq!(done.result, Some(serde_json::json!(r)));
         assert_eq!(done.released_at, Some(released_at), "round {r}");
-        assert_eq!(fixtures::event_types(&c, task.id).await, vec!["task.queued", "task.running", "task.succeeded"]);
+        assert_eq!(
+            fixtures::event_types(&c, task.id).await,
+            vec!["task.queued", "task.running", "task.succeeded"]
+        );
     }
 }

@@ -7,7 +7,10 @@ use crate::common::fixtures::APP;
 use crate::support::*;
 
 fn pair(scope: &str, source: Option<&str>) -> SourceRef {
-    SourceRef { scope_id: scope.into(), source_id: source.map(Into::into) }
+    SourceRef {
+        scope_id: scope.into(),
+        source_id: source.map(Into::into),
+    }
 }
 
 #[tokio::test]
@@ -24,16 +27,41 @@ async fn pages_through_distinct_unreleased_pairs_in_byte_order() {
         ("c", Some("released"), "7"),
     ];
     for (scope, source, key) in layout {
-        submit_at(&c, At { app: APP, scope, source: *source }, key).await;
+        submit_at(
+            &c,
+            At {
+                app: APP,
+                scope,
+                source: *source,
+            },
+            key,
+        )
+        .await;
     }
     lifecycle::release(&c, APP, "c", "7", None).await.unwrap();
-    submit_at(&c, At { app: "other", scope: "a", source: Some("hidden") }, "8").await;
-    let expected =
-        vec![pair("B", Some("y")), pair("a", Some("%")), pair("a", Some("z")), pair("b", None), pair("b", Some("x"))];
+    submit_at(
+        &c,
+        At {
+            app: "other",
+            scope: "a",
+            source: Some("hidden"),
+        },
+        "8",
+    )
+    .await;
+    let expected = vec![
+        pair("B", Some("y")),
+        pair("a", Some("%")),
+        pair("a", Some("z")),
+        pair("b", None),
+        pair("b", Some("x")),
+    ];
     let mut listed = Vec::new();
     let mut after: Option<SourceRef> = None;
     loop {
-        let page = lifecycle::unreleased_sources(&c, APP, after.as_ref(), 2).await.unwrap();
+        let page = lifecycle::unreleased_sources(&c, APP, after.as_ref(), 2)
+            .await
+            .unwrap();
         assert!(page.len() <= 2);
         let full = page.len() == 2;
         after = page.last().cloned();
@@ -45,7 +73,9 @@ async fn pages_through_distinct_unreleased_pairs_in_byte_order() {
     assert_eq!(listed, expected);
     // A fully released pair drops out.
     lifecycle::release(&c, APP, "b", "3", None).await.unwrap();
-    let all = lifecycle::unreleased_sources(&c, APP, None, 100).await.unwrap();
+    let all = lifecycle::unreleased_sources(&c, APP, None, 100)
+        .await
+        .unwrap();
     assert!(!all.contains(&pair("b", None)));
 }
 
@@ -63,12 +93,33 @@ async fn the_limit_is_bounded_to_one_through_a_hundred() {
     )
     .await
     .unwrap();
-    assert_eq!(lifecycle::unreleased_sources(&c, APP, None, 1000).await.unwrap().len(), 100);
-    assert_eq!(lifecycle::unreleased_sources(&c, APP, None, 0).await.unwrap().len(), 1);
-    let row = c.query_one("SELECT count(*) FROM tasklane.list_unreleased_sources('mail', NULL, NULL, 500)", &[]).await;
+    assert_eq!(
+        lifecycle::unreleased_sources(&c, APP, None, 1000)
+            .await
+            .unwrap()
+            .len(),
+        100
+    );
+    assert_eq!(
+        lifecycle::unreleased_sources(&c, APP, None, 0)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let row = c
+        .query_one(
+            "SELECT count(*) FROM tasklane.list_unreleased_sources('mail', NULL, NULL, 500)",
+            &[],
+        )
+        .await;
     assert_eq!(row.unwrap().get::<_, i64>(0), 100);
-    let first = lifecycle::unreleased_sources(&c, APP, None, 100).await.unwrap();
-    let rest = lifecycle::unreleased_sources(&c, APP, first.last(), 100).await.unwrap();
+    let first = lifecycle::unreleased_sources(&c, APP, None, 100)
+        .await
+        .unwrap();
+    let rest = lifecycle::unreleased_sources(&c, APP, first.last(), 100)
+        .await
+        .unwrap();
     assert_eq!(rest.len(), 50);
     assert_eq!(rest[0], pair("s", Some("src-101")));
 }

@@ -18,10 +18,18 @@ pub struct At<'a> {
 
 impl<'a> At<'a> {
     pub fn scope(scope: &'a str) -> Self {
-        At { app: APP, scope, source: None }
+        At {
+            app: APP,
+            scope,
+            source: None,
+        }
     }
     pub fn source(scope: &'a str, source: &'a str) -> Self {
-        At { app: APP, scope, source: Some(source) }
+        At {
+            app: APP,
+            scope,
+            source: Some(source),
+        }
     }
 }
 
@@ -31,10 +39,14 @@ pub async fn try_submit_at(c: &Client, at: At<'_>, key: &str) -> Result<Submitte
     let mut request = fixtures::request(key, serde_json::json!({"k": key}));
     request.scope_id = at.scope.into();
     request.source_id = at.source.map(Into::into);
-    let task = request.resolve(at.app, &fixtures::task_type(), 1 << 20).expect("valid request");
+    let task = request
+        .resolve(at.app, &fixtures::task_type(), 1 << 20)
+        .expect("valid request");
     c.batch_execute("BEGIN").await.unwrap();
     let result = tasklane::client::submit_in(c, &task).await;
-    c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" }).await.unwrap();
+    c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" })
+        .await
+        .unwrap();
     result.map_err(|refused| match refused {
         tasklane::client::SubmitRefused::Submit(error) => error,
         other => panic!("unexpected refusal {other:?}"),
@@ -48,14 +60,25 @@ pub async fn submit_at(c: &Client, at: At<'_>, key: &str) -> TaskRecord {
 /// Claims the one claimable task and completes it.
 pub async fn run_to_success(c: &Client) -> Uuid {
     let claimed = fixtures::claim_one(c).await;
-    let success = Success { result: serde_json::json!({"ok": true}), ..Default::default() };
-    lease::complete(c, claimed.id, claimed.lease_token, &success).await.unwrap();
+    let success = Success {
+        result: serde_json::json!({"ok": true}),
+        ..Default::default()
+    };
+    lease::complete(c, claimed.id, claimed.lease_token, &success)
+        .await
+        .unwrap();
     claimed.id
 }
 
 /// Sets a task's state, finished_at and released_at by SQL (times as `now() + <offset>`
 /// intervals, NULL for none), to test the sweep's boundaries.
-pub async fn place(c: &Client, id: Uuid, state: &str, finished: Option<&str>, released: Option<&str>) {
+pub async fn place(
+    c: &Client,
+    id: Uuid,
+    state: &str,
+    finished: Option<&str>,
+    released: Option<&str>,
+) {
     c.execute(
         "UPDATE tasklane.tasks SET state = $2,
              finished_at = now() + $3::text::interval, released_at = now() + $4::text::interval
@@ -92,11 +115,23 @@ pub async fn count(c: &Client, sql: &str) -> i64 {
 }
 
 pub async fn exists(c: &Client, id: Uuid) -> bool {
-    c.query_one("SELECT EXISTS (SELECT 1 FROM tasklane.tasks WHERE id = $1)", &[&id]).await.unwrap().get(0)
+    c.query_one(
+        "SELECT EXISTS (SELECT 1 FROM tasklane.tasks WHERE id = $1)",
+        &[&id],
+    )
+    .await
+    .unwrap()
+    .get(0)
 }
 
 pub async fn events_of(c: &Client, id: Uuid) -> i64 {
-    c.query_one("SELECT count(*) FROM tasklane.task_events WHERE task_id = $1", &[&id]).await.unwrap().get(0)
+    c.query_one(
+        "SELECT count(*) FROM tasklane.task_events WHERE task_id = $1",
+        &[&id],
+    )
+    .await
+    .unwrap()
+    .get(0)
 }
 
 /// Asserts that no advisory lock is held or awaited in the test's database: every owner

@@ -47,15 +47,26 @@ pub async fn task_events(
     bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
     let client = state.tasklane.pool.get().await?;
     let client = crate::store::client(&client);
-    query::get(client, &caller.owner, id).await?.ok_or(ApiError::NotFound)?;
-    let wants_stream =
-        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
+    query::get(client, &caller.owner, id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let wants_stream = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
     if !wants_stream {
-        let items = events::after(client, id, after, limit).await?.into_iter().map(EventView::from).collect();
+        let items = events::after(client, id, after, limit)
+            .await?
+            .into_iter()
+            .map(EventView::from)
+            .collect();
         return Ok(Json(EventPage { items }).into_response());
     }
     if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
-        after = last.trim().parse().map_err(|_| ApiError::invalid("Last-Event-ID", "must be an event seq"))?;
+        after = last
+            .trim()
+            .parse()
+            .map_err(|_| ApiError::invalid("Last-Event-ID", "must be an event seq"))?;
     }
     let tail = Tail {
         waiter: state.watch.subscribe(id),
@@ -67,7 +78,9 @@ pub async fn task_events(
         done: false,
     };
     let stream = futures_util::stream::unfold(tail, Tail::next);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 /// The state of one event stream.
@@ -121,7 +134,9 @@ impl Tail {
     async fn fetch(&self) -> anyhow::Result<Option<(Vec<Event>, bool)>> {
         let client = self.state.tasklane.pool.get().await?;
         let client = crate::store::client(&client);
-        let Some(task) = query::get(client, &self.owner, self.id).await? else { return Ok(None) };
+        let Some(task) = query::get(client, &self.owner, self.id).await? else {
+            return Ok(None);
+        };
         let events = events::after(client, self.id, self.after, *bounds::PAGE_SIZE.end()).await?;
         Ok(Some((events, task.state.is_terminal())))
     }
@@ -130,5 +145,8 @@ impl Tail {
 fn to_sse(event: Event) -> SseEvent {
     let view = EventView::from(event);
     let data = serde_json::to_string(&view).unwrap_or_else(|_| "{}".to_owned());
-    SseEvent::default().id(view.seq.to_string()).event(view.kind.clone()).data(data)
+    SseEvent::default()
+        .id(view.seq.to_string())
+        .event(view.kind.clone())
+        .data(data)
 }

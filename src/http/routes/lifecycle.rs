@@ -66,7 +66,10 @@ pub async fn release(
         body.usage_subject.as_deref(),
     )
     .await?;
-    Ok(Json(Released { released: released_at.is_some(), released_at }))
+    Ok(Json(Released {
+        released: released_at.is_some(),
+        released_at,
+    }))
 }
 
 /// Query of a scope deletion.
@@ -179,10 +182,25 @@ pub async fn unreleased_sources(
     bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
     let after = query.after.as_deref().map(decode_cursor).transpose()?;
     let client = state.tasklane.pool.get().await?;
-    let pairs =
-        lifecycle::unreleased_sources(crate::store::client(&client), &caller.owner.app, after.as_ref(), limit).await?;
-    let next_cursor = if pairs.len() as i64 == limit { pairs.last().map(encode_cursor) } else { None };
-    let items = pairs.into_iter().map(|p| SourceItem { scope_id: p.scope_id, source_id: p.source_id }).collect();
+    let pairs = lifecycle::unreleased_sources(
+        crate::store::client(&client),
+        &caller.owner.app,
+        after.as_ref(),
+        limit,
+    )
+    .await?;
+    let next_cursor = if pairs.len() as i64 == limit {
+        pairs.last().map(encode_cursor)
+    } else {
+        None
+    };
+    let items = pairs
+        .into_iter()
+        .map(|p| SourceItem {
+            scope_id: p.scope_id,
+            source_id: p.source_id,
+        })
+        .collect();
     Ok(Json(SourcePage { items, next_cursor }))
 }
 

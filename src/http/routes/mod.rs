@@ -1,5 +1,6 @@
 //! The route handlers, one file per group; `http::router` assembles them.
 
+pub mod admin;
 pub mod events;
 pub mod lifecycle;
 pub mod ops;

@@ -32,7 +32,12 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, ApiEr
     if !state.ready.load(Ordering::SeqCst) {
         return Err(ApiError::NotReady);
     }
-    let client = state.tasklane.pool.get().await.map_err(|_| ApiError::NotReady)?;
+    let client = state
+        .tasklane
+        .pool
+        .get()
+        .await
+        .map_err(|_| ApiError::NotReady)?;
     if !crate::store::migrate::is_current(crate::store::client(&client)).await {
         return Err(ApiError::NotReady);
     }
@@ -43,5 +48,11 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, ApiEr
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, content_type = "text/plain", body = String)))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.metrics.render())
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
 }

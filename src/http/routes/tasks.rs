@@ -46,27 +46,46 @@ pub async fn submit(
     caller.require(Permission::Submit)?;
     let wait = query.wait.unwrap_or(0);
     if wait > MAX_WAIT_SECONDS {
-        return Err(ApiError::invalid("wait", format!("must be between 0 and {MAX_WAIT_SECONDS}")));
+        return Err(ApiError::invalid(
+            "wait",
+            format!("must be between 0 and {MAX_WAIT_SECONDS}"),
+        ));
     }
-    if caller.owner.scope_id.as_ref().is_some_and(|own| *own != body.scope_id) {
+    if caller
+        .owner
+        .scope_id
+        .as_ref()
+        .is_some_and(|own| *own != body.scope_id)
+    {
         return Err(ApiError::Forbidden("submit"));
     }
-    let submitted = state.tasklane.submit(&caller.owner.app, &body.into()).await?;
+    let submitted = state
+        .tasklane
+        .submit(&caller.owner.app, &body.into())
+        .await?;
     let mut task = submitted.task;
     if wait > 0 && !task.state.is_terminal() {
-        let owner = Owner { app: caller.owner.app.clone(), scope_id: Some(task.scope_id.clone()) };
+        let owner = Owner {
+            app: caller.owner.app.clone(),
+            scope_id: Some(task.scope_id.clone()),
+        };
         match wait_terminal(&state, &owner, task.id, Duration::from_secs(wait)).await? {
             Some(latest) => task = latest,
             None => return Err(ApiError::NotFound),
         }
     }
     let terminal = task.state.is_terminal();
-    let status =
-        if terminal || submitted.outcome == SubmitOutcome::Existing { StatusCode::OK } else { StatusCode::ACCEPTED };
+    let status = if terminal || submitted.outcome == SubmitOutcome::Existing {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
     let id = task.id;
     let mut response = (status, Json(TaskView::new(task, caller.is_scoped()))).into_response();
     if status == StatusCode::ACCEPTED {
-        let value = location(id).parse().expect("a task URL is a valid header value");
+        let value = location(id)
+            .parse()
+            .expect("a task URL is a valid header value");
         response.headers_mut().insert(header::LOCATION, value);
     }
     Ok(response)
@@ -112,7 +131,9 @@ pub async fn get_task(
     caller.require(Permission::Read)?;
     let id = task_id(&id)?;
     let client = state.tasklane.pool.get().await?;
-    let task = query::get(crate::store::client(&client), &caller.owner, id).await?.ok_or(ApiError::NotFound)?;
+    let task = query::get(crate::store::client(&client), &caller.owner, id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     Ok(Json(TaskView::new(task, caller.is_scoped())))
 }
 
@@ -128,7 +149,10 @@ pub async fn list_tasks(
     caller.require(Permission::Read)?;
     let limit = query.limit.unwrap_or(DEFAULT_PAGE);
     bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
-    for (field, value) in [("scope_id", &query.scope_id), ("task_type", &query.task_type)] {
+    for (field, value) in [
+        ("scope_id", &query.scope_id),
+        ("task_type", &query.task_type),
+    ] {
         if let Some(value) = value {
             bounds::text(field, value).map_err(ApiError::Validation)?;
         }
@@ -137,23 +161,38 @@ pub async fn list_tasks(
         scope_id: query.scope_id,
         state: query
             .state
-            .map(|s| s.parse().map_err(|_| ApiError::invalid("state", format!("unknown state {s:?}"))))
+            .map(|s| {
+                s.parse()
+                    .map_err(|_| ApiError::invalid("state", format!("unknown state {s:?}")))
+            })
             .transpose()?,
         task_type: query.task_type,
         before: query
             .cursor
-            .map(|c| Uuid::parse_str(&c).map_err(|_| ApiError::invalid("cursor", "not a cursor of this listing")))
+            .map(|c| {
+                Uuid::parse_str(&c)
+                    .map_err(|_| ApiError::invalid("cursor", "not a cursor of this listing"))
+            })
             .transpose()?,
     };
     let client = state.tasklane.pool.get().await?;
-    let mut tasks = query::list(crate::store::client(&client), &caller.owner, &filter, limit + 1).await?;
+    let mut tasks = query::list(
+        crate::store::client(&client),
+        &caller.owner,
+        &filter,
+        limit + 1,
+    )
+    .await?;
     let next_cursor = if tasks.len() as i64 > limit {
         tasks.truncate(limit as usize);
         tasks.last().map(|t| t.id.to_string())
     } else {
         None
     };
-    let items = tasks.into_iter().map(|t| TaskView::new(t, caller.is_scoped())).collect();
+    let items = tasks
+        .into_iter()
+        .map(|t| TaskView::new(t, caller.is_scoped()))
+        .collect();
     Ok(Json(TaskPage { items, next_cursor }))
 }
 
@@ -170,7 +209,9 @@ pub async fn cancel_task(
     caller.require(Permission::Cancel)?;
     let id = task_id(&id)?;
     let client = state.tasklane.pool.get().await?;
-    let task = query::cancel(crate::store::client(&client), &caller.owner, id).await?.ok_or(ApiError::NotFound)?;
+    let task = query::cancel(crate::store::client(&client), &caller.owner, id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     Ok(Json(TaskView::new(task, caller.is_scoped())))
 }
 
@@ -198,7 +239,9 @@ pub async fn retry_task(
     let locked = &tx;
     let retried = retry::retry(&tx, &caller.owner, id, |task| async move {
         crate::store::lifecycle::check_fence(locked, &task.app, &task.scope_id).await?;
-        let admitted = crate::admission::readmit(locked, task.id, &task.app, task.usage_subject.as_deref()).await?;
+        let admitted =
+            crate::admission::readmit(locked, task.id, &task.app, task.usage_subject.as_deref())
+                .await?;
         admitted.map_err(ApiError::Refused)
     })
     .await?;

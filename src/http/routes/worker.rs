@@ -40,19 +40,37 @@ pub async fn claim_tasks(
 ) -> Result<Json<ClaimAnswer>, ApiError> {
     caller.require(Permission::Work)?;
     body.validate(&state)?;
-    let route = if body.route == "external" { Route::External } else { Route::Local };
-    let claimant = Claimant { worker_id: &body.worker_id, route, replica_id: None };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(body.wait_seconds.unwrap_or(0));
+    let route = if body.route == "external" {
+        Route::External
+    } else {
+        Route::Local
+    };
+    let claimant = Claimant {
+        worker_id: &body.worker_id,
+        route,
+        replica_id: None,
+    };
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_secs(body.wait_seconds.unwrap_or(0));
     let mut wakeups = state.tasklane.wakeup.subscribe();
     loop {
         wakeups.borrow_and_update();
         let claimed = {
             let client = state.tasklane.pool.get().await?;
             let client = crate::store::client(&client);
-            claim::claim_owned(client, &claimant, Some(&caller.owner), &body.task_types, body.max).await?
+            claim::claim_owned(
+                client,
+                &claimant,
+                Some(&caller.owner),
+                &body.task_types,
+                body.max,
+            )
+            .await?
         };
         if !claimed.is_empty() || tokio::time::Instant::now() >= deadline {
-            return Ok(Json(ClaimAnswer { tasks: claimed.into_iter().map(ClaimedView::from).collect() }));
+            return Ok(Json(ClaimAnswer {
+                tasks: claimed.into_iter().map(ClaimedView::from).collect(),
+            }));
         }
         tokio::select! {
             _ = wakeups.changed() => {}
@@ -68,14 +86,22 @@ impl ClaimBody {
         bounds::key("worker_id", &self.worker_id).map_err(ApiError::Validation)?;
         bounds::within("max", self.max, &bounds::CLAIM_BATCH).map_err(ApiError::Validation)?;
         let wait = self.wait_seconds.unwrap_or(0);
-        bounds::within("wait_seconds", wait, &(0..=MAX_CLAIM_WAIT_SECONDS)).map_err(ApiError::Validation)?;
+        bounds::within("wait_seconds", wait, &(0..=MAX_CLAIM_WAIT_SECONDS))
+            .map_err(ApiError::Validation)?;
         if !matches!(self.route.as_str(), "local" | "external") {
             return Err(ApiError::invalid("route", "must be local or external"));
         }
         if self.task_types.is_empty() || self.task_types.len() > 100 {
-            return Err(ApiError::invalid("task_types", "must name 1 to 100 task types"));
+            return Err(ApiError::invalid(
+                "task_types",
+                "must name 1 to 100 task types",
+            ));
         }
-        match self.task_types.iter().find(|name| state.tasklane.registry.get(name).is_none()) {
+        match self
+            .task_types
+            .iter()
+            .find(|name| state.tasklane.registry.get(name).is_none())
+        {
             Some(unknown) => Err(ApiError::UnknownTaskType(unknown.clone())),
             None => Ok(()),
         }
@@ -125,8 +151,12 @@ pub async fn heartbeat(
     let (id, _) = owned(&state, &caller, &id).await?;
     let beat = body.validate()?;
     let client = state.tasklane.pool.get().await?;
-    let answer = lease::heartbeat(crate::store::client(&client), id, body.lease_token, &beat).await?;
-    Ok(Json(BeatView { lease_expires_at: answer.lease_expires_at, cancel_requested: answer.cancel_requested }))
+    let answer =
+        lease::heartbeat(crate::store::client(&client), id, body.lease_token, &beat).await?;
+    Ok(Json(BeatView {
+        lease_expires_at: answer.lease_expires_at,
+        cancel_requested: answer.cancel_requested,
+    }))
 }
 
 impl HeartbeatBody {
@@ -136,37 +166,60 @@ impl HeartbeatBody {
             .map(|p| bounds::within("progress", p, &bounds::PROGRESS).map(|_| p as i16))
             .transpose()
             .map_err(ApiError::Validation)?;
-        if self.phase.as_deref().is_some_and(|p| !matches!(p, "loading" | "running")) {
+        if self
+            .phase
+            .as_deref()
+            .is_some_and(|p| !matches!(p, "loading" | "running"))
+        {
             return Err(ApiError::invalid("phase", "must be loading or running"));
         }
         if let Some(snapshot) = &self.snapshot {
             bounds::json("snapshot", snapshot).map_err(ApiError::Validation)?;
             if json_len(snapshot) > bounds::SNAPSHOT_BYTES {
-                return Err(ApiError::invalid("snapshot", format!("must be at most {} bytes", bounds::SNAPSHOT_BYTES)));
+                return Err(ApiError::invalid(
+                    "snapshot",
+                    format!("must be at most {} bytes", bounds::SNAPSHOT_BYTES),
+                ));
             }
         }
         let events = self.events.as_deref().unwrap_or_default();
         if events.len() > bounds::EVENTS_PER_HEARTBEAT {
-            return Err(ApiError::invalid("events", format!("at most {} per heartbeat", bounds::EVENTS_PER_HEARTBEAT)));
+            return Err(ApiError::invalid(
+                "events",
+                format!("at most {} per heartbeat", bounds::EVENTS_PER_HEARTBEAT),
+            ));
         }
         let mut checked = Vec::with_capacity(events.len());
         for (n, event) in events.iter().enumerate() {
             if !matches!(event.kind.as_str(), "task.output" | "task.progress") {
-                return Err(ApiError::invalid(format!("events[{n}].type"), "must be task.output or task.progress"));
+                return Err(ApiError::invalid(
+                    format!("events[{n}].type"),
+                    "must be task.output or task.progress",
+                ));
             }
             let data = event.data.clone().unwrap_or_else(|| serde_json::json!({}));
             bounds::json(&format!("events[{n}].data"), &data).map_err(ApiError::Validation)?;
             if json_len(&data) > bounds::EVENT_DATA_BYTES {
-                return Err(ApiError::invalid(format!("events[{n}].data"), "must be at most 64 KiB"));
+                return Err(ApiError::invalid(
+                    format!("events[{n}].data"),
+                    "must be at most 64 KiB",
+                ));
             }
             checked.push(serde_json::json!({"type": event.kind, "data": data}));
         }
-        Ok(Beat { progress, phase: self.phase.clone(), snapshot: self.snapshot.clone(), events: checked })
+        Ok(Beat {
+            progress,
+            phase: self.phase.clone(),
+            snapshot: self.snapshot.clone(),
+            events: checked,
+        })
     }
 }
 
 fn json_len(value: &serde_json::Value) -> usize {
-    serde_json::to_vec(value).map(|v| v.len()).unwrap_or(usize::MAX)
+    serde_json::to_vec(value)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX)
 }
 
 /// Settle the attempt as succeeded.
@@ -183,23 +236,41 @@ pub async fn complete(
     let (id, _) = owned(&state, &caller, &id).await?;
     bounds::json("result", &body.result).map_err(ApiError::Validation)?;
     if json_len(&body.result) > bounds::RESULT_BYTES {
-        return Err(ApiError::invalid("result", format!("must be at most {} bytes", bounds::RESULT_BYTES)));
+        return Err(ApiError::invalid(
+            "result",
+            format!("must be at most {} bytes", bounds::RESULT_BYTES),
+        ));
     }
     let units = body.usage.as_ref().map(|u| u.units);
     if units.is_some_and(|u| u < 0) {
         return Err(ApiError::invalid("usage.units", "must not be negative"));
     }
     let provenance = body.provenance.unwrap_or_default();
-    for (field, value) in [("provenance.provider", &provenance.provider), ("provenance.model", &provenance.model)] {
+    for (field, value) in [
+        ("provenance.provider", &provenance.provider),
+        ("provenance.model", &provenance.model),
+    ] {
         if let Some(value) = value {
             bounds::key(field, value).map_err(ApiError::Validation)?;
         }
     }
-    let success =
-        Success { result: body.result, usage_units: units, provider: provenance.provider, model: provenance.model };
+    let success = Success {
+        result: body.result,
+        usage_units: units,
+        provider: provenance.provider,
+        model: provenance.model,
+    };
     let client = state.tasklane.pool.get().await?;
-    lease::complete(crate::store::client(&client), id, body.lease_token, &success).await?;
-    Ok(Json(Settled { state: "succeeded".into() }))
+    lease::complete(
+        crate::store::client(&client),
+        id,
+        body.lease_token,
+        &success,
+    )
+    .await?;
+    Ok(Json(Settled {
+        state: "succeeded".into(),
+    }))
 }
 
 /// Settle the attempt as failed (retryable or not).
@@ -222,7 +293,10 @@ pub async fn fail(
         .map_err(ApiError::Validation)?;
     let max_after = crate::task::outcome::MAX_RETRY_AFTER.as_secs();
     if body.retry_after_seconds.is_some_and(|s| s > max_after) {
-        return Err(ApiError::invalid("retry_after_seconds", format!("must be at most {max_after}")));
+        return Err(ApiError::invalid(
+            "retry_after_seconds",
+            format!("must be at most {max_after}"),
+        ));
     }
     let report = Report::Error {
         code: body.code,
@@ -247,7 +321,15 @@ pub async fn fallback(
 ) -> Result<Json<Settled>, ApiError> {
     let checked = owned(&state, &caller, &id).await?;
     bounds::text("reason", &body.reason).map_err(ApiError::Validation)?;
-    settle(&state, checked, body.lease_token, Report::Fallback { reason: body.reason }).await
+    settle(
+        &state,
+        checked,
+        body.lease_token,
+        Report::Fallback {
+            reason: body.reason,
+        },
+    )
+    .await
 }
 
 /// Acknowledge a requested cancellation: the task is cancelled.
@@ -271,12 +353,19 @@ async fn settle(
     lease_token: Uuid,
     report: Report,
 ) -> Result<Json<Settled>, ApiError> {
-    let backoff = state.tasklane.registry.get(&owner.task_type).map(|t| t.backoff()).unwrap_or_default();
+    let backoff = state
+        .tasklane
+        .registry
+        .get(&owner.task_type)
+        .map(|t| t.backoff())
+        .unwrap_or_default();
     let mut object = state.tasklane.pool.get().await?;
     let client: &mut tokio_postgres::Client = &mut object;
     let settled = lease::settle(client, id, lease_token, report, &backoff).await?;
     if !settled.is_terminal() {
         state.tasklane.wakeup.wake_all();
     }
-    Ok(Json(Settled { state: settled.as_str().to_owned() }))
+    Ok(Json(Settled {
+        state: settled.as_str().to_owned(),
+    }))
 }

@@ -1,0 +1,115 @@
+//! Operator routes (permission `admin`): limits, emergency stops, resource slots and the
+//! overview. `admin` is an operator's permission and is cluster-wide: an admin token may
+//! set limits for any app (no app = global), unlike every other permission, which is
+//! confined to its token's app.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+
+use crate::admission::{self, AdminError, EmergencyStopSpec, LimitSpec, Overview};
+use crate::http::auth::{Caller, Permission};
+use crate::http::error::{ApiError, Problem};
+use crate::http::extract::Body;
+use crate::http::AppState;
+
+impl From<AdminError> for ApiError {
+    fn from(error: AdminError) -> Self {
+        match error {
+            AdminError::Invalid(invalid) => ApiError::Validation(invalid),
+            AdminError::Db(error) => error.into(),
+        }
+    }
+}
+
+/// The limit as stored, with its id (as the overview names it).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct LimitSet {
+    pub id: i64,
+    #[serde(flatten)]
+    pub limit: LimitSpec,
+}
+
+/// Set a capacity, rate or budget limit (no app: global). Lowering a limit below what is
+/// held admits nothing until usage falls under it; running tasks are not disturbed.
+#[utoipa::path(put, path = "/v1/admin/limits", tag = "admin", request_body = LimitSpec, security(("bearer" = [])),
+    responses((status = 200, body = LimitSet), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 422, body = Problem)))]
+pub async fn set_limit(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(spec): Body<LimitSpec>,
+) -> Result<Json<LimitSet>, ApiError> {
+    caller.require(Permission::Admin)?;
+    let client = state.tasklane.pool.get().await?;
+    let id = admission::set_limit(crate::store::client(&client), &spec).await?;
+    Ok(Json(LimitSet { id, limit: spec }))
+}
+
+/// Turn the emergency stop on or off, globally or for one app: new submits get 503
+/// `emergency_stop`; running tasks and replays are not disturbed.
+#[utoipa::path(put, path = "/v1/admin/emergency-stop", tag = "admin", request_body = EmergencyStopSpec,
+    security(("bearer" = [])),
+    responses((status = 200, body = EmergencyStopSpec), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 422, body = Problem)))]
+pub async fn set_emergency_stop(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(spec): Body<EmergencyStopSpec>,
+) -> Result<Json<EmergencyStopSpec>, ApiError> {
+    caller.require(Permission::Admin)?;
+    let client = state.tasklane.pool.get().await?;
+    admission::set_emergency_stop(crate::store::client(&client), &spec).await?;
+    Ok(Json(spec))
+}
+
+/// Body of `PUT /v1/admin/resources/{name}`.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceBody {
+    /// Tasks of this resource running at once across all replicas (0..10000).
+    #[schema(minimum = 0, maximum = 10000)]
+    pub slots: i64,
+}
+
+/// A resource and its slots.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ResourceSet {
+    pub name: String,
+    pub slots: i64,
+}
+
+/// Set how many tasks of a resource may run at once across the cluster.
+#[utoipa::path(put, path = "/v1/admin/resources/{name}", tag = "admin", params(("name" = String, Path)),
+    request_body = ResourceBody, security(("bearer" = [])),
+    responses((status = 200, body = ResourceSet), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 422, body = Problem)))]
+pub async fn set_resource(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Body(body): Body<ResourceBody>,
+) -> Result<Json<ResourceSet>, ApiError> {
+    caller.require(Permission::Admin)?;
+    let client = state.tasklane.pool.get().await?;
+    admission::set_resource(crate::store::client(&client), &name, body.slots).await?;
+    Ok(Json(ResourceSet {
+        name,
+        slots: body.slots,
+    }))
+}
+
+/// Queue depth by state and type, live replicas, resources in use, usage against every
+/// limit, emergency stops and today's refusals.
+#[utoipa::path(get, path = "/v1/admin/overview", tag = "admin", security(("bearer" = [])),
+    responses((status = 200, body = Overview), (status = 401, body = Problem), (status = 403, body = Problem)))]
+pub async fn overview(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Overview>, ApiError> {
+    caller.require(Permission::Admin)?;
+    let client = state.tasklane.pool.get().await?;
+    Ok(Json(
+        admission::overview(crate::store::client(&client)).await?,
+    ))
+}
