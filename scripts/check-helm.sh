@@ -166,7 +166,7 @@ values = yaml.safe_load(open(values_path))
 # Every TASKLANE_* variable of src/config.rs (and the ones other branches are adding).
 source = open(config_rs).read()
 named = set(re.findall(r"\bTASKLANE_[A-Z0-9_]+\b", source))
-pending = {"TASKLANE_PRUNE_BATCH", "TASKLANE_RETENTION_SECONDS", "TASKLANE_PRUNE_INTERVAL_MS"}
+pending = set()
 # TASKLANE_DATABASE_URL is an alias of DATABASE_URL (config.rs resolve_env); the chart
 # sets DATABASE_URL from the Secret, which `tasklane migrate` reads too.
 aliases = {"TASKLANE_DATABASE_URL": "DATABASE_URL"}

@@ -145,7 +145,7 @@ async fn submit_join_conflict_get_list_cancel_replay_retry() {
     let id2 = waited.body["id"].as_str().unwrap();
     let done = api
         .post(
-            &format!("/v1/tasks?wait=10"),
+            "/v1/tasks?wait=10",
             &json!({"task_type": "noop", "scope_id": "s1", "effect_key": "k3", "input": {"x": 1}}),
         )
         .await;

@@ -13,7 +13,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -134,54 +133,21 @@ impl TaskWatch {
 
     /// Listens on a dedicated connection until `shutdown`, reconnecting after failures.
     pub async fn run(self, database_url: String, shutdown: CancellationToken) {
-        loop {
-            let result = tokio::select! {
-                result = self.listen_once(&database_url) => result,
-                _ = shutdown.cancelled() => return,
-            };
-            if let Err(error) = result {
-                tracing::warn!(error = %format!("{error:#}"), "events LISTEN lost; waiters poll until it is back");
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                _ = shutdown.cancelled() => return,
-            }
-        }
+        crate::store::listen::listen(database_url, EVENTS_CHANNEL, "task events", self, shutdown)
+            .await
+    }
+}
+
+impl crate::store::listen::Listener for TaskWatch {
+    /// Anything that happened before the LISTEN took effect is re-read.
+    fn listening(&mut self) {
+        self.notify_everything();
     }
 
-    async fn listen_once(&self, database_url: &str) -> anyhow::Result<()> {
-        let (client, mut connection) =
-            tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
-        let (tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
-        let driver = tokio::spawn(async move {
-            let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-            while let Some(message) = stream.next().await {
-                if tx.send(message).is_err() {
-                    break;
-                }
-            }
-        });
-        client
-            .batch_execute(&format!("LISTEN {EVENTS_CHANNEL}"))
-            .await?;
-        // Anything that happened before the LISTEN took effect is re-read.
-        self.notify_everything();
-        while let Some(message) = messages.recv().await {
-            match message {
-                Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
-                    if let Ok(id) = Uuid::parse_str(n.payload()) {
-                        self.notify(id);
-                    }
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    driver.abort();
-                    return Err(error.into());
-                }
-            }
+    fn notified(&mut self, payload: &str) {
+        if let Ok(id) = Uuid::parse_str(payload) {
+            self.notify(id);
         }
-        driver.abort();
-        anyhow::bail!("the LISTEN connection closed")
     }
 }
 

@@ -9,6 +9,7 @@ pub mod events;
 pub mod lease;
 pub mod lifecycle;
 pub mod limits;
+pub mod listen;
 pub mod migrate;
 pub mod overview;
 pub mod prune;

@@ -74,52 +74,26 @@ impl Wakeup {
     }
 
     /// Listens for other replicas' notifications on a dedicated connection and wakes the
-    /// local loops, reconnecting with a pause after any failure, until `shutdown`.
+    /// local loops (also whenever the LISTEN comes back: something may have been
+    /// submitted meanwhile), until `shutdown`.
     pub async fn run_listener(self, database_url: String, shutdown: CancellationToken) {
-        loop {
-            let result = tokio::select! {
-                result = self.listen_once(&database_url) => result,
-                _ = shutdown.cancelled() => return,
-            };
-            if let Err(error) = result {
-                tracing::warn!(%error, "LISTEN connection lost; polling covers until it is back");
-            }
-            // Something may have been submitted while we were not listening.
-            self.wake_local();
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                _ = shutdown.cancelled() => return,
-            }
-        }
+        crate::store::listen::listen(
+            database_url,
+            WAKEUP_CHANNEL,
+            "work wake-ups",
+            self,
+            shutdown,
+        )
+        .await
+    }
+}
+
+impl crate::store::listen::Listener for Wakeup {
+    fn listening(&mut self) {
+        self.wake_local();
     }
 
-    async fn listen_once(&self, database_url: &str) -> anyhow::Result<()> {
-        use futures_util::StreamExt;
-        let (client, mut connection) =
-            tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
-        let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
-        let driver = tokio::spawn(async move {
-            let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-            while let Some(message) = stream.next().await {
-                if messages_tx.send(message).is_err() {
-                    break;
-                }
-            }
-        });
-        client
-            .batch_execute(&format!("LISTEN {WAKEUP_CHANNEL}"))
-            .await?;
-        while let Some(message) = messages.recv().await {
-            match message {
-                Ok(tokio_postgres::AsyncMessage::Notification(_)) => self.wake_local(),
-                Ok(_) => {}
-                Err(error) => {
-                    driver.abort();
-                    return Err(error.into());
-                }
-            }
-        }
-        driver.abort();
-        anyhow::bail!("the LISTEN connection closed")
+    fn notified(&mut self, _payload: &str) {
+        self.wake_local();
     }
 }

@@ -139,6 +139,10 @@ Takes a dict: root (the chart context), config (the merged config values), roles
   value: {{ $c.shutdownGraceSeconds | int64 | toString | quote }}
 - name: TASKLANE_MAX_INPUT_BYTES
   value: {{ $c.maxInputBytes | int64 | toString | quote }}
+- name: TASKLANE_MAX_BODY_BYTES
+  value: {{ ($c.maxBodyBytes | default (add (int64 $c.maxInputBytes) 65536)) | int64 | toString | quote }}
+- name: TASKLANE_READINESS_DRAIN_MS
+  value: {{ $c.readinessDrainMs | int64 | toString | quote }}
 - name: TASKLANE_PRUNE_BATCH
   value: {{ $c.pruneBatch | int64 | toString | quote }}
 - name: TASKLANE_RETENTION_SECONDS
