@@ -2,8 +2,11 @@
 # Schema-driven fuzzing of the HTTP API: starts `tasklane serve` on a fresh database,
 # creates a token with every application permission, and runs schemathesis over
 # /openapi.json, failing on any 5xx (`not_a_server_error`). Bounded: FUZZ_EXAMPLES
-# examples per operation (default 100), so a run takes a few minutes at most;
-# FUZZ_SEED makes a run repeatable (CI pins one).
+# examples per operation (default 100); FUZZ_SEED makes a run repeatable (CI pins one);
+# FUZZ_PHASES picks schemathesis' phases (default all but stateful). CI runs the
+# `examples,coverage` phases only (every operation at its boundaries, about a minute):
+# the random `fuzzing` phase keeps drawing long-poll values (`?wait=` up to 60 s,
+# `wait_seconds` up to 30 s) and can take far longer, so it is for runs by hand.
 #
 # Uses DATABASE_URL (default the local server) when it answers; otherwise it starts a
 # private throwaway cluster with the initdb/pg_ctl found on the machine, as the tests do.
@@ -95,6 +98,7 @@ if [[ -n "${FUZZ_SEED:-}" ]]; then seed=(--seed "$FUZZ_SEED"); fi
 
 status=0
 schemathesis run "${seed[@]}" "http://127.0.0.1:$PORT/openapi.json" \
+    --phases "${FUZZ_PHASES:-examples,coverage,fuzzing}" \
     --checks not_a_server_error \
     --max-examples "$EXAMPLES" \
     --header "Authorization: Bearer $TOKEN" \
