@@ -21,6 +21,7 @@
 
 mod cluster;
 mod databases;
+mod launcher;
 
 use std::time::Duration;
 
