@@ -178,8 +178,4 @@ impl Registry {
         names.sort();
         names
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.types.is_empty()
-    }
 }
