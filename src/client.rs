@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio_postgres::GenericClient;
 
 use crate::admission::Refusal;
-use crate::store::submit::{self, SubmitError, Submitted};
+use crate::store::submit::{self, Submission, SubmitError, Submitted};
 use crate::store::DbError;
 use crate::task::bounds::Invalid;
 use crate::task::{NewTask, SubmitRequest};
@@ -53,31 +53,29 @@ impl Tasklane {
         Ok(request.resolve(app, task_type, self.max_input_bytes)?)
     }
 
-    /// Submits in its own transaction, commits, then wakes workers (here directly, other
-    /// replicas by NOTIFY). A refusal is rolled back, then counted for the overview.
+    /// Submits as one statement (its own transaction: committed when it returns), then
+    /// wakes workers (here directly, other replicas by NOTIFY). A refusal is counted for
+    /// the overview.
     pub async fn submit(
         &self,
         app: &str,
         request: &SubmitRequest,
     ) -> Result<Submitted, SubmitRefused> {
         let task = self.prepare(app, request)?;
-        let mut object = self
+        let object = self
             .pool
             .get()
             .await
             .map_err(|e| SubmitRefused::Pool(e.to_string()))?;
-        let client: &mut tokio_postgres::Client = &mut object;
-        let tx = client.transaction().await?;
-        let submitted = match submit_in(&tx, &task).await {
-            Ok(submitted) => submitted,
-            Err(SubmitRefused::Refused(refusal)) => {
-                tx.rollback().await?;
-                count_refusal(client, &refusal, app).await;
-                return Err(refusal.into());
-            }
-            Err(error) => return Err(error),
-        };
-        tx.commit().await?;
+        let submitted =
+            match submit::submit_pooled(&object, crate::task::new_task_id(), &task).await? {
+                Submission::Accepted(submitted) => submitted,
+                Submission::Refused(report) => {
+                    let refusal = crate::admission::refusal(&report);
+                    count_refusal(crate::store::client(&object), &refusal, app).await;
+                    return Err(refusal.into());
+                }
+            };
         if submitted.outcome == submit::SubmitOutcome::Created {
             self.wakeup.wake_all();
         }
@@ -94,19 +92,16 @@ async fn count_refusal(client: &tokio_postgres::Client, refusal: &Refusal, app: 
     }
 }
 
-/// Submits a prepared task inside the caller's transaction (which must be one: the owner
-/// lock lasts until it ends), through admission. Workers find it at their next poll or
-/// wake-up. A refusal leaves nothing behind in the transaction.
+/// Submits a prepared task through admission, on a plain client (the submit is then
+/// its own transaction) or inside the caller's transaction (its owner lock lasts until
+/// that ends, and it commits or rolls back with it). Workers find it at their next poll
+/// or wake-up. A refusal writes nothing.
 pub async fn submit_in<C: GenericClient + Sync>(
-    tx: &C,
+    client: &C,
     task: &NewTask,
 ) -> Result<Submitted, SubmitRefused> {
-    submit::submit(tx, task, |id| async move {
-        // Under the owner lock: a fenced scope refuses first (410), then the limits.
-        crate::store::lifecycle::check_fence(tx, &task.app, &task.scope_id).await?;
-        crate::admission::admit(tx, id, task)
-            .await?
-            .map_err(SubmitRefused::from)
-    })
-    .await
+    match submit::submit(client, crate::task::new_task_id(), task).await? {
+        Submission::Accepted(submitted) => Ok(submitted),
+        Submission::Refused(report) => Err(crate::admission::refusal(&report).into()),
+    }
 }

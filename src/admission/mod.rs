@@ -21,7 +21,6 @@ use uuid::Uuid;
 use crate::store::limits::LimitKey;
 use crate::store::{self, DbError};
 use crate::task::bounds::Invalid;
-use crate::task::NewTask;
 
 pub use limit::{EmergencyStopSpec, LimitKind, LimitSpec};
 pub use refusal::{Refusal, RefusalCode};
@@ -34,18 +33,6 @@ pub enum AdminError {
     Invalid(#[from] Invalid),
     #[error(transparent)]
     Db(#[from] DbError),
-}
-
-/// Admits the new task `id` (about to be inserted from `task`) in the submit
-/// transaction `tx`: `Ok(Err(refusal))` when a check refuses, with nothing left behind.
-pub async fn admit<C: GenericClient + Sync>(
-    tx: &C,
-    id: Uuid,
-    task: &NewTask,
-) -> Result<Result<(), Refusal>, DbError> {
-    let report =
-        store::admission::admit(tx, id, &task.app, task.usage_subject.as_deref(), None).await?;
-    Ok(decide(&report))
 }
 
 /// Admission for an existing terminal task about to be queued again (`POST
@@ -67,20 +54,21 @@ pub async fn readmit<C: GenericClient + Sync>(
 
 /// Turns the database's report into the caller's answer.
 pub fn decide(report: &store::admission::AdmitReport) -> Result<(), Refusal> {
-    match report.refused.as_deref() {
+    match report.refused {
         None => Ok(()),
-        Some(code) => {
-            // tasklane.admit returns only the four codes; an unknown one is a bug there,
-            // refused conservatively as capacity.
-            let code = RefusalCode::parse(code).unwrap_or(RefusalCode::CapacityExhausted);
-            Err(Refusal::new(
-                code,
-                report.limit_id,
-                report.at,
-                report.free_at,
-            ))
-        }
+        Some(_) => Err(refusal(report)),
     }
+}
+
+/// The refusal a refusing report stands for. `tasklane.admit` returns only the four
+/// codes; an unknown one (a bug there) is refused conservatively as capacity.
+pub fn refusal(report: &store::admission::AdmitReport) -> Refusal {
+    let code = report
+        .refused
+        .as_deref()
+        .and_then(RefusalCode::parse)
+        .unwrap_or(RefusalCode::CapacityExhausted);
+    Refusal::new(code, report.limit_id, report.at, report.free_at)
 }
 
 fn key(spec: &LimitSpec) -> LimitKey<'_> {

@@ -114,7 +114,7 @@ impl FromRequestParts<AppState> for Caller {
             .ok_or(ApiError::Unauthorized)?;
         let hash = hash_secret(secret);
         let client = state.tasklane.pool.get().await?;
-        let row = tokens::lookup(crate::store::client(&client), &hash)
+        let row = tokens::lookup(&client, &hash)
             .await?
             .ok_or(ApiError::Unauthorized)?;
         // The index found the row by hash; the comparison that decides is constant-time.

@@ -1,8 +1,8 @@
 //! Submitting through the Rust API, as a replica's HTTP handler does: validate against
-//! the registry, one transaction (lookup, owner lock, insert, event), commit, then wake
-//! workers (this process's directly, others' by debounced NOTIFY). The commit instant is
-//! recorded between the commit and the wake-up, so pickup latency is measured from the
-//! moment the task became visible, never before it.
+//! the registry, one statement that is its own transaction (`tasklane.submit_task`),
+//! then wake workers (this process's directly, others' by debounced NOTIFY). The commit
+//! instant is recorded between the statement's return and the wake-up, so pickup latency
+//! is measured from the moment the task became visible, never before it.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -32,18 +32,14 @@ pub async fn submit(
 ) -> Result<Accepted, String> {
     let started = Instant::now();
     let task = tasklane.prepare(app, request).map_err(|e| code(&e))?;
-    let mut object = tasklane
+    let object = tasklane
         .pool
         .get()
         .await
         .map_err(|_| "pool_exhausted".to_owned())?;
-    let client: &mut tokio_postgres::Client = &mut object;
-    let tx = client
-        .transaction()
+    let submitted = submit_in(crate::store::client(&object), &task)
         .await
-        .map_err(|_| "database_error".to_owned())?;
-    let submitted = submit_in(&tx, &task).await.map_err(|e| code(&e))?;
-    tx.commit().await.map_err(|_| "database_error".to_owned())?;
+        .map_err(|e| code(&e))?;
     let committed_at = SystemTime::now();
     let latency = started.elapsed();
     let created = submitted.outcome == SubmitOutcome::Created;

@@ -45,21 +45,6 @@ pub async fn admit<C: GenericClient + Sync>(
     })
 }
 
-/// Gives back what admission took for `id` (its insert lost to a concurrent duplicate).
-pub async fn unadmit<C: GenericClient + Sync>(
-    tx: &C,
-    id: Uuid,
-    app: &str,
-    usage_subject: Option<&str>,
-) -> Result<(), DbError> {
-    tx.execute(
-        include_str!("../../sql/unadmit.sql"),
-        &[&id, &app, &usage_subject],
-    )
-    .await?;
-    Ok(())
-}
-
 /// Marks whether an existing task (requeued by `retry`) holds capacity after [`admit`].
 pub async fn mark_readmitted<C: GenericClient + Sync>(tx: &C, id: Uuid) -> Result<(), DbError> {
     tx.execute(include_str!("../../sql/readmit_mark.sql"), &[&id])

@@ -72,8 +72,8 @@ pub async fn lift_fence<C: GenericClient + Sync>(
     row.try_get("lifted")
 }
 
-/// Refuses a new task for a fenced scope. Submit calls it after taking the owner lock
-/// shared (the `admit` step of [`super::submit::submit`]).
+/// Refuses to queue a task again in a fenced scope. Retry calls it after taking the
+/// owner lock shared; submit checks the fence inside `tasklane.submit_task`.
 pub async fn check_fence<C: GenericClient + Sync>(
     client: &C,
     app: &str,

@@ -1,9 +1,14 @@
 //! Submit: create a task, or join/replay the one that already has its identity
-//! (DESIGN §3). Runs inside the caller's transaction; the caller commits and only then
-//! acknowledges.
+//! (DESIGN §3), as one statement: `tasklane.submit_task` (migrations/V5__submit.sql)
+//! runs lookup, owner and identity locks, fence, admission and insert in the database,
+//! so a submit costs one round trip and holds its locks for no longer than that. On a
+//! plain connection the statement is its own transaction (committed when it returns);
+//! inside the caller's transaction it commits with it.
 
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::GenericClient;
 
+use super::admission::AdmitReport;
 use super::record::TaskRecord;
 use super::DbError;
 use crate::task::{NewTask, TaskId};
@@ -26,6 +31,14 @@ pub struct Submitted {
     pub outcome: SubmitOutcome,
 }
 
+/// What the database decided for a well-formed submit.
+#[derive(Debug, Clone)]
+pub enum Submission {
+    Accepted(Submitted),
+    /// Admission refused it and took nothing; the report says which limit and until when.
+    Refused(AdmitReport),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitError {
     /// The identity exists with another request digest.
@@ -43,124 +56,113 @@ pub enum SubmitError {
     Db(#[from] DbError),
 }
 
-/// Submits `task` inside the caller's transaction. `admit` runs after the owner lock is
-/// taken and before the insert, only when a new task is about to be created, with the
-/// id the task will get: it is where fences and admission limits refuse (their error
-/// converts into the caller's `E`) and where reservations are taken for that id. If a
-/// concurrent duplicate wins the insert, those reservations are given back
-/// (`tasklane.unadmit`): a join consumes nothing.
-pub async fn submit<C, E, F, Fut>(tx: &C, task: &NewTask, admit: F) -> Result<Submitted, E>
-where
-    C: GenericClient + Sync,
-    E: From<SubmitError>,
-    F: FnOnce(TaskId) -> Fut,
-    Fut: std::future::Future<Output = Result<(), E>>,
-{
-    if let Some(existing) = lookup(tx, task).await.map_err(SubmitError::from)? {
-        return existing.map_err(E::from);
-    }
-    if let Some(existing) = lock(tx, task).await.map_err(SubmitError::from)? {
-        return existing.map_err(E::from);
-    }
-    let id = crate::task::new_task_id();
-    admit(id).await?;
-    let row = tx
-        .query_opt(
-            include_str!("../../sql/submit_insert.sql"),
-            &[
-                &id,
-                &task.app,
-                &task.scope_id,
-                &task.effect_key,
-                &task.usage_subject,
-                &task.source_id,
-                &task.task_type,
-                &task.digest.as_slice(),
-                &task.input,
-                &(task.priority as i16),
-                &task.max_attempts,
-                &task.on_restart.as_str(),
-                &task.privacy.as_str(),
-                &(task.lease_seconds as i32),
-                &(task.attempt_timeout_seconds as i32),
-                &task.deadline_seconds,
-                &task.resource,
-            ],
-        )
-        .await
-        .map_err(SubmitError::from)?;
-    match row {
-        Some(row) => Ok(Submitted {
-            task: TaskRecord::from_row(&row).map_err(SubmitError::from)?,
-            outcome: SubmitOutcome::Created,
-        }),
-        // A concurrent submit of the same identity committed first: join it, giving back
-        // what admission took for the id that was not used.
-        None => {
-            super::admission::unadmit(tx, id, &task.app, task.usage_subject.as_deref())
-                .await
-                .map_err(SubmitError::from)?;
-            match lookup(tx, task).await.map_err(SubmitError::from)? {
-                Some(existing) => existing.map_err(E::from),
-                None => Err(E::from(SubmitError::Raced)),
-            }
+/// Submits `task` as task `id` (used only if it is created). Works on a plain client or
+/// inside the caller's transaction; the statement is sent with its parameter types
+/// (`query_typed`), so it is one round trip without a prepared statement per connection.
+pub async fn submit<C: GenericClient + Sync>(
+    client: &C,
+    id: TaskId,
+    task: &NewTask,
+) -> Result<Submission, SubmitError> {
+    let params = Params::new(id, task);
+    let row = client.query_typed_opt(SQL, &params.typed()).await?;
+    decide(row)
+}
+
+/// [`submit`] on a pooled connection, the statement prepared once per connection
+/// (deadpool's cache): the HTTP hot path, one round trip and no re-parse or re-plan.
+pub async fn submit_pooled(
+    client: &deadpool_postgres::Object,
+    id: TaskId,
+    task: &NewTask,
+) -> Result<Submission, SubmitError> {
+    let statement = client.prepare_cached(SQL).await?;
+    let params = Params::new(id, task);
+    let typed = params.typed();
+    let values: Vec<&(dyn ToSql + Sync)> = typed.iter().map(|(value, _)| *value).collect();
+    let row = client.query_opt(&statement, &values).await?;
+    decide(row)
+}
+
+const SQL: &str = include_str!("../../sql/submit.sql");
+
+/// The statement's parameters, converted to their column types once.
+struct Params<'a> {
+    id: TaskId,
+    task: &'a NewTask,
+    digest: &'a [u8],
+    priority: i16,
+    on_restart: &'static str,
+    privacy: &'static str,
+    lease_seconds: i32,
+    attempt_timeout_seconds: i32,
+}
+
+impl<'a> Params<'a> {
+    fn new(id: TaskId, task: &'a NewTask) -> Self {
+        Params {
+            id,
+            task,
+            digest: task.digest.as_slice(),
+            priority: task.priority as i16,
+            on_restart: task.on_restart.as_str(),
+            privacy: task.privacy.as_str(),
+            lease_seconds: task.lease_seconds as i32,
+            attempt_timeout_seconds: task.attempt_timeout_seconds as i32,
         }
     }
+
+    /// In the order of `sql/submit.sql`'s `$1..$17`.
+    fn typed(&self) -> [(&(dyn ToSql + Sync), Type); 17] {
+        let task = self.task;
+        [
+            (&self.id, Type::UUID),
+            (&task.app, Type::TEXT),
+            (&task.scope_id, Type::TEXT),
+            (&task.effect_key, Type::TEXT),
+            (&task.usage_subject, Type::TEXT),
+            (&task.source_id, Type::TEXT),
+            (&task.task_type, Type::TEXT),
+            (&self.digest, Type::BYTEA),
+            (&task.input, Type::JSONB),
+            (&self.priority, Type::INT2),
+            (&task.max_attempts, Type::INT4),
+            (&self.on_restart, Type::TEXT),
+            (&self.privacy, Type::TEXT),
+            (&self.lease_seconds, Type::INT4),
+            (&self.attempt_timeout_seconds, Type::INT4),
+            (&task.deadline_seconds, Type::INT8),
+            (&task.resource, Type::TEXT),
+        ]
+    }
 }
 
-/// Takes the owner lock (shared) and try-locks the identity. If a concurrent submit of
-/// the identity is in flight, waits for it to end and returns what it created, so the
-/// caller joins it rather than taking (or being refused) reservations of its own.
-async fn lock<C: GenericClient + Sync>(
-    tx: &C,
-    task: &NewTask,
-) -> Result<Option<Result<Submitted, SubmitError>>, DbError> {
-    let identity: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
-        &task.app,
-        &task.scope_id,
-        &task.effect_key,
-        &task.usage_subject,
-    ];
-    let locks = tx
-        .query_one(include_str!("../../sql/owner_lock_shared.sql"), &identity)
-        .await?;
-    if locks.try_get::<_, bool>("identity_free")? {
-        return Ok(None);
-    }
-    tx.execute(include_str!("../../sql/identity_lock.sql"), &identity)
-        .await?;
-    lookup(tx, task).await
-}
-
-/// The task already holding `task`'s identity, judged against its digest.
-async fn lookup<C: GenericClient + Sync>(
-    tx: &C,
-    task: &NewTask,
-) -> Result<Option<Result<Submitted, SubmitError>>, DbError> {
-    let row = tx
-        .query_opt(
-            include_str!("../../sql/submit_lookup.sql"),
-            &[
-                &task.app,
-                &task.scope_id,
-                &task.effect_key,
-                &task.usage_subject,
-            ],
-        )
-        .await?;
-    let Some(row) = row else { return Ok(None) };
-    let digest: Vec<u8> = row.try_get("request_digest")?;
-    if digest != task.digest {
-        return Ok(Some(Err(SubmitError::IdempotencyConflict)));
-    }
-    let record = TaskRecord::from_row(&row)?;
-    let outcome = if record.state.is_terminal() {
-        SubmitOutcome::Existing
-    } else {
-        SubmitOutcome::Joined
+/// Reads `tasklane.submit_task`'s answer.
+fn decide(row: Option<tokio_postgres::Row>) -> Result<Submission, SubmitError> {
+    let Some(row) = row else {
+        return Err(SubmitError::Raced);
     };
-    Ok(Some(Ok(Submitted {
-        task: record,
-        outcome,
-    })))
+    let outcome: String = row.try_get("outcome")?;
+    match outcome.as_str() {
+        "created" | "found" => {
+            let task = TaskRecord::from_row(&row)?;
+            let outcome = if outcome == "created" {
+                SubmitOutcome::Created
+            } else if task.state.is_terminal() {
+                SubmitOutcome::Existing
+            } else {
+                SubmitOutcome::Joined
+            };
+            Ok(Submission::Accepted(Submitted { task, outcome }))
+        }
+        "conflict" => Err(SubmitError::IdempotencyConflict),
+        "scope_deleted" => Err(SubmitError::ScopeDeleted),
+        // 'refused': tasklane.submit_task returns no other outcome.
+        _ => Ok(Submission::Refused(AdmitReport {
+            refused: row.try_get("refused")?,
+            limit_id: row.try_get("refused_limit")?,
+            free_at: row.try_get("free_at")?,
+            at: row.try_get("decided_at")?,
+        })),
+    }
 }

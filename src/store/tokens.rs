@@ -49,14 +49,16 @@ pub async fn insert<C: GenericClient + Sync>(
     Ok(())
 }
 
-/// The live (unrevoked) token whose hash is `token_hash`.
-pub async fn lookup<C: GenericClient + Sync>(
-    client: &C,
+/// The live (unrevoked) token whose hash is `token_hash`. Every API request asks, so
+/// the statement is prepared once per pooled connection (one round trip, no re-parse).
+pub async fn lookup(
+    client: &deadpool_postgres::Object,
     token_hash: &[u8],
 ) -> Result<Option<TokenRow>, DbError> {
-    let row = client
-        .query_opt(include_str!("../../sql/token_lookup.sql"), &[&token_hash])
+    let statement = client
+        .prepare_cached(include_str!("../../sql/token_lookup.sql"))
         .await?;
+    let row = client.query_opt(&statement, &[&token_hash]).await?;
     row.map(|row| {
         Ok(TokenRow {
             id: row.try_get("id")?,

@@ -1,0 +1,145 @@
+-- V5: submit as one statement (DESIGN §3). Lookup, owner lock, identity lock, fence,
+-- admission and insert used to be six statements in an explicit transaction, each a
+-- round trip with the transaction open (and its locks held) in between. As one function
+-- call a submit is one round trip, and on its own it needs no BEGIN/COMMIT: the
+-- statement is its transaction. An application can still call it inside its own
+-- transaction (the Rust API's `submit_in`); the locks then last until that ends.
+
+-- The task already holding an identity, judged against the request digest: 'found'
+-- (the caller joins it, or replays it when terminal), 'conflict' (the identity is used
+-- by another request), or no row when there is none or it vanished meanwhile (pruned or
+-- deleted: READ COMMITTED, each statement sees the latest commits). PL/pgSQL rather
+-- than SQL so its plan is cached per connection (all functions here are, for that reason).
+CREATE FUNCTION tasklane.identity_task(p_app text, p_scope text, p_effect_key text,
+                                       p_subject text, p_digest bytea)
+RETURNS TABLE (outcome text, task tasklane.task_views)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY
+    SELECT CASE WHEN t.request_digest = p_digest THEN 'found' ELSE 'conflict' END,
+           CASE WHEN t.request_digest = p_digest THEN v END
+    FROM tasklane.tasks t
+    JOIN tasklane.task_views v USING (id)
+    WHERE t.app = p_app AND t.scope_id = p_scope AND t.effect_key = p_effect_key
+      AND (t.usage_subject = p_subject OR (t.usage_subject IS NULL AND p_subject IS NULL));
+END
+$$;
+
+-- The owner and identity keys of V1 and V3, unchanged in value but declared STABLE, as
+-- their bodies are (convert_to and concat_ws are): an IMMUTABLE SQL function with a
+-- STABLE body is never inlined, so every transaction parsed and planned both bodies
+-- again (~50 µs each per submit). Inlined, they are part of the caller's cached plan.
+-- identity_key becomes one expression (no FROM) for the same reason.
+CREATE OR REPLACE FUNCTION tasklane.owner_key(p_app text, p_scope text) RETURNS bigint
+LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
+    SELECT ('x' || substr(encode(sha256(convert_to(p_app || chr(31) || p_scope, 'UTF8')), 'hex'), 1, 16))::bit(64)::bigint
+$$;
+
+CREATE OR REPLACE FUNCTION tasklane.identity_key(p_app text, p_scope text, p_effect_key text,
+                                                 p_subject text) RETURNS integer[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT ARRAY[('x' || encode(substr(sha256(convert_to(concat_ws(chr(31), p_app, p_scope,
+                     p_effect_key, coalesce(chr(30) || p_subject, '')), 'UTF8')), 1, 4), 'hex'))::bit(32)::integer,
+                 ('x' || encode(substr(sha256(convert_to(concat_ws(chr(31), p_app, p_scope,
+                     p_effect_key, coalesce(chr(30) || p_subject, '')), 'UTF8')), 5, 4), 'hex'))::bit(32)::integer]
+$$;
+
+-- Submits one task with id p_id, or answers with the task that already has its
+-- identity. One row comes back, whose outcome is:
+--   'created'        the task was inserted with its task.queued event;
+--   'found'          the identity's task (joined when in flight, a replay when terminal);
+--   'conflict'       the identity is used by a request with another digest;
+--   'scope_deleted'  the scope is fenced (410);
+--   'refused'        admission refused: refused, refused_limit, free_at and decided_at
+--                    say why (tasklane.admit); nothing was taken;
+-- or no row at all when the identity's task vanished while it was being read (the
+-- caller may submit again).
+-- Order: an existing identity answers without any lock. Otherwise the owner lock is
+-- taken shared (owner deletion takes it exclusively) and the identity is try-locked; if
+-- a concurrent submit of it is in flight, this waits for that one to end and joins what
+-- it created, so a duplicate never takes (or is refused) reservations of its own. Then
+-- the fence, then admission, then the insert. Should a duplicate still win the insert
+-- (it held no identity lock: an application's own transaction ordering), what admission
+-- took for p_id is given back and the winner is joined.
+CREATE FUNCTION tasklane.submit_task(
+    p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text,
+    p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint,
+    p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer,
+    p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text)
+RETURNS TABLE (outcome text, refused text, refused_limit bigint, free_at timestamptz,
+               decided_at timestamptz, task tasklane.task_views)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_key integer[];
+    v_admit record;
+    v_inserted uuid;
+BEGIN
+    RETURN QUERY SELECT e.outcome, NULL::text, NULL::bigint, NULL::timestamptz,
+                        NULL::timestamptz, e.task
+                 FROM tasklane.identity_task(p_app, p_scope, p_effect_key, p_subject, p_digest) e;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+
+    PERFORM pg_advisory_xact_lock_shared(tasklane.owner_key(p_app, p_scope));
+    v_key := tasklane.identity_key(p_app, p_scope, p_effect_key, p_subject);
+    IF NOT pg_try_advisory_xact_lock(v_key[1], v_key[2]) THEN
+        PERFORM pg_advisory_xact_lock(v_key[1], v_key[2]);
+        RETURN QUERY SELECT e.outcome, NULL::text, NULL::bigint, NULL::timestamptz,
+                            NULL::timestamptz, e.task
+                     FROM tasklane.identity_task(p_app, p_scope, p_effect_key, p_subject, p_digest) e;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        -- The other submit was refused or rolled back: this one goes on.
+    END IF;
+
+    IF EXISTS (SELECT 1 FROM tasklane.scope_fences f
+               WHERE f.app = p_app AND f.scope_id = p_scope) THEN
+        RETURN QUERY SELECT 'scope_deleted'::text, NULL::text, NULL::bigint,
+                            NULL::timestamptz, NULL::timestamptz, NULL::tasklane.task_views;
+        RETURN;
+    END IF;
+
+    SELECT * INTO v_admit FROM tasklane.admit(p_id, p_app, p_subject, NULL);
+    IF v_admit.refused IS NOT NULL THEN
+        RETURN QUERY SELECT 'refused'::text, v_admit.refused, v_admit.limit_id,
+                            v_admit.free_at, v_admit.at, NULL::tasklane.task_views;
+        RETURN;
+    END IF;
+
+    -- holds_capacity records whether admission took capacity slots for this id, so only
+    -- such tasks fire the release triggers.
+    WITH inserted AS (
+        INSERT INTO tasklane.tasks AS t (
+            id, app, scope_id, effect_key, usage_subject, source_id, task_type,
+            request_digest, input, priority, max_attempts, on_restart, privacy,
+            lease_seconds, attempt_timeout_seconds, deadline_at, event_seq, resource,
+            holds_capacity)
+        VALUES (p_id, p_app, p_scope, p_effect_key, p_subject, p_source, p_task_type,
+                p_digest, p_input, p_priority, p_max_attempts, p_on_restart, p_privacy,
+                p_lease_seconds, p_attempt_timeout_seconds,
+                now() + p_deadline_seconds * interval '1 second', 1, p_resource,
+                EXISTS (SELECT 1 FROM tasklane.capacity_slots c WHERE c.task_id = p_id))
+        ON CONFLICT ON CONSTRAINT tasks_identity DO NOTHING
+        RETURNING t.id, t.created_at
+    ), event AS (
+        INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
+        SELECT i.id, 1, 'task.queued', jsonb_build_object('attempt', 0), i.created_at
+        FROM inserted i
+    )
+    SELECT i.id INTO v_inserted FROM inserted i;
+
+    IF v_inserted IS NULL THEN
+        PERFORM tasklane.unadmit(p_id, p_app, p_subject);
+        RETURN QUERY SELECT e.outcome, NULL::text, NULL::bigint, NULL::timestamptz,
+                            NULL::timestamptz, e.task
+                     FROM tasklane.identity_task(p_app, p_scope, p_effect_key, p_subject, p_digest) e;
+        RETURN;
+    END IF;
+
+    RETURN QUERY SELECT 'created'::text, NULL::text, NULL::bigint, NULL::timestamptz,
+                        NULL::timestamptz, v
+                 FROM tasklane.task_views v WHERE v.id = p_id;
+END
+$$;
