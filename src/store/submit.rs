@@ -1,5 +1,5 @@
 //! Submit: create a task, or join/replay the one that already has its identity
-//! (DESIGN §3), as one statement: `tasklane.submit_task` (migrations/V5__submit.sql)
+//! (DESIGN §3), as one statement: `tasklane.submit_task` (migrations/V5__hot_paths.sql)
 //! runs lookup, owner and identity locks, fence, admission and insert in the database,
 //! so a submit costs one round trip and holds its locks for no longer than that. On a
 //! plain connection the statement is its own transaction (committed when it returns);

@@ -197,7 +197,14 @@ async fn deletion_racing_a_worker_leaves_nothing_behind() {
         let w = worker.clone();
         let (id, token) = (claimed.id, claimed.lease_token);
         let work = tokio::spawn(async move {
-            let beat = lease::heartbeat(&*w, id, token, &Beat::default()).await;
+            // Events race the deletion too: no event may outlive its task (task_events
+            // has no foreign key; the deleting statement's trigger removes them).
+            let progress = Beat {
+                progress: Some(50),
+                events: vec![serde_json::json!({"type": "task.output", "data": {"r": r}})],
+                ..Default::default()
+            };
+            let beat = lease::heartbeat(&*w, id, token, &progress).await;
             let success = Success {
                 result: serde_json::json!(r),
                 ..Default::default()
@@ -227,6 +234,16 @@ async fn deletion_racing_a_worker_leaves_nothing_behind() {
         assert!(!exists(&c, id).await, "round {r}");
         assert_eq!(events_of(&c, id).await, 0, "round {r}");
     }
+    let orphans: i64 = c
+        .query_one(
+            "SELECT count(*) FROM tasklane.task_events e \
+             WHERE NOT EXISTS (SELECT 1 FROM tasklane.tasks t WHERE t.id = e.task_id)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(orphans, 0);
     assert_no_advisory_locks(&db).await;
 }
 
