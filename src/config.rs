@@ -71,8 +71,11 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_REPLICA_NAME")]
     pub replica_name: Option<String>,
 
-    /// Database connections of this replica.
-    #[arg(long, env = "TASKLANE_POOL_SIZE", default_value_t = 32)]
+    /// Database connections of this replica. More connections than a few per database
+    /// core only add contention (measured: 64 HTTP clients on 2 cores submit ~60% faster
+    /// with 16 than with 32), and three replicas at 16 stay under PostgreSQL's default
+    /// `max_connections` of 100.
+    #[arg(long, env = "TASKLANE_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
 
     /// Independent claim loops in this replica.
