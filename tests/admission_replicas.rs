@@ -6,16 +6,15 @@
 mod admission_support;
 mod common;
 
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use admission_support::*;
+use common::serve::Serve;
 use tasklane::admission::{LimitKind, RefusalCode};
 use tasklane::client::{SubmitRefused, Tasklane};
 use tasklane::task::task_type::TaskTypesFile;
 use tasklane::worker::{Registry, Wakeup};
-use tokio::process::{Child, Command};
 
 const TYPES: &str = r#"
 [[task_type]]
@@ -23,26 +22,6 @@ name = "work"
 executor = "sleep"
 lease_seconds = 5
 "#;
-
-fn spawn_replica(url: &str, types: &std::path::Path, name: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tasklane"))
-        .args([
-            "serve",
-            "--roles",
-            "worker,maintenance",
-            "--no-migrate",
-            "--task-types",
-        ])
-        .arg(types)
-        .args(["--replica-name", name, "--poll-interval-ms", "50"])
-        .env("DATABASE_URL", url)
-        .env_remove("TASKLANE_DATABASE_URL")
-        .env("TASKLANE_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn tasklane serve")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_replicas_and_sixty_four_submitters_hold_capacity_ten() {
@@ -53,13 +32,15 @@ async fn three_replicas_and_sixty_four_submitters_hold_capacity_ten() {
         limit(LimitKind::Capacity, Some("mail"), None, 10, None),
     )
     .await;
-    let types = std::env::temp_dir().join(format!(
-        "tasklane-capacity-types-{}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&types, TYPES).unwrap();
-    let mut replicas: Vec<Child> = (0..3)
-        .map(|i| spawn_replica(&db.url, &types, &format!("c{i}")))
+    let replicas: Vec<Serve> = (0..3)
+        .map(|i| {
+            Serve::workers(
+                &db.url,
+                &format!("c{i}"),
+                TYPES,
+                &["--poll-interval-ms", "50"],
+            )
+        })
         .collect();
     let registry = Registry::new(TaskTypesFile::parse(TYPES).unwrap(), Default::default()).unwrap();
     let tl = Tasklane {
@@ -143,8 +124,5 @@ async fn three_replicas_and_sixty_four_submitters_hold_capacity_ten() {
         .iter()
         .all(|c| *c == RefusalCode::CapacityExhausted));
     assert!(samples > 10);
-    for r in &mut replicas {
-        let _ = r.start_kill();
-    }
-    let _ = std::fs::remove_file(&types);
+    drop(replicas);
 }

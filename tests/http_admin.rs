@@ -7,7 +7,8 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use common::replica::{self, Answer, Options, Serve, ALL};
+use common::api::{self, Answer, ALL};
+use common::serve::{Options, Serve};
 use serde_json::json;
 
 fn retry_after(answer: &Answer) -> u64 {
@@ -22,8 +23,8 @@ fn retry_after(answer: &Answer) -> u64 {
 async fn admin_routes_set_limits_stops_and_resources() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
-    let admin = serve.api(&replica::token(&db.url, "ops", None, &["admin"]).await);
-    let mail = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let admin = serve.api(&api::token(&db.url, "ops", None, &["admin"]).await);
+    let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
 
     // Only admin tokens may.
     let body = json!({"kind": "capacity", "limit": 0});
@@ -76,7 +77,7 @@ async fn admin_routes_set_limits_stops_and_resources() {
         json!({"kind": "rate", "app": "rl", "limit": 2, "window_seconds": 3600}),
     )
     .await;
-    let rl = serve.api(&replica::token(&db.url, "rl", None, ALL).await);
+    let rl = serve.api(&api::token(&db.url, "rl", None, ALL).await);
     for key in ["a", "b"] {
         assert_eq!(rl.submit("noop", "s", key, json!({})).await.status, 202);
     }
@@ -176,7 +177,7 @@ async fn capacity_holds_across_three_replicas_under_http_load() {
         Serve::start(&db.url, Options::default()).await,
         Serve::start(&db.url, Options::default()).await,
     ];
-    let admin = replicas[0].api(&replica::token(&db.url, "ops", None, &["admin"]).await);
+    let admin = replicas[0].api(&api::token(&db.url, "ops", None, &["admin"]).await);
     let set = admin
         .send(
             admin
@@ -186,7 +187,7 @@ async fn capacity_holds_across_three_replicas_under_http_load() {
         )
         .await;
     assert_eq!(set.status, 200);
-    let token = replica::token(&db.url, "mail", None, ALL).await;
+    let token = api::token(&db.url, "mail", None, ALL).await;
 
     let done = Arc::new(AtomicBool::new(false));
     let peak = Arc::new(AtomicI64::new(0));

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::replica::{self, Options, Serve, ALL};
+use common::api::{self, ALL};
+use common::serve::{Options, Serve};
 use serde_json::{json, Value};
 
 const NO_LEAKS: &[&str] = &[
@@ -28,7 +29,7 @@ fn assert_no_leaks(view: &Value) {
 async fn submit_join_conflict_get_list_cancel_replay_retry() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
-    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
 
     let created = api
         .submit(
@@ -163,7 +164,7 @@ async fn submit_join_conflict_get_list_cancel_replay_retry() {
 async fn keyset_paging_newest_first() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
-    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     let mut ids = Vec::new();
     for n in 0..5 {
         let answer = api
@@ -222,7 +223,7 @@ async fn bad_input_is_refused_at_every_edge_and_changes_nothing() {
         },
     )
     .await;
-    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
 
     let malformed = api.post_raw("/v1/tasks", "{\"task_type\": ").await;
     assert_eq!(
@@ -399,7 +400,7 @@ async fn tokens_authenticate_authorize_and_revoke_at_once() {
     );
     assert_eq!(serve.api("Basic abc").get("/v1/tasks").await.status, 401);
 
-    let reader = serve.api(&replica::token(&db.url, "mail", None, &["read"]).await);
+    let reader = serve.api(&api::token(&db.url, "mail", None, &["read"]).await);
     assert_eq!(reader.get("/v1/tasks").await.status, 200);
     let refused = reader.submit("remote", "s", "k", json!({})).await;
     assert_eq!((refused.status, refused.code()), (403, "forbidden"));
@@ -407,7 +408,7 @@ async fn tokens_authenticate_authorize_and_revoke_at_once() {
     assert_eq!(reader.post("/v1/worker/claim", &claim).await.status, 403);
 
     // The CLI: the token alone on the last stdout line; revocation is immediate.
-    let output = std::process::Command::new(replica::binary())
+    let output = std::process::Command::new(common::serve::binary())
         .args([
             "token",
             "create",
@@ -440,7 +441,7 @@ async fn tokens_authenticate_authorize_and_revoke_at_once() {
         .to_owned();
     let cli = serve.api(&secret);
     assert_eq!(cli.submit("remote", "s", "k", json!({})).await.status, 202);
-    let revoke = std::process::Command::new(replica::binary())
+    let revoke = std::process::Command::new(common::serve::binary())
         .args(["token", "revoke", &token_id])
         .env("DATABASE_URL", &db.url)
         .env_remove("TASKLANE_DATABASE_URL")
@@ -448,7 +449,7 @@ async fn tokens_authenticate_authorize_and_revoke_at_once() {
         .unwrap();
     assert!(revoke.status.success());
     assert_eq!(cli.get("/v1/tasks").await.status, 401);
-    let bad_perm = std::process::Command::new(replica::binary())
+    let bad_perm = std::process::Command::new(common::serve::binary())
         .args(["token", "create", "--app", "mail", "--perm", "root"])
         .env("DATABASE_URL", &db.url)
         .output()
@@ -460,10 +461,10 @@ async fn tokens_authenticate_authorize_and_revoke_at_once() {
 async fn apps_and_scopes_are_isolated_and_scope_tokens_redacted() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
-    let mail = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
-    let inventory = serve.api(&replica::token(&db.url, "inventory", None, ALL).await);
-    let s1 = serve.api(&replica::token(&db.url, "mail", Some("s1"), ALL).await);
-    let s2 = serve.api(&replica::token(&db.url, "mail", Some("s2"), ALL).await);
+    let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
+    let inventory = serve.api(&api::token(&db.url, "inventory", None, ALL).await);
+    let s1 = serve.api(&api::token(&db.url, "mail", Some("s1"), ALL).await);
+    let s2 = serve.api(&api::token(&db.url, "mail", Some("s2"), ALL).await);
 
     let task = mail
         .submit("remote", "s1", "k1", json!({"usage_subject": "user-9"}))
@@ -597,7 +598,7 @@ async fn operations_routes_and_openapi() {
 async fn a_fenced_scope_refuses_submit_and_retry_with_410() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
-    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     api.submit("remote", "s", "k1", json!({"source_id": "x"}))
         .await;
     let kept = api
@@ -630,7 +631,7 @@ async fn a_fenced_scope_refuses_submit_and_retry_with_410() {
 async fn values_postgresql_cannot_store_or_return_are_a_422_not_a_500() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
-    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     let nul_value = api
         .submit("remote", "s", "k1", json!({"input": {"a": ["x\u{0}"]}}))
         .await;

@@ -3,14 +3,15 @@
 
 mod common;
 
-use common::replica::{self, Options, Serve, ALL};
+use common::api::{self, ALL};
+use common::serve::{Options, Serve};
 use serde_json::json;
 
 #[tokio::test]
 async fn release_delete_fence_and_reconcile_over_http() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
-    let api = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     for (scope, key, source) in [
         ("s1", "k1", "item:42"),
         ("s1", "k2", "item:43"),
@@ -177,7 +178,7 @@ async fn release_delete_fence_and_reconcile_over_http() {
 async fn lifecycle_routes_respect_permissions_apps_and_scopes() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
-    let mail = serve.api(&replica::token(&db.url, "mail", None, ALL).await);
+    let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     assert_eq!(
         mail.submit("remote", "s1", "k1", json!({"source_id": "a"}))
             .await
@@ -186,7 +187,7 @@ async fn lifecycle_routes_respect_permissions_apps_and_scopes() {
     );
 
     // Another app sees nothing and deletes nothing of mail's.
-    let other = serve.api(&replica::token(&db.url, "inventory", None, ALL).await);
+    let other = serve.api(&api::token(&db.url, "inventory", None, ALL).await);
     assert_eq!(
         other
             .post(
@@ -218,7 +219,7 @@ async fn lifecycle_routes_respect_permissions_apps_and_scopes() {
     );
 
     // Permissions: read-only cannot release or delete.
-    let reader = serve.api(&replica::token(&db.url, "mail", None, &["read"]).await);
+    let reader = serve.api(&api::token(&db.url, "mail", None, &["read"]).await);
     assert_eq!(
         reader
             .post(
@@ -239,7 +240,7 @@ async fn lifecycle_routes_respect_permissions_apps_and_scopes() {
     assert_eq!(refused.status, 403);
 
     // A scope token acts on its own scope only, and not on the app-wide listing.
-    let scoped = serve.api(&replica::token(&db.url, "mail", Some("s2"), ALL).await);
+    let scoped = serve.api(&api::token(&db.url, "mail", Some("s2"), ALL).await);
     assert_eq!(
         scoped
             .post(

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::fixtures::*;
-use common::process::{TypesFile, WorkerProcess};
+use common::serve::Serve;
 use tasklane::task::TaskType;
 
 const TYPES: &str = r#"
@@ -89,7 +89,6 @@ async fn until_count(c: &tokio_postgres::Client, sql: &str, expected: i64, withi
 async fn ten_thousand_tasks_run_exactly_once_on_three_replicas() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let types = TypesFile::new(TYPES);
     let ids = submit_many(&db, "summarize", 10_000, serde_json::json!({"n": 1})).await;
     assert_eq!(ids.len(), 10_000);
     let args = [
@@ -103,7 +102,7 @@ async fn ten_thousand_tasks_run_exactly_once_on_three_replicas() {
         "16",
     ];
     let replicas: Vec<_> = (0..3)
-        .map(|n| WorkerProcess::start(&format!("replica-{n}"), &db.url, &types.path, &args))
+        .map(|n| Serve::workers(&db.url, &format!("replica-{n}"), TYPES, &args))
         .collect();
     until_count(
         &c,
@@ -149,7 +148,6 @@ async fn ten_thousand_tasks_run_exactly_once_on_three_replicas() {
 async fn sigterm_hands_running_tasks_to_another_replica_at_once() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let types = TypesFile::new(TYPES);
     let args = [
         "--concurrency",
         "4",
@@ -158,7 +156,7 @@ async fn sigterm_hands_running_tasks_to_another_replica_at_once() {
         "--poll-interval-ms",
         "200",
     ];
-    let mut first = WorkerProcess::start("first", &db.url, &types.path, &args);
+    let mut first = Serve::workers(&db.url, "first", TYPES, &args);
     let ids = submit_many(&db, "nap", 4, serde_json::json!({"ms": 4000, "steps": 8})).await;
     until_count(
         &c,
@@ -167,7 +165,7 @@ async fn sigterm_hands_running_tasks_to_another_replica_at_once() {
         Duration::from_secs(20),
     )
     .await;
-    let _second = WorkerProcess::start("second", &db.url, &types.path, &args);
+    let _second = Serve::workers(&db.url, "second", TYPES, &args);
     // Wait until the second replica is registered (live) before stopping the first.
     until_count(
         &c,
@@ -180,7 +178,8 @@ async fn sigterm_hands_running_tasks_to_another_replica_at_once() {
     first.terminate();
     let handed_back = Instant::now();
     let status = first
-        .wait(Duration::from_secs(10))
+        .wait_exit(Duration::from_secs(10))
+        .await
         .expect("the first replica exits after its grace period");
     assert!(status.success(), "clean exit: {status:?}");
     // The tasks run again on the second replica long before their 30 s leases would
@@ -216,7 +215,6 @@ async fn sigterm_hands_running_tasks_to_another_replica_at_once() {
 async fn kill_9_loses_nothing_once_the_lease_expires() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let types = TypesFile::new(TYPES);
     let args = [
         "--concurrency",
         "2",
@@ -225,7 +223,7 @@ async fn kill_9_loses_nothing_once_the_lease_expires() {
         "--rescue-interval-ms",
         "200",
     ];
-    let mut doomed = WorkerProcess::start("doomed", &db.url, &types.path, &args);
+    let mut doomed = Serve::workers(&db.url, "doomed", TYPES, &args);
     submit_many(
         &db,
         "short-lease-nap",
@@ -240,7 +238,7 @@ async fn kill_9_loses_nothing_once_the_lease_expires() {
         Duration::from_secs(20),
     )
     .await;
-    let _survivor = WorkerProcess::start("survivor", &db.url, &types.path, &args);
+    let _survivor = Serve::workers(&db.url, "survivor", TYPES, &args);
     until_count(
         &c,
         "SELECT count(*) FROM tasklane.replicas WHERE name = 'survivor'",
@@ -269,13 +267,7 @@ async fn kill_9_loses_nothing_once_the_lease_expires() {
 async fn a_notification_wakes_an_idle_replica_on_another_process() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let types = TypesFile::new(TYPES);
-    let _idle = WorkerProcess::start(
-        "idle",
-        &db.url,
-        &types.path,
-        &["--poll-interval-ms", "600000"],
-    );
+    let _idle = Serve::workers(&db.url, "idle", TYPES, &["--poll-interval-ms", "600000"]);
     until_count(
         &c,
         "SELECT count(*) FROM tasklane.replicas WHERE name = 'idle'",
@@ -310,9 +302,8 @@ async fn a_notification_wakes_an_idle_replica_on_another_process() {
 async fn work_flows_without_listen() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let types = TypesFile::new(TYPES);
     let args = ["--listen-notify", "false", "--poll-interval-ms", "100"];
-    let _replica = WorkerProcess::start("polling", &db.url, &types.path, &args);
+    let _replica = Serve::workers(&db.url, "polling", TYPES, &args);
     submit_many(&db, "summarize", 20, serde_json::json!({})).await;
     until_count(
         &c,

@@ -5,14 +5,13 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use common::serve::Serve;
 use tasklane::task::task_type::TaskTypesFile;
-use tokio::process::{Child, Command};
 use tokio_postgres::Client;
 
 const TYPES: &str = r#"
@@ -22,33 +21,6 @@ executor = "sleep"
 resource = "local-model"
 lease_seconds = 2
 "#;
-
-fn spawn_replica(url: &str, types: &std::path::Path, name: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tasklane"))
-        .args([
-            "serve",
-            "--roles",
-            "worker,maintenance",
-            "--no-migrate",
-            "--task-types",
-        ])
-        .arg(types)
-        .args([
-            "--replica-name",
-            name,
-            "--poll-interval-ms",
-            "100",
-            "--rescue-interval-ms",
-            "200",
-        ])
-        .env("DATABASE_URL", url)
-        .env_remove("TASKLANE_DATABASE_URL")
-        .env("TASKLANE_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn tasklane serve")
-}
 
 async fn submit(c: &Client, key: &str, input: serde_json::Value) -> uuid::Uuid {
     let types = TaskTypesFile::parse(TYPES).unwrap();
@@ -90,13 +62,15 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
     tasklane::admission::set_resource(&c, "local-model", 1)
         .await
         .unwrap();
-    let types = std::env::temp_dir().join(format!(
-        "tasklane-resource-types-{}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&types, TYPES).unwrap();
-    let mut replicas: Vec<Child> = (0..3)
-        .map(|i| spawn_replica(&db.url, &types, &format!("r{i}")))
+    let mut replicas: Vec<Serve> = (0..3)
+        .map(|i| {
+            Serve::workers(
+                &db.url,
+                &format!("r{i}"),
+                TYPES,
+                &["--poll-interval-ms", "100", "--rescue-interval-ms", "200"],
+            )
+        })
         .collect();
 
     // Sample the running count of the resource from the database throughout.
@@ -195,8 +169,7 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
         .unwrap()
         .parse()
         .unwrap();
-    replicas[victim].start_kill().expect("kill -9 the holder");
-    replicas[victim].wait().await.unwrap();
+    replicas[victim].kill9();
     let killed_at = Instant::now();
 
     // The slot comes back after the lease expires: the waiting task runs elsewhere.
@@ -235,8 +208,5 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
         "saw {} running",
         max_running.load(Ordering::Relaxed)
     );
-    for r in &mut replicas {
-        let _ = r.start_kill();
-    }
-    let _ = std::fs::remove_file(&types);
+    drop(replicas);
 }

@@ -189,8 +189,9 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
     Ok(())
 }
 
+pub mod api;
 pub mod fixtures;
-pub mod replica;
+pub mod serve;
 
 impl TestDb {
     /// A dedicated connection (not from the pool), for tests that drive transactions
@@ -203,4 +204,3 @@ impl TestDb {
         client
     }
 }
-pub mod process;

@@ -1,0 +1,122 @@
+//! A small HTTP client for the replicas of [`super::serve`]: tokens made with the
+//! library, requests with a bearer token, answers as status, headers and JSON.
+
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Creates a token with the library (the CLI is tested on its own).
+pub async fn token(database_url: &str, app: &str, scope: Option<&str>, perms: &[&str]) -> String {
+    let spec = tasklane::http::tokens::TokenSpec {
+        app: app.into(),
+        scope_id: scope.map(Into::into),
+        permissions: perms.iter().map(|p| p.to_string()).collect(),
+        name: None,
+    };
+    tasklane::http::tokens::create(database_url, &spec)
+        .await
+        .expect("create token")
+        .secret
+}
+
+/// Every permission of the application routes and the worker protocol.
+pub const ALL: &[&str] = &["submit", "read", "cancel", "release", "delete", "work"];
+
+/// An answer: status, headers and the JSON body (Null when not JSON).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Answer {
+    /// The problem+json `code`.
+    pub fn code(&self) -> &str {
+        self.body["code"].as_str().unwrap_or("")
+    }
+}
+
+/// A small HTTP client bound to one replica and one token.
+#[derive(Clone)]
+pub struct Api {
+    pub base: String,
+    pub token: String,
+    pub http: reqwest::Client,
+}
+
+impl Api {
+    pub fn with_token(&self, token: &str) -> Api {
+        Api {
+            token: token.to_owned(),
+            ..self.clone()
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.send(self.http.post(format!("{}{path}", self.base)).json(body))
+            .await
+    }
+
+    /// POSTs raw bytes as JSON.
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> Answer {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json");
+        self.send(request.body(body)).await
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let request = if self.token.is_empty() {
+            request
+        } else {
+            request.bearer_auth(&self.token)
+        };
+        let response = request.send().await.expect("send request");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.expect("read body");
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// Submits a task; `extra` fields are merged into the body.
+    pub async fn submit(&self, task_type: &str, scope: &str, key: &str, extra: Value) -> Answer {
+        let mut body = serde_json::json!({"task_type": task_type, "scope_id": scope, "effect_key": key, "input": {}});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            for (k, v) in extra {
+                body.insert(k.clone(), v.clone());
+            }
+        }
+        self.post("/v1/tasks", &body).await
+    }
+
+    /// Reads a task until `done` holds for it (bounded).
+    pub async fn wait_for(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            let answer = self.get(&format!("/v1/tasks/{id}")).await;
+            if done(&answer.body) {
+                return answer.body;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "task {id} never got there: {}",
+                answer.body
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
