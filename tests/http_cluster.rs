@@ -43,8 +43,8 @@ fn parse_sse(text: &str) -> Vec<(i64, String, Value)> {
         .collect()
 }
 
-/// Reads a whole event stream (it ends after the terminal event), bounded.
-async fn read_stream(api: &Api, id: &str, last_event_id: Option<i64>) -> String {
+/// Opens a task's event stream, from the start or after `last_event_id`.
+async fn open_stream(api: &Api, id: &str, last_event_id: Option<i64>) -> reqwest::Response {
     let mut request = api
         .http
         .get(format!("{}/v1/tasks/{id}/events", api.base))
@@ -59,10 +59,28 @@ async fn read_stream(api: &Api, id: &str, last_event_id: Option<i64>) -> String 
         .to_str()
         .unwrap()
         .starts_with("text/event-stream"));
+    response
+}
+
+/// Reads a whole event stream (it ends after the terminal event), bounded.
+async fn read_stream(api: &Api, id: &str, last_event_id: Option<i64>) -> String {
+    let response = open_stream(api, id, last_event_id).await;
     tokio::time::timeout(Duration::from_secs(30), response.text())
         .await
         .expect("stream ended")
         .unwrap()
+}
+
+/// Reads an open stream into `text` until `text` holds `needle` (each chunk bounded).
+async fn read_until(response: &mut reqwest::Response, text: &mut String, needle: &str) {
+    while !text.contains(needle) {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
+            .await
+            .expect("event in time");
+        text.push_str(&String::from_utf8_lossy(
+            &chunk.unwrap().expect("stream open"),
+        ));
+    }
 }
 
 fn claim_body(route: &str, wait: u64) -> Value {
@@ -475,10 +493,6 @@ async fn sigterm_ends_streams_and_long_polls_then_exits() {
         .submit("remote", "s", "k1", json!({"privacy": "local_only"}))
         .await;
     let id = submitted.body["id"].as_str().unwrap().to_owned();
-    let stream = {
-        let api = api.clone();
-        tokio::spawn(async move { read_stream(&api, &id, None).await })
-    };
     let poll = {
         let api = api.clone();
         tokio::spawn(async move {
@@ -486,8 +500,13 @@ async fn sigterm_ends_streams_and_long_polls_then_exits() {
                 .await
         })
     };
-    // Both are being served before the signal (the stream has sent event 1).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Both are being served before the signal: the stream has sent event 1, and the
+    // replica counts the long poll in flight.
+    let mut response = open_stream(&api, &id, None).await;
+    let mut text = String::new();
+    read_until(&mut response, &mut text, "task.queued").await;
+    let stream = tokio::spawn(async move { text + &response.text().await.unwrap() });
+    api.until_in_flight("/v1/worker/claim", 1).await;
     let started = Instant::now();
     serve.terminate();
     // Readiness turns 503 first, while requests are still answered.
@@ -527,7 +546,7 @@ async fn a_long_poll_on_one_replica_takes_work_submitted_on_the_other() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    on_a.until_in_flight("/v1/worker/claim", 1).await;
     let submitted = Instant::now();
     let id = on_b.submit("remote", "s", "k1", json!({})).await.body["id"]
         .as_str()
@@ -555,31 +574,13 @@ async fn a_stream_sees_unnotified_events_through_the_shared_poll() {
         .as_str()
         .unwrap()
         .to_owned();
-    let mut response = on_a
-        .http
-        .get(format!("{}/v1/tasks/{id}/events", on_a.base))
-        .bearer_auth(&token)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
+    let mut response = open_stream(&on_a, &id, None).await;
     let mut text = String::new();
-    while !text.contains("task.queued") {
-        text.push_str(&String::from_utf8_lossy(
-            &response.chunk().await.unwrap().expect("stream open"),
-        ));
-    }
+    read_until(&mut response, &mut text, "task.queued").await;
     // task.running is not NOTIFYed: the replica's shared poll must carry it.
     let claimed = Instant::now();
     claim_one(&on_b).await;
-    while !text.contains("task.running") {
-        let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
-            .await
-            .expect("event in time");
-        text.push_str(&String::from_utf8_lossy(
-            &chunk.unwrap().expect("stream open"),
-        ));
-    }
+    read_until(&mut response, &mut text, "task.running").await;
     assert!(
         claimed.elapsed() < Duration::from_millis(1500),
         "took {:?}",

@@ -1,12 +1,18 @@
 //! OpenTelemetry metrics of the HTTP layer, exported as Prometheus text at `/metrics`:
-//! requests by method, route and status, and their latency.
+//! requests by method, route and status, their latency, and the requests being answered
+//! now (a stream until it ends), which is also how tests know a long poll or a stream
+//! has reached the server.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
+use axum::body::{Body, HttpBody as _};
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use opentelemetry::metrics::{Counter, Histogram, MeterProvider};
+use futures_util::Stream;
+use opentelemetry::metrics::{Counter, Histogram, MeterProvider, UpDownCounter};
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 
@@ -18,6 +24,7 @@ pub struct Metrics {
     registry: prometheus::Registry,
     requests: Counter<u64>,
     duration: Histogram<f64>,
+    in_flight: UpDownCounter<i64>,
     // Kept alive: dropping the provider stops collection.
     _provider: SdkMeterProvider,
 }
@@ -40,10 +47,17 @@ impl Metrics {
             .with_unit("s")
             .with_description("Time to answer HTTP requests (for streams: to start the stream)")
             .build();
+        let in_flight = meter
+            .i64_up_down_counter("tasklane_http_requests_in_flight")
+            .with_description(
+                "HTTP requests being answered, by method and route (a stream until it ends)",
+            )
+            .build();
         Ok(Metrics {
             registry,
             requests,
             duration,
+            in_flight,
             _provider: provider,
         })
     }
@@ -63,16 +77,18 @@ impl Metrics {
 /// Middleware recording every routed request.
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = KeyValue::new("method", request.method().as_str().to_owned());
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_default();
+    let route = KeyValue::new("route", route);
+    let in_flight = InFlight::enter(&state.metrics, [method.clone(), route.clone()]);
     let response = next.run(request).await;
     let labels = [
-        KeyValue::new("method", method),
-        KeyValue::new("route", route),
+        method,
+        route,
         KeyValue::new("status", i64::from(response.status().as_u16())),
     ];
     state.metrics.requests.add(1, &labels);
@@ -80,5 +96,89 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         .metrics
         .duration
         .record(started.elapsed().as_secs_f64(), &labels);
-    response
+    in_flight.until_sent(response)
+}
+
+/// One request counted in `tasklane_http_requests_in_flight`, until dropped.
+struct InFlight {
+    gauge: UpDownCounter<i64>,
+    labels: [KeyValue; 2],
+}
+
+impl InFlight {
+    fn enter(metrics: &Metrics, labels: [KeyValue; 2]) -> Self {
+        metrics.in_flight.add(1, &labels);
+        InFlight {
+            gauge: metrics.in_flight.clone(),
+            labels,
+        }
+    }
+
+    /// Keeps the request counted while its body is sent: a body of known length is
+    /// ready now, so it stops counting here; a streamed body (an event stream) carries
+    /// the count until the stream ends or the client goes away.
+    fn until_sent(self, response: Response) -> Response {
+        if response.body().size_hint().exact().is_some() {
+            return response;
+        }
+        response.map(|body| {
+            Body::from_stream(Counted {
+                inner: body.into_data_stream(),
+                _in_flight: self,
+            })
+        })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gauge.add(-1, &self.labels);
+    }
+}
+
+/// A body stream that holds an [`InFlight`] until it is dropped.
+struct Counted<S> {
+    inner: S,
+    _in_flight: InFlight,
+}
+
+impl<S: Stream + Unpin> Stream for Counted<S> {
+    type Item = S::Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<S::Item>> {
+        Pin::new(&mut self.inner).poll_next(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_flight(metrics: &Metrics) -> f64 {
+        metrics
+            .render()
+            .lines()
+            .filter(|l| l.starts_with("tasklane_http_requests_in_flight{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    fn labels() -> [KeyValue; 2] {
+        [KeyValue::new("method", "GET"), KeyValue::new("route", "/r")]
+    }
+
+    #[test]
+    fn a_streamed_body_counts_until_dropped_a_sized_one_not() {
+        let metrics = Metrics::new().unwrap();
+        let sized = InFlight::enter(&metrics, labels()).until_sent(Response::new(Body::from("{}")));
+        assert_eq!(in_flight(&metrics), 0.0);
+        drop(sized);
+
+        let chunks = futures_util::stream::iter([Ok::<_, std::io::Error>("a")]);
+        let streamed = Response::new(Body::from_stream(chunks));
+        let streamed = InFlight::enter(&metrics, labels()).until_sent(streamed);
+        assert_eq!(in_flight(&metrics), 1.0);
+        drop(streamed);
+        assert_eq!(in_flight(&metrics), 0.0);
+    }
 }

@@ -103,6 +103,44 @@ impl Api {
         self.post("/v1/tasks", &body).await
     }
 
+    /// Requests to `route` (as routed, e.g. `/v1/worker/claim`) this replica is answering
+    /// now, from `tasklane_http_requests_in_flight` in `/metrics` (a stream counts until
+    /// it ends).
+    pub async fn in_flight(&self, route: &str) -> u64 {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .expect("scrape /metrics")
+            .text()
+            .await
+            .expect("read /metrics");
+        let label = format!("route=\"{route}\"");
+        text.lines()
+            .filter(|line| line.starts_with("tasklane_http_requests_in_flight{"))
+            .filter(|line| line.contains(&label))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64
+    }
+
+    /// Waits (bounded) until this replica is answering at least `n` requests to `route`:
+    /// how a test knows that a long poll it started has reached the server.
+    pub async fn until_in_flight(&self, route: &str, n: u64) {
+        let started = Instant::now();
+        loop {
+            let now = self.in_flight(route).await;
+            if now >= n {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{now} requests to {route} in flight, expected {n}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Reads a task until `done` holds for it (bounded).
     pub async fn wait_for(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
         let started = Instant::now();
