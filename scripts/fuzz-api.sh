@@ -67,22 +67,9 @@ fi
 DB_URL="${SERVER_URL%/*}/$DB"
 
 psql "$SERVER_URL" -q -c "CREATE DATABASE $DB" >/dev/null
-cat > "$WORK/types.toml" <<'TOML'
-[[task_type]]
-name = "noop"
-executor = "noop"
-
-[[task_type]]
-name = "sleep"
-executor = "sleep"
-
-[[task_type]]
-name = "remote"
-executor = "remote"
-TOML
-
+# The demo task types, the same file `tasklane dev` and the chart's default use.
 DATABASE_URL="$DB_URL" TASKLANE_LOG=warn ./target/debug/tasklane serve \
-    --listen "127.0.0.1:$PORT" --task-types "$WORK/types.toml" 2>"$WORK/serve.log" &
+    --listen "127.0.0.1:$PORT" --task-types demo/task-types.toml 2>"$WORK/serve.log" &
 SERVE_PID=$!
 for _ in $(seq 1 200); do
     if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi

@@ -158,7 +158,7 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
     if config.task_types.is_none() {
         let path =
             std::env::temp_dir().join(format!("tasklane-dev-types-{}.toml", std::process::id()));
-        std::fs::write(&path, DEV_TASK_TYPES)?;
+        std::fs::write(&path, tasklane::task::task_type::DEMO_TASK_TYPES)?;
         config.task_types = Some(path);
     }
     tracing::info!(database = %config.database_url, "dev database");
@@ -178,15 +178,3 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
     println!("{}", token.secret);
     serve(config).await
 }
-
-/// Demo task types of `tasklane dev`.
-const DEV_TASK_TYPES: &str = r#"
-[[task_type]]
-name = "noop"
-executor = "noop"
-
-[[task_type]]
-name = "sleep"
-executor = "sleep"
-lease_seconds = 10
-"#;

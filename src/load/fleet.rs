@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use crate::task::task_type::DEMO_TASK_TYPES;
+
 /// How to start the replicas.
 #[derive(Debug, Clone)]
 pub struct FleetSpec {
@@ -204,22 +206,10 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
 /// `sysconf(_SC_CLK_TCK)`: 100 on every Linux this runs on.
 const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 
-/// Writes the task types the load generator uses (`noop`, `sleep`) to `dir` and
-/// returns the file's path.
+/// Writes the demo task types (`demo/task-types.toml`; load runs submit `noop` or
+/// `sleep`) to `dir` and returns the file's path.
 pub fn write_task_types(dir: &Path) -> anyhow::Result<PathBuf> {
     let path = dir.join(format!("tasklane-load-types-{}.toml", std::process::id()));
-    std::fs::write(&path, TASK_TYPES).with_context(|| format!("write {}", path.display()))?;
+    std::fs::write(&path, DEMO_TASK_TYPES).with_context(|| format!("write {}", path.display()))?;
     Ok(path)
 }
-
-/// Task types of load runs. `sleep` heartbeats at its steps; both are in-process.
-pub const TASK_TYPES: &str = r#"
-[[task_type]]
-name = "noop"
-executor = "noop"
-
-[[task_type]]
-name = "sleep"
-executor = "sleep"
-lease_seconds = 30
-"#;

@@ -21,7 +21,7 @@ use super::report::Report;
 use super::stats::Summary;
 use super::submit::{self, Accepted};
 use crate::client::Tasklane;
-use crate::task::task_type::TaskTypesFile;
+use crate::task::task_type::{TaskTypesFile, DEMO_TASK_TYPES};
 use crate::worker::{Registry, Wakeup};
 
 /// Flags of `tasklane load`.
@@ -192,7 +192,7 @@ fn submit_path(
 ) -> anyhow::Result<Path> {
     match config.submit.as_str() {
         "sql" => {
-            let types = TaskTypesFile::parse(fleet::TASK_TYPES)?;
+            let types = TaskTypesFile::parse(DEMO_TASK_TYPES)?;
             let registry = Arc::new(Registry::new(types, Default::default())?);
             let wakeup = Wakeup::default();
             // Other processes' workers hear of our submits by NOTIFY, as from a replica.

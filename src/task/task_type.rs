@@ -186,6 +186,11 @@ impl TaskType {
     }
 }
 
+/// The demo task types, `noop`, `sleep` and `remote` (`demo/task-types.toml`): the one
+/// copy that `tasklane dev`, load runs, the tests' replicas, `scripts/fuzz-api.sh` and
+/// the Helm chart's default use.
+pub const DEMO_TASK_TYPES: &str = include_str!("../../demo/task-types.toml");
+
 /// The `task_type` array of a task-types TOML file.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -242,6 +247,14 @@ mod tests {
         assert_eq!(types[0].resource.as_deref(), Some("local-model"));
         assert_eq!(types[1].on_restart, RestartPolicy::Retry);
         assert_eq!(types[1].deadline_seconds, None);
+    }
+
+    #[test]
+    fn the_demo_types_parse() {
+        let types = TaskTypesFile::parse(DEMO_TASK_TYPES).unwrap();
+        let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["noop", "sleep", "remote"]);
+        assert_eq!(types[2].privacy, Privacy::ExternalAllowed);
     }
 
     #[test]

@@ -13,26 +13,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use tasklane::task::task_type::DEMO_TASK_TYPES;
+
 use super::api::Api;
-
-/// The task types every test replica knows unless a test brings its own.
-pub const TASK_TYPES: &str = r#"
-[[task_type]]
-name = "noop"
-executor = "noop"
-
-[[task_type]]
-name = "sleep"
-executor = "sleep"
-lease_seconds = 3
-
-[[task_type]]
-name = "remote"
-executor = "remote"
-lease_seconds = 30
-max_attempts = 2
-privacy = "external_allowed"
-"#;
 
 /// How long a replica with the API gets to answer `/readyz` with 200.
 const READY_WITHIN: Duration = Duration::from_secs(60);
@@ -49,7 +32,7 @@ pub struct Options {
     pub roles: Option<&'static str>,
     /// `--replica-name`; default host name and pid.
     pub name: Option<String>,
-    /// The task-types TOML; default [`TASK_TYPES`].
+    /// The task-types TOML; default the demo types (`demo/task-types.toml`).
     pub task_types: Option<&'static str>,
     /// Extra `serve` flags (they win over the defaults, which are set in the environment).
     pub args: Vec<String>,
@@ -94,7 +77,7 @@ impl Serve {
     /// Starts the process; returns at once.
     pub fn spawn(database_url: &str, options: Options) -> Serve {
         let port = free_port();
-        let types = TypesFile::new(options.task_types.unwrap_or(TASK_TYPES));
+        let types = TypesFile::new(options.task_types.unwrap_or(DEMO_TASK_TYPES));
         let mut command = Command::new(binary());
         command
             .args(["serve", "--no-migrate"])
