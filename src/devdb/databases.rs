@@ -1,7 +1,7 @@
-//! Databases for tests on any server: one migrated template per schema, a cheap copy
-//! of it per test (`CREATE DATABASE ... TEMPLATE`), and a sweep of copies that
-//! crashed runs left behind. Copying a template costs milliseconds; migrating per test
-//! would cost the whole migration chain every time.
+//! Databases for tests on any server: one migrated template per schema, held in use by
+//! the processes copying from it, and a cheap copy of it per test (`CREATE DATABASE
+//! ... TEMPLATE`). Copying a template costs milliseconds; migrating per test would cost
+//! the whole migration chain every time.
 
 use std::future::Future;
 use std::time::Duration;
@@ -10,16 +10,17 @@ use anyhow::{bail, Context as _};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
-use super::pid_alive;
-
 /// First key of the advisory lock that serialises template builds (the second is a
 /// hash of the template name); an arbitrary constant ("tl" + "db").
-const TEMPLATE_LOCK_CLASS: i32 = 0x746c_6462;
+pub(super) const TEMPLATE_LOCK_CLASS: i32 = 0x746c_6462;
+/// First key of the shared advisory lock a process holds on a template it copies from
+/// ([`hold_template`]); the sweep of old templates takes it exclusively ("tl" + "us").
+pub(super) const TEMPLATE_USE_CLASS: i32 = 0x746c_7573;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// PostgreSQL truncates identifiers beyond 63 bytes; a silently truncated name would
 /// make two templates collide.
 const MAX_IDENTIFIER_LEN: usize = 63;
-const BUILD_SUFFIX: &str = "_build";
+pub(super) const BUILD_SUFFIX: &str = "_build";
 
 /// Creates database `template_name` on the server at `server_url` and runs `migrate`
 /// on it (given the template's URL), unless it already exists.
@@ -61,6 +62,27 @@ where
         )
         .await;
     built
+}
+
+/// Takes a shared "in use" lock on `template_name` in a session of its own and returns
+/// that session: while it lives, [`super::sweep_old_templates`] leaves the template
+/// alone. A template has no sessions of its own (`ALLOW_CONNECTIONS false`), so this
+/// lock is how a process that copies from it says so. Take it before
+/// [`prepare_template`], and keep the client, and the runtime driving its connection,
+/// for as long as copies may be made.
+///
+/// Advisory locks belong to one database: processes sharing a server must give the
+/// same database in `server_url` (as for the build lock).
+pub async fn hold_template(server_url: &str, template_name: &str) -> anyhow::Result<Client> {
+    let session = connect(server_url).await?;
+    session
+        .execute(
+            "SELECT pg_advisory_lock_shared($1, hashtext($2))",
+            &[&TEMPLATE_USE_CLASS, &template_name],
+        )
+        .await
+        .context("take template use lock")?;
+    Ok(session)
 }
 
 async fn build_template<F, Fut>(
@@ -181,54 +203,6 @@ pub async fn drop_database(server_url: &str, name: &str) -> anyhow::Result<()> {
         .with_context(|| format!("drop database {name}"))
 }
 
-/// Drops databases named `<prefix>_<pid>_<n>` whose pid is not a live process on this
-/// machine: leftovers of test runs that crashed before dropping them. Returns how many
-/// were dropped.
-///
-/// A database with open sessions is left alone and the drop is not forced: on a
-/// server shared with other machines (or pid namespaces) a "dead" pid may belong to a
-/// run elsewhere, and its databases are in use; a crashed run's sessions are gone.
-pub async fn sweep_stale_test_databases(server_url: &str, prefix: &str) -> anyhow::Result<usize> {
-    let admin = connect(server_url).await?;
-    let rows = admin
-        .query(
-            "SELECT d.datname FROM pg_database d \
-             WHERE starts_with(d.datname, $1) \
-               AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)",
-            &[&format!("{prefix}_")],
-        )
-        .await
-        .context("list test databases")?;
-    let mut dropped = 0;
-    for row in rows {
-        let name: String = row.get(0);
-        let Some(owner) = owner_pid(&name, prefix) else {
-            continue;
-        };
-        if pid_alive(owner) {
-            continue;
-        }
-        match admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {}", quote_ident(&name)))
-            .await
-        {
-            Ok(()) => dropped += 1,
-            Err(error) => {
-                tracing::debug!(database = %name, %error, "could not drop stale test database")
-            }
-        }
-    }
-    Ok(dropped)
-}
-
-/// The pid in `<prefix>_<pid>_<n>`, if `name` has exactly that shape.
-fn owner_pid(name: &str, prefix: &str) -> Option<u32> {
-    let rest = name.strip_prefix(prefix)?.strip_prefix('_')?;
-    let (pid, n) = rest.split_once('_')?;
-    n.parse::<u64>().ok()?;
-    pid.parse().ok()
-}
-
 /// `url` with its database replaced by `database`, keeping user, host, port and query
 /// parameters. Accepts the URL form (`postgres://...`) and the key-value form
 /// (`host=... dbname=...`) that tokio-postgres also parses.
@@ -262,7 +236,7 @@ async fn database_exists(admin: &Client, name: &str) -> anyhow::Result<bool> {
     Ok(row.is_some())
 }
 
-async fn connect(url: &str) -> anyhow::Result<Client> {
+pub(super) async fn connect(url: &str) -> anyhow::Result<Client> {
     let (client, connection) =
         tokio::time::timeout(CONNECT_TIMEOUT, tokio_postgres::connect(url, NoTls))
             .await
@@ -274,20 +248,6 @@ async fn connect(url: &str) -> anyhow::Result<Client> {
     Ok(client)
 }
 
-fn quote_ident(name: &str) -> String {
+pub(super) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn owner_pid_parses_only_exact_shape() {
-        assert_eq!(owner_pid("tasklane_test_123_4", "tasklane_test"), Some(123));
-        assert_eq!(owner_pid("tasklane_test_123", "tasklane_test"), None);
-        assert_eq!(owner_pid("tasklane_test_x_4", "tasklane_test"), None);
-        assert_eq!(owner_pid("tasklane_tmpl_123_4", "tasklane_test"), None);
-        assert_eq!(owner_pid("tasklane_test_1_2_3", "tasklane_test"), None);
-    }
 }

@@ -16,12 +16,13 @@
 //!   (a killed watchdog, a reboot-less container kill) is swept at the next start.
 //!
 //! [`databases`] adds what tests need on top of any server: a migrated template
-//! database built once per schema, cheap copies of it per test, and a sweep of
-//! copies left behind by crashed runs (STYLE.md item 10).
+//! database built once per schema and cheap copies of it per test; [`sweep`] removes
+//! copies left behind by crashed runs and templates of old schemas (STYLE.md item 10).
 
 mod cluster;
 mod databases;
 mod launcher;
+mod sweep;
 
 use std::time::Duration;
 
@@ -29,9 +30,10 @@ use anyhow::Context as _;
 
 pub use cluster::PrivateCluster;
 pub use databases::{
-    create_database_from_template, drop_database, prepare_template, sweep_stale_test_databases,
+    create_database_from_template, drop_database, hold_template, prepare_template,
     url_with_database,
 };
+pub use sweep::{sweep_old_templates, sweep_stale_test_databases};
 
 /// How long a given `DATABASE_URL` gets to answer before we fall back to a private
 /// cluster: long enough for a local server under load, short enough that a stale
@@ -211,12 +213,68 @@ mod tests {
             .unwrap();
         assert_eq!(swept, 1);
         assert!(!exists(stale).await);
-        assert!(exists(ours).await);
+        assert!(exists(ours.clone()).await);
+
+        // Templates of other schemas: dropped unless in use (a use lock, or a build).
+        let old = |suffix: &str| format!("devdb_tmpl_old{suffix}");
+        for name in [old("1"), old("2"), old("3_build")] {
+            create_database_from_template(&url, &template, &name)
+                .await
+                .unwrap();
+        }
+        let user = hold_template(&url, &old("2")).await.unwrap();
+        let sweep = || sweep_old_templates(&url, "devdb_tmpl", &template, "devdb_copy");
+        // While another process's test database has a session, nothing is dropped
+        // (harnesses older than the use lock take none).
+        let (running, running_conn) =
+            tokio_postgres::connect(&url_with_database(&url, &ours), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        let running_conn = tokio::spawn(running_conn);
+        assert_eq!(sweep().await.unwrap(), 0);
+        drop(running);
+        let _ = running_conn.await;
+        wait_no_sessions(&client, &ours).await;
+        assert_eq!(sweep().await.unwrap(), 2);
+        assert!(!exists(old("1")).await && !exists(old("3_build")).await);
+        assert!(exists(old("2")).await, "held in use");
+        assert!(exists(template.clone()).await, "the kept template");
+        drop(user);
+        let mut swept = 0;
+        for _ in 0..100 {
+            swept = sweep().await.unwrap();
+            if swept == 1 {
+                break;
+            }
+            // The lock goes when the server notices the closed session.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(swept, 1, "dropped once no longer held");
+        assert!(!exists(old("2")).await);
 
         drop(client);
         let _ = conn.await;
         server.stop().await;
         assert!(!dir.exists(), "cluster dir {} still exists", dir.display());
+    }
+
+    /// Waits (bounded) until no session is connected to `name`: a closed client's
+    /// backend exits a moment later.
+    async fn wait_no_sessions(client: &tokio_postgres::Client, name: &str) {
+        for _ in 0..200 {
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = $1",
+                    &[&name],
+                )
+                .await
+                .unwrap();
+            if row.get::<_, i64>(0) == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("sessions on {name} remain");
     }
 
     #[test]

@@ -2,14 +2,18 @@
 //!
 //! The first [`test_db`] call in a test binary resolves a server (`DATABASE_URL` if
 //! it answers, else a private cluster, see `tasklane::devdb`), sweeps databases left
-//! by crashed runs, and builds a template database migrated to the current schema.
-//! Every test then gets a copy of that template (milliseconds) named
-//! `tasklane_test_<pid>_<n>`, dropped when its [`TestDb`] is dropped.
+//! by crashed runs, and builds a template database migrated to the current schema
+//! (`tasklane_tmpl_<hash of the schema>`), unless another process already has; then it
+//! drops the templates of other schemas that no process uses. Every test gets a copy
+//! of the template (milliseconds) named `tasklane_test_<pid>_<n>`, dropped when its
+//! [`TestDb`] is dropped.
 //!
 //! Each `#[tokio::test]` runs on its own runtime, which dies with the test, so the
 //! one-time setup runs on a dedicated thread with its own runtime and the server is
 //! kept in a static: a private cluster lives as long as the process, and its
-//! watchdog removes it after the process exits (statics are never dropped).
+//! watchdog removes it after the process exits (statics are never dropped). Likewise
+//! the session holding the template's use lock lives on a thread of its own until the
+//! process exits, so no other process's sweep drops the template under this one.
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
@@ -23,6 +27,8 @@ use tasklane::devdb::{self, Server};
 
 /// Prefix of per-test database names; the sweep matches `<prefix>_<pid>_<n>`.
 const TEST_DB_PREFIX: &str = "tasklane_test";
+/// Prefix of template database names, `<prefix>_<hash>`.
+const TEMPLATE_PREFIX: &str = "tasklane_tmpl";
 /// Directories (relative to the crate root) whose contents define the schema; a
 /// change to any file there yields a new template name, hence a fresh template.
 const SCHEMA_INPUTS: &[&str] = &["migrations", "sql/api"];
@@ -143,16 +149,47 @@ fn setup() -> Result<Shared, String> {
             let server = devdb::resolve_server(database_url.as_deref()).await?;
             devdb::sweep_stale_test_databases(server.url(), TEST_DB_PREFIX).await?;
             let template = template_name()?;
+            hold_template(server.url(), &template).await?;
             devdb::prepare_template(server.url(), &template, |url| async move {
                 tasklane::store::migrate::run(&url).await
             })
             .await?;
+            devdb::sweep_old_templates(server.url(), TEMPLATE_PREFIX, &template, TEST_DB_PREFIX)
+                .await?;
             anyhow::Ok(Shared { server, template })
         })
         .map_err(|e| format!("{e:#}"))
 }
 
-/// `tasklane_tmpl_<hash>`, the hash covering the names and contents of every file
+/// Holds `template`'s use lock (see `devdb::hold_template`) until the process exits, on
+/// a thread and runtime of its own; returns once the lock is held.
+async fn hold_template(server_url: &str, template: &str) -> anyhow::Result<()> {
+    let (held, holding) = tokio::sync::oneshot::channel();
+    let (server_url, template) = (server_url.to_owned(), template.to_owned());
+    std::thread::Builder::new()
+        .name("tasklane-test-template-use".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(error) => return drop(held.send(Err(error.into()))),
+            };
+            runtime.block_on(async move {
+                match devdb::hold_template(&server_url, &template).await {
+                    Ok(_session) => {
+                        let _ = held.send(Ok(()));
+                        std::future::pending::<()>().await;
+                    }
+                    Err(error) => drop(held.send(Err(error))),
+                }
+            })
+        })?;
+    holding.await?
+}
+
+/// `<TEMPLATE_PREFIX>_<hash>`, the hash covering the names and contents of every file
 /// under [`SCHEMA_INPUTS`].
 fn template_name() -> anyhow::Result<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -162,7 +199,7 @@ fn template_name() -> anyhow::Result<String> {
     }
     let digest = hasher.finalize();
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("tasklane_tmpl_{hex}"))
+    Ok(format!("{TEMPLATE_PREFIX}_{hex}"))
 }
 
 fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()> {
