@@ -1,6 +1,6 @@
 //! The HTTP API of one real `tasklane serve` process: every application route, every
-//! error code and bound at its edge, tokens and permissions, isolation between apps and
-//! scopes, redaction, and the operations routes.
+//! error code and bound at its edge, isolation between apps and scopes, redaction, and
+//! the operations routes (tokens and permissions: `http_auth.rs`).
 
 mod common;
 
@@ -376,85 +376,6 @@ async fn bad_input_is_refused_at_every_edge_and_changes_nothing() {
     // Nothing refused was written: only the three accepted tasks exist.
     let listed = api.get("/v1/tasks").await;
     assert_eq!(listed.body["items"].as_array().unwrap().len(), 3);
-}
-
-#[tokio::test]
-async fn tokens_authenticate_authorize_and_revoke_at_once() {
-    let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
-    let anonymous = serve.api("");
-    assert_eq!(
-        (
-            anonymous.get("/v1/tasks").await.status,
-            anonymous.get("/v1/tasks").await.code()
-        ),
-        (401, "unauthorized")
-    );
-    assert_eq!(
-        serve
-            .api("tl_not-a-real-token")
-            .get("/v1/tasks")
-            .await
-            .status,
-        401
-    );
-    assert_eq!(serve.api("Basic abc").get("/v1/tasks").await.status, 401);
-
-    let reader = serve.api(&api::token(&db.url, "mail", None, &["read"]).await);
-    assert_eq!(reader.get("/v1/tasks").await.status, 200);
-    let refused = reader.submit("remote", "s", "k", json!({})).await;
-    assert_eq!((refused.status, refused.code()), (403, "forbidden"));
-    let claim = json!({"worker_id": "w", "task_types": ["remote"], "route": "local", "max": 1});
-    assert_eq!(reader.post("/v1/worker/claim", &claim).await.status, 403);
-
-    // The CLI: the token alone on the last stdout line; revocation is immediate.
-    let output = std::process::Command::new(common::serve::binary())
-        .args([
-            "token",
-            "create",
-            "--app",
-            "mail",
-            "--perm",
-            "submit,read",
-            "--name",
-            "ci",
-        ])
-        .env("DATABASE_URL", &db.url)
-        .env_remove("TASKLANE_DATABASE_URL")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let secret = stdout.lines().last().unwrap().to_owned();
-    assert!(secret.starts_with("tl_") && secret.len() >= 46, "{secret}");
-    let token_id = stdout
-        .lines()
-        .next()
-        .unwrap()
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .to_owned();
-    let cli = serve.api(&secret);
-    assert_eq!(cli.submit("remote", "s", "k", json!({})).await.status, 202);
-    let revoke = std::process::Command::new(common::serve::binary())
-        .args(["token", "revoke", &token_id])
-        .env("DATABASE_URL", &db.url)
-        .env_remove("TASKLANE_DATABASE_URL")
-        .output()
-        .unwrap();
-    assert!(revoke.status.success());
-    assert_eq!(cli.get("/v1/tasks").await.status, 401);
-    let bad_perm = std::process::Command::new(common::serve::binary())
-        .args(["token", "create", "--app", "mail", "--perm", "root"])
-        .env("DATABASE_URL", &db.url)
-        .output()
-        .unwrap();
-    assert!(!bad_perm.status.success());
 }
 
 #[tokio::test]

@@ -2,6 +2,13 @@
 //! request looks its token up (no cache, so a revocation is immediate on every replica)
 //! and compares the stored hash in constant time. 401 for a missing or unknown token,
 //! 403 for a missing permission.
+//!
+//! Handlers take an [`Allowed<P>`] (e.g. `Allowed<perm::Submit>`) before any other
+//! extractor: the permission is checked while extracting it, so a caller without it
+//! gets 403 before the query string or body is parsed and learns nothing about them.
+
+use std::marker::PhantomData;
+use std::ops::Deref;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -130,6 +137,59 @@ impl FromRequestParts<AppState> for Caller {
             permissions: row.permissions,
         })
     }
+}
+
+/// A caller whose token holds permission `P`, checked during extraction (401 without
+/// a valid token, 403 without `P`). Derefs to the [`Caller`].
+#[derive(Debug)]
+pub struct Allowed<P> {
+    caller: Caller,
+    _permission: PhantomData<P>,
+}
+
+impl<P> Deref for Allowed<P> {
+    type Target = Caller;
+
+    fn deref(&self) -> &Caller {
+        &self.caller
+    }
+}
+
+impl<P: perm::Required> FromRequestParts<AppState> for Allowed<P> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        caller.require(P::PERMISSION)?;
+        Ok(Allowed {
+            caller,
+            _permission: PhantomData,
+        })
+    }
+}
+
+/// Each [`Permission`] as a type, for [`Allowed`].
+pub mod perm {
+    use super::Permission;
+
+    /// A permission a route requires.
+    pub trait Required: Send + Sync + 'static {
+        const PERMISSION: Permission;
+    }
+
+    macro_rules! permission_types {
+        ($($name:ident),* $(,)?) => {$(
+            #[doc = concat!("Requires [`Permission::", stringify!($name), "`].")]
+            #[derive(Debug)]
+            pub struct $name;
+
+            impl Required for $name {
+                const PERMISSION: Permission = Permission::$name;
+            }
+        )*};
+    }
+
+    permission_types!(Submit, Read, Cancel, Release, Delete, Work, Admin);
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 
 use crate::admission::{self, AdminError, EmergencyStopSpec, LimitSpec, Overview};
-use crate::http::auth::{Caller, Permission};
+use crate::http::auth::{perm, Allowed};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::Body;
 use crate::http::AppState;
@@ -37,10 +37,9 @@ pub struct LimitSet {
         (status = 422, body = Problem)))]
 pub async fn set_limit(
     State(state): State<AppState>,
-    caller: Caller,
+    _admin: Allowed<perm::Admin>,
     Body(spec): Body<LimitSpec>,
 ) -> Result<Json<LimitSet>, ApiError> {
-    caller.require(Permission::Admin)?;
     let client = state.tasklane.pool.get().await?;
     let id = admission::set_limit(crate::store::client(&client), &spec).await?;
     Ok(Json(LimitSet { id, limit: spec }))
@@ -54,10 +53,9 @@ pub async fn set_limit(
         (status = 422, body = Problem)))]
 pub async fn set_emergency_stop(
     State(state): State<AppState>,
-    caller: Caller,
+    _admin: Allowed<perm::Admin>,
     Body(spec): Body<EmergencyStopSpec>,
 ) -> Result<Json<EmergencyStopSpec>, ApiError> {
-    caller.require(Permission::Admin)?;
     let client = state.tasklane.pool.get().await?;
     admission::set_emergency_stop(crate::store::client(&client), &spec).await?;
     Ok(Json(spec))
@@ -86,11 +84,10 @@ pub struct ResourceSet {
         (status = 422, body = Problem)))]
 pub async fn set_resource(
     State(state): State<AppState>,
-    caller: Caller,
+    _admin: Allowed<perm::Admin>,
     Path(name): Path<String>,
     Body(body): Body<ResourceBody>,
 ) -> Result<Json<ResourceSet>, ApiError> {
-    caller.require(Permission::Admin)?;
     let client = state.tasklane.pool.get().await?;
     admission::set_resource(crate::store::client(&client), &name, body.slots).await?;
     Ok(Json(ResourceSet {
@@ -105,9 +102,8 @@ pub async fn set_resource(
     responses((status = 200, body = Overview), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub async fn overview(
     State(state): State<AppState>,
-    caller: Caller,
+    _admin: Allowed<perm::Admin>,
 ) -> Result<Json<Overview>, ApiError> {
-    caller.require(Permission::Admin)?;
     let client = state.tasklane.pool.get().await?;
     Ok(Json(
         admission::overview(crate::store::client(&client)).await?,

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use uuid::Uuid;
 
-use crate::http::auth::{Caller, Permission};
+use crate::http::auth::{perm, Allowed};
 use crate::http::dto::{EventPage, EventView, EventsQuery};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, QueryOf};
@@ -32,12 +32,11 @@ use crate::task::bounds;
         (status = 404, body = Problem), (status = 422, body = Problem)))]
 pub async fn task_events(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Read>,
     Path(id): Path<String>,
     QueryOf(query): QueryOf<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    caller.require(Permission::Read)?;
     let id = task_id(&id)?;
     let mut after = query.after.unwrap_or(0);
     if after < 0 {

@@ -9,7 +9,7 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::http::auth::{Caller, Permission};
+use crate::http::auth::{perm, Allowed, Caller};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Body, QueryOf};
 use crate::http::AppState;
@@ -47,10 +47,9 @@ pub struct Released {
         (status = 403, body = Problem), (status = 413, body = Problem), (status = 422, body = Problem)))]
 pub async fn release(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Release>,
     Body(body): Body<ReleaseBody>,
 ) -> Result<Json<Released>, ApiError> {
-    caller.require(Permission::Release)?;
     own_scope(&caller, &body.scope_id)?;
     bounds::key("scope_id", &body.scope_id).map_err(ApiError::Validation)?;
     bounds::key("effect_key", &body.effect_key).map_err(ApiError::Validation)?;
@@ -97,11 +96,10 @@ pub struct Deleted {
         (status = 422, body = Problem)))]
 pub async fn delete_tasks(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Delete>,
     Path(scope_id): Path<String>,
     QueryOf(query): QueryOf<DeleteQuery>,
 ) -> Result<Json<Deleted>, ApiError> {
-    caller.require(Permission::Delete)?;
     own_scope(&caller, &scope_id)?;
     bounds::key("scope_id", &scope_id).map_err(ApiError::Validation)?;
     if let Some(source) = &query.source_id {
@@ -126,10 +124,9 @@ pub async fn delete_tasks(
         (status = 403, body = Problem), (status = 422, body = Problem)))]
 pub async fn lift_fence(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Delete>,
     Path(scope_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require(Permission::Delete)?;
     own_scope(&caller, &scope_id)?;
     bounds::key("scope_id", &scope_id).map_err(ApiError::Validation)?;
     let client = state.tasklane.pool.get().await?;
@@ -171,10 +168,9 @@ pub struct SourceItem {
         (status = 422, body = Problem)))]
 pub async fn unreleased_sources(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Read>,
     QueryOf(query): QueryOf<UnreleasedQuery>,
 ) -> Result<Json<SourcePage>, ApiError> {
-    caller.require(Permission::Read)?;
     if caller.is_scoped() {
         return Err(ApiError::Forbidden("read (app-wide)"));
     }

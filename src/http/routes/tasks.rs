@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use uuid::Uuid;
 
-use crate::http::auth::{Caller, Permission};
+use crate::http::auth::{perm, Allowed};
 use crate::http::dto::{location, ListQuery, SubmitBody, SubmitQuery, TaskPage, TaskView};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body, QueryOf};
@@ -39,11 +39,10 @@ const DEFAULT_PAGE: i64 = 50;
         (status = 503, description = "emergency_stop", body = Problem)))]
 pub async fn submit(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Submit>,
     QueryOf(query): QueryOf<SubmitQuery>,
     Body(body): Body<SubmitBody>,
 ) -> Result<Response, ApiError> {
-    caller.require(Permission::Submit)?;
     let wait = query.wait.unwrap_or(0);
     if wait > MAX_WAIT_SECONDS {
         return Err(ApiError::invalid(
@@ -125,10 +124,9 @@ pub async fn wait_terminal(
         (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn get_task(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Read>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
-    caller.require(Permission::Read)?;
     let id = task_id(&id)?;
     let client = state.tasklane.pool.get().await?;
     let task = query::get(crate::store::client(&client), &caller.owner, id)
@@ -143,10 +141,9 @@ pub async fn get_task(
         (status = 422, body = Problem)))]
 pub async fn list_tasks(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Read>,
     QueryOf(query): QueryOf<ListQuery>,
 ) -> Result<Json<TaskPage>, ApiError> {
-    caller.require(Permission::Read)?;
     let limit = query.limit.unwrap_or(DEFAULT_PAGE);
     bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
     for (field, value) in [
@@ -203,10 +200,9 @@ pub async fn list_tasks(
         (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn cancel_task(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Cancel>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
-    caller.require(Permission::Cancel)?;
     let id = task_id(&id)?;
     let client = state.tasklane.pool.get().await?;
     let task = query::cancel(crate::store::client(&client), &caller.owner, id)
@@ -226,10 +222,9 @@ pub async fn cancel_task(
         (status = 503, description = "emergency_stop", body = Problem)))]
 pub async fn retry_task(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Submit>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
-    caller.require(Permission::Submit)?;
     let id = task_id(&id)?;
     let mut object = state.tasklane.pool.get().await?;
     let client: &mut tokio_postgres::Client = &mut object;

@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use uuid::Uuid;
 
-use crate::http::auth::{Caller, Permission};
+use crate::http::auth::{perm, Allowed, Caller};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body};
 use crate::http::AppState;
@@ -35,10 +35,9 @@ const CLAIM_POLL: Duration = Duration::from_millis(500);
         (status = 422, body = Problem)))]
 pub async fn claim_tasks(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Work>,
     Body(body): Body<ClaimBody>,
 ) -> Result<Json<ClaimAnswer>, ApiError> {
-    caller.require(Permission::Work)?;
     body.validate(&state)?;
     let route = if body.route == "external" {
         Route::External
@@ -126,7 +125,6 @@ impl From<ClaimedTask> for ClaimedView {
 /// Checks that the caller's app owns task `id`: absent is 410 (deleted), another
 /// owner's is 404.
 async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<(Uuid, TaskOwner), ApiError> {
-    caller.require(Permission::Work)?;
     let id = task_id(id)?;
     let client = state.tasklane.pool.get().await?;
     match owner_of(crate::store::client(&client), id).await? {
@@ -144,7 +142,7 @@ async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<(Uuid, Tas
         (status = 422, body = Problem)))]
 pub async fn heartbeat(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Work>,
     Path(id): Path<String>,
     Body(body): Body<HeartbeatBody>,
 ) -> Result<Json<BeatView>, ApiError> {
@@ -229,7 +227,7 @@ fn json_len(value: &serde_json::Value) -> usize {
         (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
 pub async fn complete(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Work>,
     Path(id): Path<String>,
     Body(body): Body<CompleteBody>,
 ) -> Result<Json<Settled>, ApiError> {
@@ -280,7 +278,7 @@ pub async fn complete(
         (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
 pub async fn fail(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Work>,
     Path(id): Path<String>,
     Body(body): Body<FailBody>,
 ) -> Result<Json<Settled>, ApiError> {
@@ -315,7 +313,7 @@ pub async fn fail(
         (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
 pub async fn fallback(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Work>,
     Path(id): Path<String>,
     Body(body): Body<FallbackBody>,
 ) -> Result<Json<Settled>, ApiError> {
@@ -339,7 +337,7 @@ pub async fn fallback(
         (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
 pub async fn cancelled(
     State(state): State<AppState>,
-    caller: Caller,
+    caller: Allowed<perm::Work>,
     Path(id): Path<String>,
     Body(body): Body<CancelledBody>,
 ) -> Result<Json<Settled>, ApiError> {
