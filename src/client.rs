@@ -69,7 +69,7 @@ impl Tasklane {
             .map_err(|e| SubmitRefused::Pool(e.to_string()))?;
         let submitted =
             match submit::submit_pooled(&object, crate::task::new_task_id(), &task).await? {
-                Submission::Accepted(submitted) => submitted,
+                Submission::Accepted(submitted) => *submitted,
                 Submission::Refused(report) => {
                     let refusal = crate::admission::refusal(&report);
                     count_refusal(crate::store::client(&object), &refusal, app).await;
@@ -101,7 +101,7 @@ pub async fn submit_in<C: GenericClient + Sync>(
     task: &NewTask,
 ) -> Result<Submitted, SubmitRefused> {
     match submit::submit(client, crate::task::new_task_id(), task).await? {
-        Submission::Accepted(submitted) => Ok(submitted),
+        Submission::Accepted(submitted) => Ok(*submitted),
         Submission::Refused(report) => Err(crate::admission::refusal(&report).into()),
     }
 }

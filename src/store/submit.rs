@@ -34,7 +34,8 @@ pub struct Submitted {
 /// What the database decided for a well-formed submit.
 #[derive(Debug, Clone)]
 pub enum Submission {
-    Accepted(Submitted),
+    /// Boxed: a task record is large, and a refusal should not carry its size.
+    Accepted(Box<Submitted>),
     /// Admission refused it and took nothing; the report says which limit and until when.
     Refused(AdmitReport),
 }
@@ -153,7 +154,7 @@ fn decide(row: Option<tokio_postgres::Row>) -> Result<Submission, SubmitError> {
             } else {
                 SubmitOutcome::Joined
             };
-            Ok(Submission::Accepted(Submitted { task, outcome }))
+            Ok(Submission::Accepted(Box::new(Submitted { task, outcome })))
         }
         "conflict" => Err(SubmitError::IdempotencyConflict),
         "scope_deleted" => Err(SubmitError::ScopeDeleted),
