@@ -1,5 +1,5 @@
 -- Queues $2 tasks of type $1 in one statement, for benchmarks and the load generator:
--- each row and its event 1 (task.queued) exactly as submit_insert.sql leaves them, but
+-- each row and its event 1 (task.queued) exactly as tasklane.submit_task leaves them, but
 -- without the per-task round trips, admission or owner lock (bulk setup, not a submit).
 -- Ids are UUIDv7-shaped (milliseconds of clock_timestamp() in the first 48 bits) like
 -- the ids of real submits.

@@ -1,7 +1,8 @@
 //! Admission across replicas (DESIGN §3 step 4) and the admin settings behind it.
 //!
-//! Every check runs inside the submit transaction, after the owner lock, in the order
-//! emergency stop → capacity → rate → budget, as one call of `tasklane.admit`. Limits
+//! Every check runs inside the submit statement (`tasklane.submit_task`), after the
+//! owner lock, in the order emergency stop → capacity → rate → budget, as one call of
+//! `tasklane.admit`. Limits
 //! are reservation rows in PostgreSQL (one row per capacity slot or rate token, taken
 //! with SKIP LOCKED), never process-local counters, so they hold exactly across any
 //! number of replicas and no global counter row serializes submits. Capacity comes

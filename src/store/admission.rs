@@ -1,5 +1,5 @@
 //! Admission in the database (DESIGN §3 step 4): one call of `tasklane.admit` inside
-//! the submit transaction takes the reservations or reports the first refusing check;
+//! the submit statement (`tasklane.submit_task`) or a retry's transaction takes the reservations or reports the first refusing check;
 //! `src/admission` turns that report into a [`crate::admission::Refusal`]. Also the
 //! bookkeeping around it: refusal counts and pruning of the admission history.
 
