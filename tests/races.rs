@@ -181,3 +181,64 @@ async fn cancel_versus_finish_has_one_winner_a_thousand_times() {
     }
     assert_eq!(outcomes.values().sum::<i32>(), 200);
 }
+
+/// Owner and identity lock keys are a protocol between replicas (and the SQL API):
+/// replicas of two versions running side by side during a rollout must take the same
+/// keys for the same owner and identity, or submits and deletions stop serializing.
+/// V5 rewrote both functions (to let PostgreSQL inline them); their values are pinned
+/// here and checked against V1's and V3's formulas.
+#[tokio::test]
+async fn lock_keys_keep_their_values_across_schema_versions() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let pinned = c
+        .query_one(
+            "SELECT tasklane.owner_key('a', 'b'), tasklane.identity_key('a', 'b', 'c', NULL), \
+                    tasklane.identity_key('a', 'b', 'c', 'd')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(pinned.get::<_, i64>(0), -1131286493374536035);
+    assert_eq!(pinned.get::<_, Vec<i32>>(1), vec![-730765003, 171862581]);
+    assert_eq!(pinned.get::<_, Vec<i32>>(2), vec![474540208, 1931783789]);
+    let v3_identity = "SELECT ARRAY[('x' || substr(h, 1, 8))::bit(32)::integer, \
+                              ('x' || substr(h, 9, 8))::bit(32)::integer] \
+         FROM (SELECT encode(sha256(convert_to(concat_ws(chr(31), $1::text, $2::text, $3::text, \
+                   coalesce(chr(30) || $4::text, '')), 'UTF8')), 'hex') AS h) d";
+    let v1_owner =
+        "SELECT ('x' || substr(encode(sha256(convert_to($1::text || chr(31) || $2::text, \
+                    'UTF8')), 'hex'), 1, 16))::bit(64)::bigint";
+    for (app, scope, key, subject) in [
+        ("app", "scope", "key", None),
+        ("app", "scope", "key", Some("")),
+        ("app", "scope", "key", Some("user-7")),
+        ("appé", "scöpe/1", "k\u{1f600}", Some("sübject")),
+        ("", "", "", None),
+    ] {
+        let old: Vec<i32> = c
+            .query_one(v3_identity, &[&app, &scope, &key, &subject])
+            .await
+            .unwrap()
+            .get(0);
+        let new: Vec<i32> = c
+            .query_one(
+                "SELECT tasklane.identity_key($1, $2, $3, $4)",
+                &[&app, &scope, &key, &subject],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            old, new,
+            "identity_key({app:?}, {scope:?}, {key:?}, {subject:?})"
+        );
+        let old: i64 = c.query_one(v1_owner, &[&app, &scope]).await.unwrap().get(0);
+        let new: i64 = c
+            .query_one("SELECT tasklane.owner_key($1, $2)", &[&app, &scope])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(old, new, "owner_key({app:?}, {scope:?})");
+    }
+}
