@@ -9,16 +9,19 @@
 -- statement is its transaction. An application can still call it inside its own
 -- transaction (the Rust API's `submit_in`); the locks then last until that ends.
 
--- The task already holding an identity, judged against the request digest: 'found'
--- (the caller joins it, or replays it when terminal), 'conflict' (the identity is used
--- by another request), or no row when there is none or it vanished meanwhile (pruned or
--- deleted: READ COMMITTED, each statement sees the latest commits). A simple SQL
--- function, so PostgreSQL inlines it into the caller's cached plan.
+-- The task already holding an identity, judged against the request digest, as a row
+-- of tasklane.submit_task's answer: 'found' (the caller joins it, or replays it when
+-- terminal), 'conflict' (the identity is used by another request), or no row when there
+-- is none or it vanished meanwhile (pruned or deleted: READ COMMITTED, each statement
+-- sees the latest commits). A simple SQL function, so PostgreSQL inlines it into the
+-- caller's cached plan.
 CREATE FUNCTION tasklane.identity_task(p_app text, p_scope text, p_effect_key text,
                                        p_subject text, p_digest bytea)
-RETURNS TABLE (outcome text, task tasklane.task_views)
+RETURNS TABLE (outcome text, refused text, refused_limit bigint, free_at timestamptz,
+               decided_at timestamptz, task tasklane.task_views)
 LANGUAGE sql STABLE AS $$
     SELECT CASE WHEN t.request_digest = p_digest THEN 'found' ELSE 'conflict' END,
+           NULL::text, NULL::bigint, NULL::timestamptz, NULL::timestamptz,
            CASE WHEN t.request_digest = p_digest THEN v END
     FROM tasklane.tasks t
     JOIN tasklane.task_views v USING (id)
@@ -80,9 +83,8 @@ BEGIN
     WHERE t.app = p_app AND t.scope_id = p_scope AND t.effect_key = p_effect_key
       AND (t.usage_subject = p_subject OR (t.usage_subject IS NULL AND p_subject IS NULL));
     IF FOUND THEN
-        RETURN QUERY SELECT e.outcome, NULL::text, NULL::bigint, NULL::timestamptz,
-                            NULL::timestamptz, e.task
-                     FROM tasklane.identity_task(p_app, p_scope, p_effect_key, p_subject, p_digest) e;
+        RETURN QUERY SELECT * FROM tasklane.identity_task(p_app, p_scope, p_effect_key,
+                                                          p_subject, p_digest);
         RETURN;
     END IF;
 
@@ -90,9 +92,8 @@ BEGIN
     v_key := tasklane.identity_key(p_app, p_scope, p_effect_key, p_subject);
     IF NOT pg_try_advisory_xact_lock(v_key[1], v_key[2]) THEN
         PERFORM pg_advisory_xact_lock(v_key[1], v_key[2]);
-        RETURN QUERY SELECT e.outcome, NULL::text, NULL::bigint, NULL::timestamptz,
-                            NULL::timestamptz, e.task
-                     FROM tasklane.identity_task(p_app, p_scope, p_effect_key, p_subject, p_digest) e;
+        RETURN QUERY SELECT * FROM tasklane.identity_task(p_app, p_scope, p_effect_key,
+                                                          p_subject, p_digest);
         IF FOUND THEN
             RETURN;
         END IF;
@@ -137,9 +138,8 @@ BEGIN
 
     IF v_inserted IS NULL THEN
         PERFORM tasklane.unadmit(p_id, p_app, p_subject);
-        RETURN QUERY SELECT e.outcome, NULL::text, NULL::bigint, NULL::timestamptz,
-                            NULL::timestamptz, e.task
-                     FROM tasklane.identity_task(p_app, p_scope, p_effect_key, p_subject, p_digest) e;
+        RETURN QUERY SELECT * FROM tasklane.identity_task(p_app, p_scope, p_effect_key,
+                                                          p_subject, p_digest);
         RETURN;
     END IF;
 

@@ -45,22 +45,11 @@ where
         bail!("template name {template_name:?} is too long");
     }
     let admin = connect(server_url).await?;
-    admin
-        .execute(
-            "SELECT pg_advisory_lock($1, hashtext($2))",
-            &[&TEMPLATE_LOCK_CLASS, &template_name],
-        )
-        .await
-        .context("take template lock")?;
+    lock(&admin, TEMPLATE_LOCK_CLASS, template_name, false).await?;
     let built = build_template(&admin, server_url, template_name, migrate).await;
     // Closing the session would release the lock too; unlock explicitly so waiters
     // proceed without depending on when the connection task notices.
-    let _ = admin
-        .execute(
-            "SELECT pg_advisory_unlock($1, hashtext($2))",
-            &[&TEMPLATE_LOCK_CLASS, &template_name],
-        )
-        .await;
+    let _ = unlock(&admin, TEMPLATE_LOCK_CLASS, template_name).await;
     built
 }
 
@@ -75,14 +64,49 @@ where
 /// same database in `server_url` (as for the build lock).
 pub async fn hold_template(server_url: &str, template_name: &str) -> anyhow::Result<Client> {
     let session = connect(server_url).await?;
-    session
-        .execute(
-            "SELECT pg_advisory_lock_shared($1, hashtext($2))",
-            &[&TEMPLATE_USE_CLASS, &template_name],
+    lock(&session, TEMPLATE_USE_CLASS, template_name, true).await?;
+    Ok(session)
+}
+
+// The session advisory locks on a template, keyed (class, hashtext(name)) in one place
+// so that builders, users and the sweep always agree on the key.
+
+/// Waits for lock `class` on template `name`, shared or exclusive.
+async fn lock(client: &Client, class: i32, name: &str, shared: bool) -> anyhow::Result<()> {
+    let sql = if shared {
+        "SELECT pg_advisory_lock_shared($1, hashtext($2))"
+    } else {
+        "SELECT pg_advisory_lock($1, hashtext($2))"
+    };
+    client
+        .execute(sql, &[&class, &name])
+        .await
+        .context("take template lock")?;
+    Ok(())
+}
+
+/// Takes lock `class` on template `name` exclusively if it is free; never waits.
+pub(super) async fn try_lock(client: &Client, class: i32, name: &str) -> anyhow::Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT pg_try_advisory_lock($1, hashtext($2))",
+            &[&class, &name],
         )
         .await
-        .context("take template use lock")?;
-    Ok(session)
+        .context("try template lock")?;
+    Ok(row.get(0))
+}
+
+/// Releases one exclusive hold of lock `class` on template `name`.
+pub(super) async fn unlock(client: &Client, class: i32, name: &str) -> anyhow::Result<()> {
+    client
+        .execute(
+            "SELECT pg_advisory_unlock($1, hashtext($2))",
+            &[&class, &name],
+        )
+        .await
+        .context("release template lock")?;
+    Ok(())
 }
 
 async fn build_template<F, Fut>(

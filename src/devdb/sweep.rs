@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use tokio_postgres::Client;
 
 use super::databases::{
-    connect, quote_ident, BUILD_SUFFIX, TEMPLATE_LOCK_CLASS, TEMPLATE_USE_CLASS,
+    connect, quote_ident, try_lock, unlock, BUILD_SUFFIX, TEMPLATE_LOCK_CLASS, TEMPLATE_USE_CLASS,
 };
 use super::pid_alive;
 
@@ -112,28 +112,6 @@ async fn drop_unused_template(admin: &Client, name: &str, template: &str) -> any
         unlock(admin, TEMPLATE_LOCK_CLASS, template).await?;
     }
     Ok(dropped)
-}
-
-async fn try_lock(admin: &Client, class: i32, name: &str) -> anyhow::Result<bool> {
-    let row = admin
-        .query_one(
-            "SELECT pg_try_advisory_lock($1, hashtext($2))",
-            &[&class, &name],
-        )
-        .await
-        .context("try template lock")?;
-    Ok(row.get(0))
-}
-
-async fn unlock(admin: &Client, class: i32, name: &str) -> anyhow::Result<()> {
-    admin
-        .execute(
-            "SELECT pg_advisory_unlock($1, hashtext($2))",
-            &[&class, &name],
-        )
-        .await
-        .context("release template lock")?;
-    Ok(())
 }
 
 /// `DROP DATABASE IF EXISTS`, not forced: a database someone is connected to stays.
