@@ -18,6 +18,7 @@ use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::pruner::Pruner;
 use crate::maintenance::registry::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
+use crate::maintenance::statistics::{self, StatisticsKeeper};
 use crate::task::task_type::TaskTypesFile;
 use crate::task::TaskType;
 use crate::worker::{Handler, Registry, Wakeup, Worker, WorkerConfig};
@@ -124,6 +125,11 @@ impl Replica {
                 interval: admission_history::INTERVAL,
             };
             services.spawn(history.run(shutdown.clone()));
+            let keeper = StatisticsKeeper {
+                pool: pool.clone(),
+                interval: statistics::INTERVAL,
+            };
+            services.spawn(keeper.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {
             for n in 0..config.claimers.max(1) {

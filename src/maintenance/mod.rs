@@ -6,6 +6,7 @@ pub mod deadlines;
 pub mod pruner;
 pub mod registry;
 pub mod rescuer;
+pub mod statistics;
 
 use std::time::Duration;
 

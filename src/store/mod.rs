@@ -18,6 +18,7 @@ mod record;
 pub mod recover;
 pub mod replicas;
 pub mod retry;
+pub mod statistics;
 pub mod submit;
 pub mod tokens;
 

@@ -1,0 +1,14 @@
+-- tasklane's tables whose planner statistics lag far behind their contents: at least
+-- $1 rows changed since the last ANALYZE and at least as many as the table held then
+-- (a table never analyzed counts as having held none). This is the young table that
+-- grew from nothing (a new deployment's first burst) long before autovacuum's first
+-- ANALYZE (up to a minute, autovacuum_naptime); an older table needs to double first,
+-- which autovacuum's 10% rule reaches long before.
+-- $1 least changes. Returns the tables' qualified names. Locks: none.
+SELECT format('%I.%I', s.schemaname, s.relname) AS name
+FROM pg_stat_user_tables s
+JOIN pg_class c ON c.oid = s.relid
+WHERE s.schemaname = 'tasklane'
+  AND s.n_mod_since_analyze >= $1
+  AND s.n_mod_since_analyze >= greatest(c.reltuples, 0)
+ORDER BY s.n_mod_since_analyze DESC
