@@ -3,7 +3,8 @@
 -- (a table never analyzed counts as having held none). This is the young table that
 -- grew from nothing (a new deployment's first burst) long before autovacuum's first
 -- ANALYZE (up to a minute, autovacuum_naptime); an older table needs to double first,
--- which autovacuum's 10% rule reaches long before.
+-- which autovacuum's 10% rule reaches long before. Only tables this role may analyze
+-- (it owns them, as the role that migrates does); others are left to autovacuum.
 -- $1 least changes. Returns the tables' qualified names. Locks: none.
 SELECT format('%I.%I', s.schemaname, s.relname) AS name
 FROM pg_stat_user_tables s
@@ -11,4 +12,5 @@ JOIN pg_class c ON c.oid = s.relid
 WHERE s.schemaname = 'tasklane'
   AND s.n_mod_since_analyze >= $1
   AND s.n_mod_since_analyze >= greatest(c.reltuples, 0)
+  AND pg_has_role(c.relowner, 'USAGE')
 ORDER BY s.n_mod_since_analyze DESC

@@ -106,3 +106,37 @@ async fn one_replica_analyzes_at_a_time() {
     );
     assert_eq!(planner_rows(analyzer).await, LEAST as f32);
 }
+
+#[tokio::test]
+async fn leaves_tables_it_does_not_own_to_autovacuum() {
+    let db = common::test_db().await;
+    let writer = db.pool.get().await.unwrap();
+    enqueue(&writer, LEAST).await;
+
+    // A role that may read the schema but owns none of it (ANALYZE would only warn).
+    // Roles are cluster-wide: named after this test's database.
+    let role = format!("{}_stranger", db.name());
+    let mut object = db.pool.get().await.unwrap();
+    let analyzer: &mut tokio_postgres::Client = &mut object;
+    analyzer
+        .batch_execute(&format!(
+            "CREATE ROLE {role} NOLOGIN; GRANT USAGE ON SCHEMA tasklane TO {role}; SET ROLE {role}"
+        ))
+        .await
+        .unwrap();
+    let analyzed = statistics::analyze_stale(analyzer, LEAST).await;
+    analyzer
+        .batch_execute(&format!(
+            "RESET ROLE; DROP OWNED BY {role}; DROP ROLE {role}"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(analyzed.unwrap(), Vec::<String>::new());
+    assert_eq!(planner_rows(analyzer).await, -1.0);
+    // Its owner analyzes it.
+    let analyzed = statistics::analyze_stale(analyzer, LEAST).await.unwrap();
+    assert!(
+        analyzed.contains(&"tasklane.tasks".to_owned()),
+        "{analyzed:?}"
+    );
+}
