@@ -1,0 +1,43 @@
+-- What-if (not shipped): tasklane_100 on the narrow queue tables of
+-- narrow_queue_schema.sql. Claim 100 from tasklane.ready (deleting their rows), lease
+-- them in tasks (a HOT update) and tasklane.leases, write task.running; then settle the
+-- same ids (HOT update, lease row deleted, task.succeeded).
+WITH next AS (
+    SELECT task_id FROM tasklane.ready
+    WHERE state IN ('queued', 'waiting_for_retry') AND run_at <= now() AND task_type = ANY('{noop}')
+      AND (deadline_at IS NULL OR deadline_at > now())
+    ORDER BY priority DESC, run_at, task_id LIMIT 100 FOR UPDATE SKIP LOCKED
+), picked AS (
+    DELETE FROM tasklane.ready r USING next WHERE r.task_id = next.task_id
+    RETURNING r.task_id
+), claimed AS (
+    UPDATE tasklane.tasks t
+    SET state = 'running', attempt = t.attempt + 1, lease_token = gen_random_uuid(),
+        lease_expires_at = now() + t.lease_seconds * interval '1 second',
+        worker_id = 'pgbench-' || :client_id, replica_id = NULL, route = 'local',
+        started_at = coalesce(t.started_at, now()), phase = NULL,
+        progress = CASE WHEN t.snapshot IS NULL THEN NULL ELSE t.progress END,
+        event_seq = t.event_seq + 1
+    FROM picked WHERE t.id = picked.task_id
+    RETURNING t.id, t.attempt, t.event_seq, t.lease_expires_at
+), leases AS (
+    INSERT INTO tasklane.leases (task_id) SELECT id FROM claimed
+), events AS (
+    INSERT INTO tasklane.task_events (task_id, seq, type, data)
+    SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', 'local') FROM claimed
+)
+SELECT quote_literal(coalesce(array_agg(id), '{}')::text) AS ids FROM claimed \gset
+WITH done AS (
+    UPDATE tasklane.tasks t
+    SET state = 'succeeded', result = '{}', usage_units = NULL, provider = NULL, model = NULL,
+        finished_at = now(), lease_token = NULL, lease_expires_at = NULL,
+        error_code = NULL, error_message = NULL, snapshot = NULL, event_seq = t.event_seq + 1
+    WHERE t.id = ANY(:ids::uuid[]) AND t.state IN ('running', 'cancelling')
+    RETURNING t.id, t.event_seq, t.attempt, t.finished_at
+), gone AS (
+    DELETE FROM tasklane.leases l USING done WHERE l.task_id = done.id
+), event AS (
+    INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
+    SELECT id, event_seq, 'task.succeeded', jsonb_build_object('attempt', attempt), finished_at FROM done
+)
+SELECT count(*) FROM done;
