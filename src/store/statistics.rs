@@ -5,7 +5,7 @@
 //! both slower with every row, until autovacuum's first ANALYZE (up to a minute).
 //! ANALYZE here replaces the statistics, which invalidates those plans.
 
-use tokio_postgres::Client;
+use tokio_postgres::{Client, GenericClient};
 
 use super::DbError;
 
@@ -19,14 +19,9 @@ pub async fn analyze_stale(
     client: &mut Client,
     least_changes: i64,
 ) -> Result<Vec<String>, DbError> {
-    let stale: Vec<String> = client
-        .query(include_str!("../../sql/stats_stale.sql"), &[&least_changes])
-        .await?
-        .iter()
-        .map(|row| row.try_get("name"))
-        .collect::<Result<_, _>>()?;
-    if stale.is_empty() {
-        return Ok(stale);
+    // A cheap look first, so a pass with nothing to do opens no transaction.
+    if stale(client, least_changes).await?.is_empty() {
+        return Ok(Vec::new());
     }
     let tx = client.transaction().await?;
     let taken: bool = tx
@@ -39,6 +34,9 @@ pub async fn analyze_stale(
     if !taken {
         return Ok(Vec::new());
     }
+    // Again under the lock: a replica that held it a moment ago may have analyzed them
+    // (ANALYZE resets the counts as it ends).
+    let stale = stale(&tx, least_changes).await?;
     // The names come from the catalog, quoted by format('%I.%I'); ANALYZE takes no
     // parameters.
     for name in &stale {
@@ -46,4 +44,16 @@ pub async fn analyze_stale(
     }
     tx.commit().await?;
     Ok(stale)
+}
+
+async fn stale<C: GenericClient + Sync>(
+    client: &C,
+    least_changes: i64,
+) -> Result<Vec<String>, DbError> {
+    client
+        .query(include_str!("../../sql/stats_stale.sql"), &[&least_changes])
+        .await?
+        .iter()
+        .map(|row| row.try_get("name"))
+        .collect()
 }
