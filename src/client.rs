@@ -67,15 +67,14 @@ impl Tasklane {
             .get()
             .await
             .map_err(|e| SubmitRefused::Pool(e.to_string()))?;
-        let submitted =
-            match submit::submit_pooled(&object, crate::task::new_task_id(), &task).await? {
-                Submission::Accepted(submitted) => *submitted,
-                Submission::Refused(report) => {
-                    let refusal = crate::admission::refusal(&report);
-                    count_refusal(crate::store::client(&object), &refusal, app).await;
-                    return Err(refusal.into());
-                }
-            };
+        let submission = submit::submit_pooled(&object, crate::task::new_task_id(), &task).await?;
+        let submitted = match accepted(submission) {
+            Ok(submitted) => submitted,
+            Err(refusal) => {
+                count_refusal(crate::store::client(&object), &refusal, app).await;
+                return Err(refusal.into());
+            }
+        };
         if submitted.outcome == submit::SubmitOutcome::Created {
             self.wakeup.wake_all();
         }
@@ -100,8 +99,15 @@ pub async fn submit_in<C: GenericClient + Sync>(
     client: &C,
     task: &NewTask,
 ) -> Result<Submitted, SubmitRefused> {
-    match submit::submit(client, crate::task::new_task_id(), task).await? {
+    let submission = submit::submit(client, crate::task::new_task_id(), task).await?;
+    Ok(accepted(submission)?)
+}
+
+/// The database's decision as the caller's answer: the task, or the refusal that
+/// admission reported.
+pub fn accepted(submission: Submission) -> Result<Submitted, Refusal> {
+    match submission {
         Submission::Accepted(submitted) => Ok(*submitted),
-        Submission::Refused(report) => Err(crate::admission::refusal(&report).into()),
+        Submission::Refused(report) => Err(crate::admission::refusal(&report)),
     }
 }

@@ -1,15 +1,16 @@
 //! Submitting through the Rust API, as a replica's HTTP handler does: validate against
 //! the registry, one prepared statement that is its own transaction
-//! (`store::submit::submit_pooled`), then wake workers (this process's directly, others' by debounced NOTIFY). The commit
-//! instant is recorded between the statement's return and the wake-up, so pickup latency
-//! is measured from the moment the task became visible, never before it.
+//! (`store::submit::submit_pooled`), then wake workers (this process's directly,
+//! others' by debounced NOTIFY). The commit instant is recorded between the statement's
+//! return and the wake-up, so pickup latency is measured from the moment the task
+//! became visible, never before it.
 
 use std::time::{Duration, Instant, SystemTime};
 
 use uuid::Uuid;
 
-use crate::client::{SubmitRefused, Tasklane};
-use crate::store::submit::{self, Submission, SubmitOutcome};
+use crate::client::{accepted, SubmitRefused, Tasklane};
+use crate::store::submit::{self, SubmitOutcome};
 use crate::task::SubmitRequest;
 
 /// One submit that was accepted.
@@ -37,13 +38,10 @@ pub async fn submit(
         .get()
         .await
         .map_err(|_| "pool_exhausted".to_owned())?;
-    let submitted = match submit::submit_pooled(&object, crate::task::new_task_id(), &task).await {
-        Ok(Submission::Accepted(submitted)) => *submitted,
-        Ok(Submission::Refused(report)) => {
-            return Err(crate::admission::refusal(&report).code.as_str().to_owned())
-        }
-        Err(error) => return Err(code(&SubmitRefused::Submit(error))),
-    };
+    let submission = submit::submit_pooled(&object, crate::task::new_task_id(), &task)
+        .await
+        .map_err(|e| code(&e.into()))?;
+    let submitted = accepted(submission).map_err(|refusal| code(&refusal.into()))?;
     let committed_at = SystemTime::now();
     let latency = started.elapsed();
     let created = submitted.outcome == SubmitOutcome::Created;

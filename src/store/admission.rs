@@ -1,7 +1,8 @@
 //! Admission in the database (DESIGN §3 step 4): one call of `tasklane.admit` inside
-//! the submit statement (`tasklane.submit_task`) or a retry's transaction takes the reservations or reports the first refusing check;
-//! `src/admission` turns that report into a [`crate::admission::Refusal`]. Also the
-//! bookkeeping around it: refusal counts and pruning of the admission history.
+//! the submit statement (`tasklane.submit_task`) or a retry's transaction takes the
+//! reservations or reports the first refusing check; `src/admission` turns that report
+//! into a [`crate::admission::Refusal`]. Also the bookkeeping around it: refusal counts
+//! and pruning of the admission history.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
