@@ -1,5 +1,5 @@
 //! A resource with one slot, its tasks run by three `tasklane serve` worker processes:
-//! never two running at once (a ledger of start and end times from the task events),
+//! never two running at once (a ledger of claims and settlements from the task events),
 //! and after a `kill -9` of the replica holding the slot it comes back once the lease
 //! expires (the other replicas' rescuers requeue the task).
 
@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use common::serve::Serve;
 use tasklane::task::task_type::TaskTypesFile;
 use tokio_postgres::Client;
@@ -106,31 +105,39 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
     })
     .await;
 
-    // The ledger: running..succeeded intervals of the attempts that succeeded, ordered
-    // by start, never overlap. (An attempt that lost its lease under load ended without
-    // an event of its own; its slot was given back when the rescuer requeued it.)
+    // The ledger: the claim..settlement of each attempt that succeeded, ordered by
+    // claim, never overlap. (An attempt that lost its lease under load ended without an
+    // event of its own; its slot was given back when the rescuer requeued it.) Ordered
+    // by transaction ids, not event times: an event's `at` is its transaction's start
+    // (now()), which on a loaded box can precede the statement's snapshot by a few
+    // milliseconds, so times alone can show an overlap that never happened. A claim
+    // that took the slot freed by a settlement saw that settlement committed, so the
+    // claim's transaction id (assigned at its first write, after its snapshot) is
+    // greater than the settlement's; a claim that took the slot before the settlement
+    // began writing would have the smaller one.
     let rows = c
         .query(
-            "SELECT r.at AS started, s.at AS ended, t.worker_id
+            "SELECT r.xid AS claimed, s.xid AS settled, t.worker_id
              FROM tasklane.tasks t
-             JOIN tasklane.task_events s ON s.task_id = t.id AND s.type = 'task.succeeded'
-             JOIN LATERAL (SELECT e.at FROM tasklane.task_events e
+             JOIN LATERAL (SELECT e.xmin::text::bigint AS xid FROM tasklane.task_events e
+                           WHERE e.task_id = t.id AND e.type = 'task.succeeded') s ON true
+             JOIN LATERAL (SELECT e.xmin::text::bigint AS xid FROM tasklane.task_events e
                            WHERE e.task_id = t.id AND e.type = 'task.running'
                            ORDER BY e.seq DESC LIMIT 1) r ON true
-             ORDER BY r.at",
+             ORDER BY r.xid",
             &[],
         )
         .await
         .unwrap();
     assert_eq!(rows.len(), 6);
-    let ledger: Vec<(DateTime<Utc>, DateTime<Utc>, String)> = rows
+    let ledger: Vec<(i64, i64, String)> = rows
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
     for pair in ledger.windows(2) {
         assert!(
-            pair[1].0 >= pair[0].1,
-            "overlap: {:?} started before {:?} ended",
+            pair[1].0 > pair[0].1,
+            "overlap: {:?} claimed before {:?} was settled",
             pair[1],
             pair[0]
         );
