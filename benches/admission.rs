@@ -18,9 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tasklane::admission::{self, LimitKind, LimitSpec};
-use tasklane::client::Tasklane;
-use tasklane::task::{Executor, SubmitRequest, TaskType};
-use tasklane::worker::{Registry, Wakeup};
+use tasklane::service::{Owner, Tasklane, Wakeup};
+use tasklane::task::{Executor, SubmitRequest, TaskType, TaskTypes};
 
 const APP: &str = "bench";
 const SUBJECTS: usize = 16;
@@ -185,16 +184,12 @@ async fn run(
     let (admin, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     configure(&admin, scenario).await?;
-    let registry = Registry::new(
-        vec![TaskType::new("noop", Executor::Noop)],
-        Default::default(),
-    )?;
-    let tl = Tasklane {
-        pool: tasklane::server::pool(url, submitters)?,
-        registry: Arc::new(registry),
-        wakeup: Wakeup::default(),
-        max_input_bytes: 1 << 20,
-    };
+    let tl = Tasklane::new(
+        tasklane::server::pool(url, submitters)?,
+        Arc::new(TaskTypes::new([TaskType::new("noop", Executor::Noop)])),
+        Wakeup::default(),
+        1 << 20,
+    );
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut set = tokio::task::JoinSet::new();
     for s in 0..submitters {
@@ -215,7 +210,7 @@ async fn run(
                     on_restart: None,
                     privacy: None,
                 };
-                tl.submit(APP, &request)
+                tl.submit(&Owner::app(APP), &request)
                     .await
                     .map_err(|e| anyhow::anyhow!("submit: {e}"))?;
                 n += 1;
@@ -229,8 +224,8 @@ async fn run(
         total += n??;
     }
     let rate = total as f64 / start.elapsed().as_secs_f64();
-    let completions = complete(&tl.pool, submitters, seconds).await?;
-    tl.pool.close();
+    let completions = complete(tl.pool(), submitters, seconds).await?;
+    tl.pool().close();
     Ok((rate, completions))
 }
 

@@ -81,13 +81,13 @@ async fn measure(
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let spec = tasklane::http::tokens::TokenSpec {
+    let spec = tasklane::service::tokens::TokenSpec {
         app: "bench".into(),
         scope_id: None,
         permissions: vec!["submit".into()],
         name: None,
     };
-    let token = tasklane::http::tokens::create(database, &spec)
+    let token = tasklane::service::tokens::create(database, &spec)
         .await?
         .secret;
     let started = Instant::now();

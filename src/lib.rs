@@ -1,17 +1,18 @@
 //! tasklane: a durable task platform on PostgreSQL. See DESIGN.md for the contract.
 //!
 //! Dependencies point one way: [`task`] (pure domain) <- [`store`] (all SQL) <-
-//! [`admission`], [`worker`], [`maintenance`] <- the binary. [`load`] measures all of it
+//! [`admission`] <- [`service`] (the one door of every operation) <- [`worker`],
+//! [`maintenance`], [`http`] <- [`server`] and the binary. [`load`] measures all of it
 //! from outside.
 
 pub mod admission;
-pub mod client;
 pub mod config;
 pub mod devdb;
 pub mod http;
 pub mod load;
 pub mod maintenance;
 pub mod server;
+pub mod service;
 pub mod store;
 pub mod task;
 pub mod worker;

@@ -91,7 +91,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn token(command: TokenCommand) -> anyhow::Result<()> {
-    use tasklane::http::tokens;
+    use tasklane::service::tokens;
     match command {
         TokenCommand::Create {
             app,
@@ -163,7 +163,7 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
     }
     tracing::info!(database = %config.database_url, "dev database");
     tasklane::store::migrate::run(&config.database_url).await?;
-    let spec = tasklane::http::tokens::TokenSpec {
+    let spec = tasklane::service::tokens::TokenSpec {
         app: "dev".into(),
         scope_id: None,
         permissions: [
@@ -173,7 +173,7 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
         .to_vec(),
         name: Some("dev".into()),
     };
-    let token = tasklane::http::tokens::create(&config.database_url, &spec).await?;
+    let token = tasklane::service::tokens::create(&config.database_url, &spec).await?;
     println!("admin token for app \"dev\" (http://{}):", config.listen);
     println!("{}", token.secret);
     serve(config).await

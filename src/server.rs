@@ -11,7 +11,6 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::client::Tasklane;
 use crate::config::{Role, ServeConfig};
 use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
 use crate::maintenance::deadlines::DeadlineSweeper;
@@ -19,9 +18,11 @@ use crate::maintenance::pruner::Pruner;
 use crate::maintenance::registry::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
+use crate::service::{Tasklane, Wakeup};
+use crate::task::catalog::TaskTypes;
 use crate::task::task_type::TaskTypesFile;
 use crate::task::TaskType;
-use crate::worker::{Handler, Registry, Wakeup, Worker, WorkerConfig};
+use crate::worker::{Handler, Handlers, Worker, WorkerConfig};
 
 /// Builds the connection pool of a replica.
 pub fn pool(database_url: &str, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
@@ -72,10 +73,17 @@ impl Replica {
         if !config.no_migrate {
             crate::store::migrate::run(&config.database_url).await?;
         }
-        let registry = Arc::new(Registry::new(load_task_types(config)?, custom)?);
+        let task_types = Arc::new(TaskTypes::new(load_task_types(config)?));
+        let handlers = Arc::new(Handlers::new(&task_types, custom)?);
         let pool = pool(&config.database_url, config.pool_size)?;
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
+        let tasklane = Tasklane::new(
+            pool.clone(),
+            task_types,
+            wakeup.clone(),
+            config.max_input_bytes,
+        );
         let shutdown = CancellationToken::new();
         let stop_work = CancellationToken::new();
         let mut services = JoinSet::new();
@@ -142,21 +150,10 @@ impl Replica {
                     poll_interval: config.poll_interval(),
                     shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
                 };
-                let worker = Worker::new(
-                    worker_config,
-                    pool.clone(),
-                    registry.clone(),
-                    wakeup.clone(),
-                );
+                let worker = Worker::new(worker_config, tasklane.clone(), handlers.clone());
                 workers.spawn(worker.run(stop_work.clone()));
             }
         }
-        let tasklane = Tasklane {
-            pool,
-            registry,
-            wakeup,
-            max_input_bytes: config.max_input_bytes,
-        };
         tracing::info!(replica = %id, cold_start, "replica started");
         Ok(Replica {
             id,
@@ -182,7 +179,7 @@ impl Replica {
         while self.workers.join_next().await.is_some() {}
         self.shutdown.cancel();
         while self.services.join_next().await.is_some() {}
-        self.tasklane.pool.close();
+        self.tasklane.pool().close();
         tracing::info!(replica = %self.id, "replica stopped");
     }
 }

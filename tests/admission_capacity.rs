@@ -164,7 +164,7 @@ async fn every_ending_gives_the_slot_back_in_its_transaction() {
     assert_eq!(held_slots(&c).await, 5); // global 3 + subject 2
 
     // Cancelling a queued task frees its global and subject slots at once.
-    tasklane::store::query::cancel(&c, &tasklane::store::query::Owner::app(APP), a.id)
+    tasklane::store::cancel::cancel(&c, &tasklane::store::query::Owner::app(APP), a.id)
         .await
         .unwrap();
     assert_eq!(held_slots(&c).await, 3);
@@ -276,7 +276,7 @@ async fn a_retried_task_goes_through_admission_again() {
     let tl = tasklane(&db.url, 2);
     let first = submit_one(&tl, "a", None).await.unwrap().task;
     let owner = tasklane::store::query::Owner::app(APP);
-    tasklane::store::query::cancel(&c, &owner, first.id)
+    tasklane::store::cancel::cancel(&c, &owner, first.id)
         .await
         .unwrap();
     let second = submit_one(&tl, "b", None).await.unwrap().task;
@@ -288,7 +288,7 @@ async fn a_retried_task_goes_through_admission_again() {
     assert_eq!(refused.unwrap_err().code, RefusalCode::CapacityExhausted);
     c.batch_execute("ROLLBACK").await.unwrap();
     // Room again: the retry takes the slot, and gives it back when the task ends.
-    tasklane::store::query::cancel(&c, &owner, second.id)
+    tasklane::store::cancel::cancel(&c, &owner, second.id)
         .await
         .unwrap();
     c.batch_execute("BEGIN").await.unwrap();
@@ -308,7 +308,7 @@ async fn a_retried_task_goes_through_admission_again() {
         submit_one(&tl, "c", None).await.unwrap_err(),
         RefusalCode::CapacityExhausted
     );
-    tasklane::store::query::cancel(&c, &owner, first.id)
+    tasklane::store::cancel::cancel(&c, &owner, first.id)
         .await
         .unwrap();
     assert_eq!(held_slots(&c).await, 0);
@@ -352,7 +352,7 @@ async fn a_new_limit_counts_the_tasks_already_in_flight() {
         .await
         .unwrap()
         .get(0);
-    tasklane::store::query::cancel(&c, &tasklane::store::query::Owner::app(APP), queued)
+    tasklane::store::cancel::cancel(&c, &tasklane::store::query::Owner::app(APP), queued)
         .await
         .unwrap();
     submit_one(&tl, "more", Some("u")).await.unwrap();

@@ -8,7 +8,7 @@ mod common;
 use admission_support::*;
 use common::fixtures::{self, APP};
 use tasklane::admission::{self, EmergencyStopSpec, LimitKind, RefusalCode};
-use tasklane::client::SubmitRefused;
+use tasklane::service::{Owner, ServiceError};
 use tasklane::store::SubmitOutcome;
 
 /// Moves the `n` oldest token uses of the rate limits with window `window` `secs` into
@@ -80,8 +80,8 @@ async fn rate_retry_after_is_when_the_window_frees_a_token() {
     submit_one(&tl, "b", Some("u")).await.unwrap();
     // The oldest use is 3000 s ago: free in ~600 s.
     age_tokens(&c, 3600, 1, 3000.0).await;
-    let refused = match tl.submit(APP, &request("c", Some("u"))).await {
-        Err(SubmitRefused::Refused(r)) => r,
+    let refused = match tl.submit(&Owner::app(APP), &request("c", Some("u"))).await {
+        Err(ServiceError::Refused(r)) => r,
         other => panic!("expected a refusal, got {other:?}"),
     };
     assert_eq!(refused.code, RefusalCode::RateLimited);
@@ -141,8 +141,8 @@ async fn budget_refuses_once_spent_and_nothing_gives_it_back() {
     submit_one(&tl, "b", Some("u")).await.unwrap();
     complete_all(&c, Some(50)).await;
     // 110 of 100 spent: refused until the next UTC day.
-    let refused = match tl.submit(APP, &request("c", Some("u"))).await {
-        Err(SubmitRefused::Refused(r)) => r,
+    let refused = match tl.submit(&Owner::app(APP), &request("c", Some("u"))).await {
+        Err(ServiceError::Refused(r)) => r,
         other => panic!("expected a refusal, got {other:?}"),
     };
     assert_eq!(refused.code, RefusalCode::BudgetExhausted);
@@ -197,8 +197,8 @@ async fn emergency_stop_global_and_per_app() {
     admission::set_emergency_stop(&c, &stop(true, None))
         .await
         .unwrap();
-    let refused = match tl.submit(APP, &request("new", None)).await {
-        Err(SubmitRefused::Refused(r)) => r,
+    let refused = match tl.submit(&Owner::app(APP), &request("new", None)).await {
+        Err(ServiceError::Refused(r)) => r,
         other => panic!("expected a refusal, got {other:?}"),
     };
     assert_eq!(
@@ -207,7 +207,7 @@ async fn emergency_stop_global_and_per_app() {
     );
     assert!(refused.retry_after_seconds() > 0);
     assert_eq!(
-        tl.submit("other", &request("new", None))
+        tl.submit(&Owner::app("other"), &request("new", None))
             .await
             .unwrap_err()
             .to_string(),
@@ -237,7 +237,7 @@ async fn emergency_stop_global_and_per_app() {
         submit_one(&tl, "new", None).await.unwrap_err(),
         RefusalCode::EmergencyStop
     );
-    tl.submit("other", &request("new", None))
+    tl.submit(&Owner::app("other"), &request("new", None))
         .await
         .expect("another app is not stopped");
     admission::set_emergency_stop(&c, &stop(false, Some(APP)))
@@ -318,7 +318,7 @@ async fn joins_and_concurrent_duplicates_consume_nothing() {
     for _ in 0..16 {
         let tl = tl.clone();
         set.spawn(async move {
-            tl.submit(APP, &request("same", None))
+            tl.submit(&Owner::app(APP), &request("same", None))
                 .await
                 .map(|s| s.task.id)
         });
@@ -404,9 +404,9 @@ async fn a_refusal_leaves_nothing_even_when_the_caller_commits() {
     let task = request("a", None)
         .resolve(APP, &fixtures::task_type(), 1 << 20)
         .unwrap();
-    let refused = tasklane::client::submit_in(&c, &task).await;
+    let refused = tasklane::service::submit_in(&c, &task).await;
     assert!(
-        matches!(refused, Err(SubmitRefused::Refused(ref r)) if r.code == RefusalCode::BudgetExhausted)
+        matches!(refused, Err(ServiceError::Refused(ref r)) if r.code == RefusalCode::BudgetExhausted)
     );
     c.batch_execute("COMMIT").await.unwrap();
     assert_eq!(count(&c, "SELECT count(*) FROM app_side").await, 1);

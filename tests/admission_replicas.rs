@@ -12,9 +12,9 @@ use std::sync::Arc;
 use admission_support::*;
 use common::serve::Serve;
 use tasklane::admission::{LimitKind, RefusalCode};
-use tasklane::client::{SubmitRefused, Tasklane};
+use tasklane::service::{Owner, ServiceError, Tasklane, Wakeup};
 use tasklane::task::task_type::TaskTypesFile;
-use tasklane::worker::{Registry, Wakeup};
+use tasklane::task::TaskTypes;
 
 const TYPES: &str = r#"
 [[task_type]]
@@ -42,13 +42,13 @@ async fn three_replicas_and_sixty_four_submitters_hold_capacity_ten() {
             )
         })
         .collect();
-    let registry = Registry::new(TaskTypesFile::parse(TYPES).unwrap(), Default::default()).unwrap();
-    let tl = Tasklane {
-        pool: common::pool(&db.url, 64),
-        registry: Arc::new(registry),
-        wakeup: Wakeup::default(),
-        max_input_bytes: 1 << 20,
-    };
+    let task_types = TaskTypes::new(TaskTypesFile::parse(TYPES).unwrap());
+    let tl = Tasklane::new(
+        common::pool(&db.url, 64),
+        Arc::new(task_types),
+        Wakeup::default(),
+        1 << 20,
+    );
 
     let stop = Arc::new(AtomicBool::new(false));
     let max_seen = Arc::new(AtomicI64::new(0));
@@ -74,11 +74,11 @@ async fn three_replicas_and_sixty_four_submitters_hold_capacity_ten() {
                 let mut r = request(&format!("s{s}-{i}"), None);
                 r.task_type = "work".into();
                 r.input = serde_json::json!({"ms": 20});
-                match tl.submit("mail", &r).await {
+                match tl.submit(&Owner::app("mail"), &r).await {
                     Ok(_) => {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(SubmitRefused::Refused(refusal)) => {
+                    Err(ServiceError::Refused(refusal)) => {
                         refusals.push(refusal.code);
                         // Back off a little as a client honouring Retry-After would.
                         tokio::time::sleep(std::time::Duration::from_millis(5)).await;

@@ -5,6 +5,7 @@
 mod common;
 
 use common::fixtures::*;
+use tasklane::service::ServiceError;
 use tasklane::store::complete_many::{complete_many, Completion};
 use tasklane::store::lease::{LeaseError, Success};
 use tasklane::task::TaskState;
@@ -119,7 +120,8 @@ async fn completer_settles_concurrent_attempts_each_once() {
     }
     let claimed = claim(&c, 60).await;
     assert_eq!(claimed.len(), 60);
-    let completer = Completer::start(db.pool.clone(), 16, 2);
+    let tasklane = common::service::tasklane(db.pool.clone(), [common::fixtures::task_type()]);
+    let completer = Completer::start(tasklane, 16, 2);
     let mut attempts = tokio::task::JoinSet::new();
     for task in &claimed {
         let (completer, id, token, input) = (
@@ -148,7 +150,7 @@ async fn completer_settles_concurrent_attempts_each_once() {
     let again = completer
         .complete(claimed[0].id, claimed[0].lease_token, Success::default())
         .await;
-    assert!(matches!(again, Err(LeaseError::Lost)));
+    assert!(matches!(again, Err(ServiceError::LeaseLost)));
     for task in &claimed {
         assert_eq!(
             event_types(&c, task.id).await,

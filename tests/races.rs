@@ -6,10 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use common::fixtures::*;
-use tasklane::client::SubmitRefused;
+use tasklane::service::ServiceError;
 use tasklane::store::lease::{self, Success};
-use tasklane::store::query::{self, Owner};
-use tasklane::store::{SubmitError, SubmitOutcome};
+use tasklane::store::query::Owner;
+use tasklane::store::SubmitOutcome;
 use tasklane::task::TaskState;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -55,10 +55,7 @@ async fn fifty_concurrent_submits_of_one_identity_make_one_task() {
 
     // Another request under the same identity is a conflict and changes nothing.
     let other = try_submit(&c, &request("same", serde_json::json!({"doc": 2}))).await;
-    assert!(matches!(
-        other,
-        Err(SubmitRefused::Submit(SubmitError::IdempotencyConflict))
-    ));
+    assert!(matches!(other, Err(ServiceError::IdempotencyConflict)));
     let count: i64 = c
         .query_one("SELECT count(*) FROM tasklane.tasks", &[])
         .await
@@ -119,7 +116,7 @@ async fn cancel_versus_finish_has_one_winner_a_thousand_times() {
     for round in 0..1000 {
         submit(&setup, &format!("race-{round}"), serde_json::json!({})).await;
         let claimed = claim_one(&setup).await;
-        let cancel = query::cancel(&owner_conn, &owner, claimed.id);
+        let cancel = tasklane::store::cancel::cancel(&owner_conn, &owner, claimed.id);
         let success = Success {
             result: serde_json::json!(round),
             ..Default::default()
@@ -150,7 +147,7 @@ async fn cancel_versus_finish_has_one_winner_a_thousand_times() {
     for round in 0..200 {
         submit(&setup, &format!("race-fail-{round}"), serde_json::json!({})).await;
         let claimed = claim_one(&setup).await;
-        let cancel = query::cancel(&owner_conn, &owner, claimed.id);
+        let cancel = tasklane::store::cancel::cancel(&owner_conn, &owner, claimed.id);
         let mut worker = db.client().await;
         let report = tasklane::task::outcome::Report::Error {
             code: "x".into(),

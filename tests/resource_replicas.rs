@@ -29,7 +29,9 @@ async fn submit(c: &Client, key: &str, input: serde_json::Value) -> uuid::Uuid {
         .resolve(common::fixtures::APP, &types[0], 1 << 20)
         .unwrap();
     c.batch_execute("BEGIN").await.unwrap();
-    let submitted = tasklane::client::submit_in(c, &task).await.expect("submit");
+    let submitted = tasklane::service::submit_in(c, &task)
+        .await
+        .expect("submit");
     c.batch_execute("COMMIT").await.unwrap();
     submitted.task.id
 }

@@ -32,7 +32,9 @@ async fn submit_as(
     request.privacy = Some(privacy);
     let task = request.resolve(fixtures::APP, &task_type, 1 << 20).unwrap();
     c.batch_execute("BEGIN").await.unwrap();
-    let submitted = tasklane::client::submit_in(c, &task).await.expect("submit");
+    let submitted = tasklane::service::submit_in(c, &task)
+        .await
+        .expect("submit");
     c.batch_execute("COMMIT").await.unwrap();
     submitted.task.id
 }
@@ -112,7 +114,7 @@ async fn one_slot_runs_one_task_and_every_ending_gives_it_back() {
     // cancelled.
     let next = fixtures::claim_one(&c).await;
     let owner = tasklane::store::query::Owner::app(fixtures::APP);
-    tasklane::store::query::cancel(&c, &owner, next.id)
+    tasklane::store::cancel::cancel(&c, &owner, next.id)
         .await
         .unwrap();
     assert_eq!(in_use(&c).await, 1);

@@ -9,7 +9,7 @@ use common::fixtures::*;
 use tasklane::maintenance::registry::ReplicaRegistry;
 use tasklane::store::claim::{self, Claimant};
 use tasklane::store::lease::{self, Beat};
-use tasklane::store::query::{self, Owner};
+use tasklane::store::query::Owner;
 use tasklane::task::{RestartPolicy, Route, TaskState};
 use tokio_postgres::Client;
 use uuid::Uuid;
@@ -129,7 +129,9 @@ async fn expired_cancelling_tasks_are_cancelled_whatever_the_policy() {
     for policy in POLICIES {
         let id = submit_policy(&c, policy.as_str(), policy, 3).await;
         claim_as(&c, id, None).await;
-        query::cancel(&c, &Owner::app(APP), id).await.unwrap();
+        tasklane::store::cancel::cancel(&c, &Owner::app(APP), id)
+            .await
+            .unwrap();
         expire_lease(&c, id).await;
         rescue_expired(&c).await;
         assert_eq!(get(&c, id).await.state, TaskState::Cancelled, "{policy:?}");
@@ -186,7 +188,9 @@ async fn cold_start_applies_every_cell_of_the_table() {
             .unwrap();
     }
     for id in &cancelling {
-        query::cancel(&c, &Owner::app(APP), *id).await.unwrap();
+        tasklane::store::cancel::cancel(&c, &Owner::app(APP), *id)
+            .await
+            .unwrap();
     }
     let remote = submit_policy(&c, "remote", RestartPolicy::Fail, 3).await;
     c.execute(

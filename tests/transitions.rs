@@ -221,7 +221,10 @@ async fn cancel_queued_is_immediate_and_running_is_cooperative() {
     let mut c = db.client().await;
     let owner = Owner::app(APP);
     let queued = submit(&c, "q", serde_json::json!({})).await;
-    let cancelled = query::cancel(&c, &owner, queued.id).await.unwrap().unwrap();
+    let cancelled = tasklane::store::cancel::cancel(&c, &owner, queued.id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(cancelled.state, TaskState::Cancelled);
     assert_eq!(
         event_types(&c, queued.id).await,
@@ -231,7 +234,7 @@ async fn cancel_queued_is_immediate_and_running_is_cooperative() {
     let running = submit(&c, "r", serde_json::json!({})).await;
     let claimed = claim_one(&c).await;
     assert_eq!(
-        query::cancel(&c, &owner, running.id)
+        tasklane::store::cancel::cancel(&c, &owner, running.id)
             .await
             .unwrap()
             .unwrap()
@@ -240,7 +243,7 @@ async fn cancel_queued_is_immediate_and_running_is_cooperative() {
     );
     // A second cancel changes nothing and writes no event.
     assert_eq!(
-        query::cancel(&c, &owner, running.id)
+        tasklane::store::cancel::cancel(&c, &owner, running.id)
             .await
             .unwrap()
             .unwrap()
@@ -272,7 +275,7 @@ async fn cancel_queued_is_immediate_and_running_is_cooperative() {
     );
     // Terminal: cancel leaves it as it is.
     assert_eq!(
-        query::cancel(&c, &owner, running.id)
+        tasklane::store::cancel::cancel(&c, &owner, running.id)
             .await
             .unwrap()
             .unwrap()
@@ -307,7 +310,7 @@ async fn another_owner_cannot_see_or_cancel() {
     let task = submit(&c, "k", serde_json::json!({})).await;
     let stranger = Owner::app("inventory");
     assert!(query::get(&c, &stranger, task.id).await.unwrap().is_none());
-    assert!(query::cancel(&c, &stranger, task.id)
+    assert!(tasklane::store::cancel::cancel(&c, &stranger, task.id)
         .await
         .unwrap()
         .is_none());

@@ -10,11 +10,9 @@ use std::time::Duration;
 
 use common::fixtures::*;
 use tasklane::store::lease::Success;
-use tasklane::store::query::{self, Owner};
+use tasklane::store::query::Owner;
 use tasklane::task::{Executor, Route, TaskState, TaskType};
-use tasklane::worker::{
-    Handler, HandlerError, Registry, TaskContext, Wakeup, Worker, WorkerConfig,
-};
+use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -85,11 +83,6 @@ async fn submit_as(
 
 /// Starts one claim loop serving `task_type` with `handler`.
 fn start(db: &common::TestDb, handler: Arc<dyn Handler>, task_type: &TaskType) -> Running {
-    let registry = Registry::new(
-        vec![task_type.clone()],
-        HashMap::from([(TYPE.to_owned(), handler)]),
-    )
-    .unwrap();
     let config = WorkerConfig {
         worker_id: "test".into(),
         replica_id: Uuid::now_v7(),
@@ -99,11 +92,11 @@ fn start(db: &common::TestDb, handler: Arc<dyn Handler>, task_type: &TaskType) -
         poll_interval: Duration::from_millis(50),
         shutdown_grace: Duration::from_secs(5),
     };
-    let worker = Worker::new(
-        config,
+    let worker = common::service::worker(
         db.pool.clone(),
-        Arc::new(registry),
-        Wakeup::default(),
+        vec![task_type.clone()],
+        HashMap::from([(TYPE.to_owned(), handler)]),
+        config,
     );
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(worker.run(shutdown.clone()));
@@ -166,7 +159,7 @@ async fn a_cancel_seen_at_a_heartbeat_stops_the_handler() {
     );
     let task = submit_as(&c, "cancel-me", &task_type).await;
     started.notified().await;
-    let cancelling = query::cancel(&c, &Owner::app(APP), task.id)
+    let cancelling = tasklane::store::cancel::cancel(&c, &Owner::app(APP), task.id)
         .await
         .unwrap()
         .unwrap();

@@ -1,7 +1,6 @@
-//! Bearer tokens: `tl_` + base64url of 32 random bytes, stored as SHA-256 only. Every
-//! request looks its token up (no cache, so a revocation is immediate on every replica)
-//! and compares the stored hash in constant time. 401 for a missing or unknown token,
-//! 403 for a missing permission.
+//! Bearer-token authentication of every request (tokens themselves, their format and
+//! lookup, are `service::tokens`). 401 for a missing or unknown token, 403 for a
+//! missing permission.
 //!
 //! Handlers take an [`Allowed<P>`] (e.g. `Allowed<perm::Submit>`) before any other
 //! extractor: the permission is checked while extracting it, so a caller without it
@@ -12,71 +11,12 @@ use std::ops::Deref;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use base64::Engine;
-use rand::RngCore;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::error::ApiError;
 use super::AppState;
-use crate::store::query::Owner;
-use crate::store::tokens;
-
-/// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Permission {
-    Submit,
-    Read,
-    Cancel,
-    Release,
-    Delete,
-    Work,
-    Admin,
-}
-
-impl Permission {
-    pub const ALL: [Permission; 7] = [
-        Permission::Submit,
-        Permission::Read,
-        Permission::Cancel,
-        Permission::Release,
-        Permission::Delete,
-        Permission::Work,
-        Permission::Admin,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Permission::Submit => "submit",
-            Permission::Read => "read",
-            Permission::Cancel => "cancel",
-            Permission::Release => "release",
-            Permission::Delete => "delete",
-            Permission::Work => "work",
-            Permission::Admin => "admin",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        Permission::ALL.into_iter().find(|p| p.as_str() == text)
-    }
-}
-
-/// A new token's secret: `tl_` + base64url (no padding) of 32 random bytes.
-pub fn generate_secret() -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    format!(
-        "tl_{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    )
-}
-
-/// The SHA-256 a token is stored and looked up by.
-pub fn hash_secret(secret: &str) -> [u8; 32] {
-    Sha256::digest(secret.as_bytes()).into()
-}
+use crate::service::tokens::Permission;
+use crate::service::Owner;
 
 /// The authenticated caller of a request.
 #[derive(Debug, Clone)]
@@ -119,22 +59,15 @@ impl FromRequestParts<AppState> for Caller {
             .map(|(_, secret)| secret.trim())
             .filter(|s| s.starts_with("tl_") && s.len() <= 256)
             .ok_or(ApiError::Unauthorized)?;
-        let hash = hash_secret(secret);
-        let client = state.tasklane.pool.get().await?;
-        let row = tokens::lookup(&client, &hash)
+        let holder = state
+            .tasklane
+            .authenticate(secret)
             .await?
             .ok_or(ApiError::Unauthorized)?;
-        // The index found the row by hash; the comparison that decides is constant-time.
-        if !bool::from(row.token_hash.as_slice().ct_eq(&hash)) {
-            return Err(ApiError::Unauthorized);
-        }
         Ok(Caller {
-            token_id: row.id,
-            owner: Owner {
-                app: row.app,
-                scope_id: row.scope_id,
-            },
-            permissions: row.permissions,
+            token_id: holder.token_id,
+            owner: holder.owner,
+            permissions: holder.permissions,
         })
     }
 }
@@ -190,27 +123,4 @@ pub mod perm {
     }
 
     permission_types!(Submit, Read, Cancel, Release, Delete, Work, Admin);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_are_long_random_and_hash_stably() {
-        let a = generate_secret();
-        let b = generate_secret();
-        assert!(a.starts_with("tl_") && a.len() == 3 + 43);
-        assert_ne!(a, b);
-        assert_eq!(hash_secret(&a), hash_secret(&a));
-        assert_ne!(hash_secret(&a), hash_secret(&b));
-    }
-
-    #[test]
-    fn permissions_round_trip() {
-        for p in Permission::ALL {
-            assert_eq!(Permission::parse(p.as_str()), Some(p));
-        }
-        assert_eq!(Permission::parse("root"), None);
-    }
 }

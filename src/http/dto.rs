@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::store::events::Event;
-use crate::store::TaskRecord;
+use crate::service::{Event, TaskRecord};
 use crate::task::{Privacy, RestartPolicy, SubmitRequest};
 
 /// The submit body (API.md "Submit body"). Unknown fields are refused.

@@ -6,8 +6,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::client::SubmitRefused;
-use crate::store::{LeaseError, SubmitError};
+use crate::service::ServiceError;
 use crate::task::bounds::Invalid;
 
 /// What went wrong with a request.
@@ -159,50 +158,24 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<crate::store::DbError> for ApiError {
-    fn from(error: crate::store::DbError) -> Self {
-        ApiError::Internal(anyhow::Error::new(error).context("database"))
-    }
-}
-
-impl From<deadpool_postgres::PoolError> for ApiError {
-    fn from(error: deadpool_postgres::PoolError) -> Self {
-        ApiError::Internal(anyhow::Error::new(error).context("database pool"))
-    }
-}
-
-impl From<SubmitError> for ApiError {
-    fn from(error: SubmitError) -> Self {
+impl From<ServiceError> for ApiError {
+    fn from(error: ServiceError) -> Self {
         match error {
-            SubmitError::IdempotencyConflict => ApiError::IdempotencyConflict,
-            SubmitError::Raced => ApiError::Raced,
-            SubmitError::ScopeDeleted => ApiError::ScopeDeleted,
-            SubmitError::Db(error) => error.into(),
-        }
-    }
-}
-
-impl From<SubmitRefused> for ApiError {
-    fn from(error: SubmitRefused) -> Self {
-        match error {
-            SubmitRefused::UnknownTaskType(name) => ApiError::UnknownTaskType(name),
-            SubmitRefused::Invalid(invalid) => ApiError::Validation(invalid),
-            SubmitRefused::Submit(error) => error.into(),
-            SubmitRefused::Refused(refusal) => ApiError::Refused(refusal),
-            SubmitRefused::Pool(message) => {
-                ApiError::Internal(anyhow::anyhow!("database pool: {message}"))
+            ServiceError::NotFound => ApiError::NotFound,
+            ServiceError::OtherScope => ApiError::Forbidden("another scope"),
+            ServiceError::UnknownTaskType(name) => ApiError::UnknownTaskType(name),
+            ServiceError::Invalid(invalid) => ApiError::Validation(invalid),
+            ServiceError::IdempotencyConflict => ApiError::IdempotencyConflict,
+            ServiceError::Raced => ApiError::Raced,
+            ServiceError::ScopeDeleted => ApiError::ScopeDeleted,
+            ServiceError::Refused(refusal) => ApiError::Refused(refusal),
+            ServiceError::NotRetryable => ApiError::NotRetryable,
+            ServiceError::LeaseLost => ApiError::LeaseLost,
+            ServiceError::TaskGone => ApiError::TaskGone,
+            ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
+            error @ (ServiceError::Pool(_) | ServiceError::Db(_)) => {
+                ApiError::Internal(anyhow::Error::new(error))
             }
-        }
-    }
-}
-
-impl From<LeaseError> for ApiError {
-    fn from(error: LeaseError) -> Self {
-        match error {
-            LeaseError::Lost => ApiError::LeaseLost,
-            LeaseError::Gone => ApiError::TaskGone,
-            LeaseError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
-            LeaseError::Db(error) => error.into(),
         }
     }
 }

@@ -14,7 +14,6 @@ pub mod error;
 pub mod extract;
 pub mod metrics;
 pub mod routes;
-pub mod tokens;
 pub mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +30,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::client::Tasklane;
+use crate::service::Tasklane;
 use routes::{admin, events, lifecycle, ops, tasks, worker};
 
 /// What every handler shares.
@@ -104,7 +103,10 @@ pub fn openapi_json() -> String {
 /// applies to every route (413 before any handler reads a byte too many).
 pub fn router(state: AppState, body_limit: usize) -> Router {
     let (routes, openapi) = api();
-    let openapi = Arc::new(with_task_types(&openapi, &state.tasklane.registry.names()));
+    let openapi = Arc::new(with_task_types(
+        &openapi,
+        &state.tasklane.task_types().names(),
+    ));
     routes
         .route(
             "/openapi.json",
@@ -200,10 +202,10 @@ impl HttpServer {
             state
                 .watch
                 .clone()
-                .run_poller(state.tasklane.pool.clone(), listener_stop.clone()),
+                .run_poller(state.tasklane.clone(), listener_stop.clone()),
         );
         if config.listen_wakeups {
-            let wakeup = state.tasklane.wakeup.clone();
+            let wakeup = state.tasklane.wakeup().clone();
             tokio::spawn(wakeup.run_listener(config.database_url.clone(), listener_stop.clone()));
         }
         let app = router(state.clone(), config.body_limit);

@@ -17,7 +17,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::store::EVENTS_CHANNEL;
+use crate::service::listen::{self, Listener, EVENTS_CHANNEL};
+use crate::service::Tasklane;
 
 /// How often the shared poll reads the watched tasks' last event seqs.
 pub const SHARED_POLL: Duration = Duration::from_millis(500);
@@ -81,7 +82,7 @@ impl TaskWatch {
 
     /// Polls the watched tasks' last event seqs every [`SHARED_POLL`] until `shutdown`,
     /// waking the waiters of every task whose seq moved (or that was deleted).
-    pub async fn run_poller(self, pool: deadpool_postgres::Pool, shutdown: CancellationToken) {
+    pub async fn run_poller(self, tasklane: Tasklane, shutdown: CancellationToken) {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(SHARED_POLL) => {}
@@ -98,15 +99,7 @@ impl TaskWatch {
             if ids.is_empty() {
                 continue;
             }
-            let seqs = match pool.get().await {
-                Ok(client) => {
-                    crate::store::events::latest_seqs(crate::store::client(&client), &ids).await
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "watch poll: no connection");
-                    continue;
-                }
-            };
+            let seqs = tasklane.latest_event_seqs(&ids).await;
             match seqs {
                 Ok(seqs) => self.observe(&ids, &seqs),
                 Err(error) => tracing::warn!(%error, "watch poll"),
@@ -133,12 +126,11 @@ impl TaskWatch {
 
     /// Listens on a dedicated connection until `shutdown`, reconnecting after failures.
     pub async fn run(self, database_url: String, shutdown: CancellationToken) {
-        crate::store::listen::listen(database_url, EVENTS_CHANNEL, "task events", self, shutdown)
-            .await
+        listen::listen(database_url, EVENTS_CHANNEL, "task events", self, shutdown).await
     }
 }
 
-impl crate::store::listen::Listener for TaskWatch {
+impl Listener for TaskWatch {
     /// Anything that happened before the LISTEN took effect is re-read.
     fn listening(&mut self) {
         self.notify_everything();

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::Client;
 
 use super::fleet::{Fleet, Memory};
-use crate::store::WAKEUP_CHANNEL;
+use crate::store;
 
 /// What one drain measured.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -42,16 +42,9 @@ pub async fn enqueue<C: tokio_postgres::GenericClient + Sync>(
     input: &serde_json::Value,
 ) -> anyhow::Result<()> {
     let prefix = format!("{}-", uuid::Uuid::now_v7());
-    client
-        .execute(
-            include_str!("../../sql/load_enqueue.sql"),
-            &[
-                &task_type, &count, &app, &prefix, input, &3i32, &30i32, &300i32,
-            ],
-        )
+    store::load::enqueue(client, app, task_type, count, &prefix, input)
         .await
-        .context("enqueue tasks")?;
-    Ok(())
+        .context("enqueue tasks")
 }
 
 /// Adds `count` finished tasks with their events, in chunks of 100,000, then VACUUM
@@ -61,30 +54,17 @@ pub async fn add_history(client: &Client, app: &str, count: i64) -> anyhow::Resu
     while left > 0 {
         let chunk = left.min(100_000);
         let prefix = format!("{}-", uuid::Uuid::now_v7());
-        client
-            .execute(
-                include_str!("../../sql/load_history.sql"),
-                &[&chunk, &app, &prefix],
-            )
+        store::load::add_history(client, app, chunk, &prefix)
             .await
             .context("add history")?;
         left -= chunk;
     }
-    client
-        .batch_execute("VACUUM ANALYZE tasklane.tasks")
-        .await?;
-    client
-        .batch_execute("VACUUM ANALYZE tasklane.task_events")
-        .await?;
-    Ok(())
+    Ok(store::load::vacuum(client).await?)
 }
 
 /// Tasks of `app` and how many of them are not exactly queued → running → succeeded.
 pub async fn verify(client: &Client, app: &str) -> anyhow::Result<(i64, i64)> {
-    let row = client
-        .query_one(include_str!("../../sql/load_verify.sql"), &[&app])
-        .await?;
-    Ok((row.get("tasks"), row.get("broken")))
+    Ok(store::load::verify(client, app).await?)
 }
 
 /// Progress of `app`'s tasks: (finished, failed, total, last finished_at).
@@ -92,23 +72,12 @@ pub async fn progress(
     client: &Client,
     app: &str,
 ) -> anyhow::Result<(i64, i64, i64, Option<DateTime<Utc>>)> {
-    let row = client
-        .query_one(include_str!("../../sql/load_progress.sql"), &[&app])
-        .await?;
-    Ok((
-        row.get("finished"),
-        row.get("failed"),
-        row.get("total"),
-        row.get("last_finished_at"),
-    ))
+    Ok(store::load::progress(client, app).await?)
 }
 
 /// Whether `app` still has unfinished tasks (see `sql/load_pending.sql`).
 pub async fn pending(client: &Client, app: &str) -> anyhow::Result<bool> {
-    Ok(client
-        .query_one(include_str!("../../sql/load_pending.sql"), &[&app])
-        .await?
-        .get(0))
+    Ok(store::load::pending(client, app).await?)
 }
 
 /// Queues `count` noop tasks for `app` in one transaction that also wakes the fleet
@@ -126,14 +95,10 @@ pub async fn drain(
     // Statistics as autovacuum would have them within a minute (it counts our own
     // uncommitted rows): planned against an "empty" table, the claim sorts the whole
     // backlog instead of walking its index (~90 ms per claim at 50,000 queued).
-    tx.batch_execute("ANALYZE tasklane.tasks").await?;
-    tx.execute("SELECT pg_notify($1, '')", &[&WAKEUP_CHANNEL])
-        .await?;
+    store::load::analyze_tasks(&tx).await?;
+    store::notify::wake_replicas(&tx).await?;
     tx.commit().await?;
-    let start: DateTime<Utc> = client
-        .query_one("SELECT clock_timestamp()", &[])
-        .await?
-        .get(0);
+    let start: DateTime<Utc> = store::load::clock(client).await?;
     let deadline = Instant::now() + Duration::from_secs(600);
     // Poll cheaply and not too often: the poller shares the cores with the fleet, and
     // the end time comes from finished_at, not from when the poll noticed.
@@ -164,11 +129,9 @@ pub async fn drain(
 
 /// CPU seconds used by the other backends connected to this database (the fleet's).
 async fn backend_cpu_seconds(client: &Client) -> anyhow::Result<f64> {
-    let rows = client
-        .query("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
-        .await?;
-    Ok(rows
-        .iter()
-        .filter_map(|row| super::fleet::cpu_seconds(row.get::<_, i32>(0) as u32))
+    Ok(store::load::backend_pids(client)
+        .await?
+        .into_iter()
+        .filter_map(|pid| super::fleet::cpu_seconds(pid as u32))
         .sum())
 }

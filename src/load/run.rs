@@ -20,9 +20,9 @@ use super::http_submit::HttpSubmitter;
 use super::report::Report;
 use super::stats::Summary;
 use super::submit::{self, Accepted};
-use crate::client::Tasklane;
+use crate::service::{Tasklane, Wakeup};
+use crate::task::catalog::TaskTypes;
 use crate::task::task_type::{TaskTypesFile, DEMO_TASK_TYPES};
-use crate::worker::{Registry, Wakeup};
 
 /// Flags of `tasklane load`.
 #[derive(Debug, Clone, clap::Args)]
@@ -193,7 +193,7 @@ fn submit_path(
     match config.submit.as_str() {
         "sql" => {
             let types = TaskTypesFile::parse(DEMO_TASK_TYPES)?;
-            let registry = Arc::new(Registry::new(types, Default::default())?);
+            let task_types = Arc::new(TaskTypes::new(types));
             let wakeup = Wakeup::default();
             // Other processes' workers hear of our submits by NOTIFY, as from a replica.
             tokio::spawn(wakeup.clone().run_notifier(
@@ -202,12 +202,12 @@ fn submit_path(
                 shutdown.clone(),
             ));
             let max_input_bytes = crate::task::bounds::DEFAULT_INPUT_BYTES;
-            Ok(Path::Sql(Tasklane {
-                pool: pool.clone(),
-                registry,
+            Ok(Path::Sql(Tasklane::new(
+                pool.clone(),
+                task_types,
                 wakeup,
                 max_input_bytes,
-            }))
+            )))
         }
         "http" => {
             let token = config
@@ -275,9 +275,8 @@ async fn wait_finished(
 ) -> anyhow::Result<()> {
     let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
     let deadline = Instant::now() + timeout;
-    let sql = "SELECT count(*) FROM tasklane.tasks WHERE id = ANY($1) AND finished_at IS NULL";
     while Instant::now() < deadline {
-        let open: i64 = client.query_one(sql, &[&ids]).await?.get(0);
+        let open = crate::store::load::open_count(client, &ids).await?;
         if open == 0 {
             break;
         }
@@ -299,11 +298,8 @@ async fn timings(
         (None, None);
     for chunk in accepted.chunks(10_000) {
         let ids: Vec<uuid::Uuid> = chunk.iter().map(|a| a.id).collect();
-        for row in client
-            .query(include_str!("../../sql/load_timings.sql"), &[&ids])
-            .await?
-        {
-            let commit = committed[&row.get::<_, uuid::Uuid>("id")];
+        for timing in crate::store::load::timings(client, &ids).await? {
+            let commit = committed[&timing.id];
             first_commit = Some(first_commit.map_or(commit, |f| f.min(commit)));
             // A claim can land a hair before the client saw its commit answer: count 0.
             let since = |at: chrono::DateTime<chrono::Utc>| {
@@ -311,10 +307,10 @@ async fn timings(
                     .duration_since(commit)
                     .unwrap_or_default()
             };
-            if let Some(at) = row.get::<_, Option<chrono::DateTime<chrono::Utc>>>("running_at") {
+            if let Some(at) = timing.running_at {
                 pickup.push(since(at));
             }
-            match row.get::<_, Option<chrono::DateTime<chrono::Utc>>>("finished_at") {
+            match timing.finished_at {
                 Some(at) => {
                     e2e.push(since(at));
                     last_finish = Some(last_finish.map_or(at.into(), |l| l.max(at.into())));
@@ -324,9 +320,8 @@ async fn timings(
             }
         }
     }
-    let failed = "SELECT count(*) FROM tasklane.tasks WHERE id = ANY($1) AND state <> 'succeeded' AND finished_at IS NOT NULL";
     let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
-    report.failed = client.query_one(failed, &[&ids]).await?.get::<_, i64>(0) as u64;
+    report.failed = crate::store::load::failed_count(client, &ids).await? as u64;
     if let (Some(first), Some(last)) = (first_commit, last_finish) {
         let seconds = last.duration_since(first).unwrap_or_default().as_secs_f64();
         report.completed_per_second = report.completed as f64 / seconds.max(1e-6);

@@ -1,16 +1,14 @@
-//! Submitting through the Rust API, as a replica's HTTP handler does: validate against
-//! the registry, one prepared statement that is its own transaction
-//! (`store::submit::submit_pooled`), then wake workers (this process's directly,
-//! others' by debounced NOTIFY). The commit instant is recorded between the statement's
-//! return and the wake-up, so pickup latency is measured from the moment the task
-//! became visible, never before it.
+//! Submitting through the application service, as a replica's HTTP handler does
+//! (`Tasklane::submit`: validate, one prepared statement that is its own transaction,
+//! then wake workers). The commit instant is recorded between the statement's return
+//! and the wake-up, so pickup latency is measured from the moment the task became
+//! visible, never before it.
 
 use std::time::{Duration, Instant, SystemTime};
 
 use uuid::Uuid;
 
-use crate::client::{accepted, SubmitRefused, Tasklane};
-use crate::store::submit::{self, SubmitOutcome};
+use crate::service::{Owner, ServiceError, SubmitOutcome, Tasklane};
 use crate::task::SubmitRequest;
 
 /// One submit that was accepted.
@@ -32,44 +30,25 @@ pub async fn submit(
     request: &SubmitRequest,
 ) -> Result<Accepted, String> {
     let started = Instant::now();
-    let task = tasklane.prepare(app, request).map_err(|e| code(&e))?;
-    let object = tasklane
-        .pool
-        .get()
+    let mut committed = None;
+    let submitted = tasklane
+        .submit_observed(&Owner::app(app), request, || {
+            committed = Some((SystemTime::now(), started.elapsed()));
+        })
         .await
-        .map_err(|_| "pool_exhausted".to_owned())?;
-    let submission = submit::submit_pooled(&object, crate::task::new_task_id(), &task)
-        .await
-        .map_err(|e| code(&e.into()))?;
-    let submitted = accepted(submission).map_err(|refusal| code(&refusal.into()))?;
-    let committed_at = SystemTime::now();
-    let latency = started.elapsed();
-    let created = submitted.outcome == SubmitOutcome::Created;
-    if created {
-        tasklane.wakeup.wake_all();
-    }
+        .map_err(|e| code(&e))?;
+    let (committed_at, latency) = committed.expect("an accepted submit was committed");
     Ok(Accepted {
         id: submitted.task.id,
         committed_at,
         latency,
-        created,
+        created: submitted.outcome == SubmitOutcome::Created,
     })
 }
 
 /// The stable error code the HTTP API would answer with.
-pub fn code(error: &SubmitRefused) -> String {
-    use crate::store::submit::SubmitError;
-    match error {
-        SubmitRefused::UnknownTaskType(_) => "unknown_task_type",
-        SubmitRefused::Invalid(_) => "validation_failed",
-        SubmitRefused::Submit(SubmitError::IdempotencyConflict) => "idempotency_conflict",
-        SubmitRefused::Submit(SubmitError::ScopeDeleted) => "scope_deleted",
-        SubmitRefused::Submit(SubmitError::Raced) => "raced",
-        SubmitRefused::Submit(SubmitError::Db(_)) => "database_error",
-        SubmitRefused::Pool(_) => "pool_exhausted",
-        SubmitRefused::Refused(refusal) => refusal.code.as_str(),
-    }
-    .to_owned()
+pub fn code(error: &ServiceError) -> String {
+    error.code().to_owned()
 }
 
 /// A request for load: a fresh effect key per `n`, spread over 100 scopes.

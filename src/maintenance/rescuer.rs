@@ -5,8 +5,8 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use crate::service::Wakeup;
 use crate::store::recover::{self, Lost};
-use crate::worker::Wakeup;
 
 /// Rows one pass handles.
 const BATCH: i64 = 100;

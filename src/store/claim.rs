@@ -81,13 +81,14 @@ pub async fn claim_owned<C: GenericClient + Sync>(
     claim_with(client, &statement, claimant, owner, task_types, limit).await
 }
 
-/// [`claim`] on a pooled connection, the statement prepared once per connection
-/// (deadpool's cache): the in-process claim loop's hot path, one round trip and no
-/// re-parse.
+/// [`claim_owned`] on a pooled connection, with the statement for `slots` prepared once
+/// per connection (deadpool's cache): the claim loops' hot path and the worker
+/// protocol's, one round trip and no re-parse.
 pub async fn claim_pooled(
     client: &deadpool_postgres::Object,
     claimant: &Claimant<'_>,
     slots: Slots,
+    owner: Option<&super::query::Owner>,
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
@@ -96,7 +97,7 @@ pub async fn claim_pooled(
         crate::store::client(client),
         &statement,
         claimant,
-        None,
+        owner,
         task_types,
         limit,
     )

@@ -3,6 +3,7 @@
 //! call it inside its own transaction. Statements live in `sql/`, one per file.
 
 pub mod admission;
+pub mod cancel;
 pub mod claim;
 pub mod complete_many;
 pub mod events;
@@ -10,7 +11,9 @@ pub mod lease;
 pub mod lifecycle;
 pub mod limits;
 pub mod listen;
+pub mod load;
 pub mod migrate;
+pub mod notify;
 pub mod overview;
 pub mod prune;
 pub mod query;

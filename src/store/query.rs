@@ -1,5 +1,6 @@
-//! Reads of tasks on behalf of their owner, and the owner's cancel. Every statement is
-//! filtered by app (and scope for scope tokens): another owner's task is not found.
+//! Reads of tasks on behalf of their owner, and the owner check of the worker protocol.
+//! Every owner's statement is filtered by app (and scope for scope tokens): another
+//! owner's task is not found.
 
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
@@ -80,19 +81,39 @@ pub async fn list<C: GenericClient + Sync>(
     rows.iter().map(TaskRecord::from_row).collect()
 }
 
-/// The owner's cancel: returns the task after it, or `None` if `owner` cannot see it.
-/// A waiting task is cancelled at once, a running one is marked cancelling, a terminal
-/// or already cancelling one is returned unchanged.
-pub async fn cancel<C: GenericClient + Sync>(
+/// A task's owner and type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskOwner {
+    pub app: String,
+    pub scope_id: String,
+    pub task_type: String,
+}
+
+impl TaskOwner {
+    /// Whether `owner` (a token's app, and scope if any) may see this task.
+    pub fn visible_to(&self, owner: &Owner) -> bool {
+        self.app == owner.app
+            && owner
+                .scope_id
+                .as_ref()
+                .is_none_or(|scope| *scope == self.scope_id)
+    }
+}
+
+/// The owner and type of a task, if it exists.
+pub async fn owner_of<C: GenericClient + Sync>(
     client: &C,
-    owner: &Owner,
     id: Uuid,
-) -> Result<Option<TaskRecord>, DbError> {
-    client
-        .query_opt(
-            include_str!("../../sql/cancel.sql"),
-            &[&id, &owner.app, &owner.scope_id],
-        )
+) -> Result<Option<TaskOwner>, DbError> {
+    let row = client
+        .query_opt(include_str!("../../sql/task_owner.sql"), &[&id])
         .await?;
-    get(client, owner, id).await
+    row.map(|row| {
+        Ok(TaskOwner {
+            app: row.try_get("app")?,
+            scope_id: row.try_get("scope_id")?,
+            task_type: row.try_get("task_type")?,
+        })
+    })
+    .transpose()
 }

@@ -1,5 +1,4 @@
-//! The owner's retry of a failed or cancelled task, and the owner check the worker
-//! protocol makes before its fenced writes.
+//! The owner's retry of a failed or cancelled task.
 
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
@@ -57,41 +56,4 @@ where
         (None, Some(task)) => Retried::NotRetryable(task),
         (_, None) => Retried::NotFound,
     })
-}
-
-/// A task's owner and type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskOwner {
-    pub app: String,
-    pub scope_id: String,
-    pub task_type: String,
-}
-
-impl TaskOwner {
-    /// Whether `owner` (a token's app, and scope if any) may see this task.
-    pub fn visible_to(&self, owner: &Owner) -> bool {
-        self.app == owner.app
-            && owner
-                .scope_id
-                .as_ref()
-                .is_none_or(|scope| *scope == self.scope_id)
-    }
-}
-
-/// The owner and type of a task, if it exists.
-pub async fn owner_of<C: GenericClient + Sync>(
-    client: &C,
-    id: Uuid,
-) -> Result<Option<TaskOwner>, DbError> {
-    let row = client
-        .query_opt(include_str!("../../sql/task_owner.sql"), &[&id])
-        .await?;
-    row.map(|row| {
-        Ok(TaskOwner {
-            app: row.try_get("app")?,
-            scope_id: row.try_get("scope_id")?,
-            task_type: row.try_get("task_type")?,
-        })
-    })
-    .transpose()
 }

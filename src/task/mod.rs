@@ -4,12 +4,14 @@
 
 pub mod backoff;
 pub mod bounds;
+pub mod catalog;
 pub mod outcome;
 pub mod request;
 pub mod restart;
 pub mod state;
 pub mod task_type;
 
+pub use catalog::TaskTypes;
 pub use request::{NewTask, SubmitRequest};
 pub use restart::{RestartDecision, RestartPolicy};
 pub use state::{TaskState, Transition};

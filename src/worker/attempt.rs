@@ -8,18 +8,17 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::store::lease::{self, Beat, LeaseError, Success};
-use crate::store::recover::{self, Lost};
-use crate::store::ClaimedTask;
+use crate::service::{Beat, ClaimedTask, ServiceError, Success, Tasklane};
 use crate::task::outcome::Report;
 
 use super::completer::Completer;
-use super::handler::{HandlerError, Registry, TaskContext};
+use super::handler::{HandlerError, TaskContext};
+use super::handlers::Handlers;
 
 pub struct Attempt {
     task: Arc<ClaimedTask>,
-    pool: deadpool_postgres::Pool,
-    registry: Arc<Registry>,
+    tasklane: Tasklane,
+    handlers: Arc<Handlers>,
     abort: CancellationToken,
     completer: Completer,
 }
@@ -35,29 +34,29 @@ enum Ending {
 impl Attempt {
     pub fn new(
         task: ClaimedTask,
-        pool: deadpool_postgres::Pool,
-        registry: Arc<Registry>,
+        tasklane: Tasklane,
+        handlers: Arc<Handlers>,
         abort: CancellationToken,
         completer: Completer,
     ) -> Self {
         Attempt {
             task: Arc::new(task),
-            pool,
-            registry,
+            tasklane,
+            handlers,
             abort,
             completer,
         }
     }
 
     pub async fn run(self) {
-        let Some(handler) = self.registry.handler(&self.task.task_type).cloned() else {
+        let Some(handler) = self.handlers.get(&self.task.task_type).cloned() else {
             // Claims only name runnable types; a registry change under us is a bug.
             tracing::error!(task_type = %self.task.task_type, "claimed a task without a handler");
             return;
         };
         let ctx = TaskContext {
             task: self.task.clone(),
-            pool: self.pool.clone(),
+            tasklane: self.tasklane.clone(),
             cancel: CancellationToken::new(),
             lost: CancellationToken::new(),
         };
@@ -78,7 +77,7 @@ impl Attempt {
         heartbeat.abort();
         if let Err(error) = self.settle(ending).await {
             match error {
-                LeaseError::Lost | LeaseError::Gone => {
+                ServiceError::LeaseLost | ServiceError::TaskGone => {
                     tracing::debug!(task = %self.task.id, %error, "late write refused");
                 }
                 error => tracing::warn!(task = %self.task.id, %error, "settle task"),
@@ -86,12 +85,12 @@ impl Attempt {
         }
     }
 
-    async fn settle(&self, ending: Ending) -> Result<(), LeaseError> {
+    async fn settle(&self, ending: Ending) -> Result<(), ServiceError> {
         let id = self.task.id;
         let token = self.task.lease_token;
         let report = match ending {
             Ending::Lost => return Ok(()),
-            Ending::Aborted => return self.hand_back().await,
+            Ending::Aborted => return self.tasklane.hand_back(id, token).await,
             // Group commit with the other attempts finishing now (see completer.rs).
             Ending::Finished(Ok(success)) => {
                 return self.completer.complete(id, token, success).await
@@ -116,42 +115,10 @@ impl Attempt {
             Ending::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
             Ending::TimedOut => Report::TimedOut,
         };
-        let backoff = self
-            .registry
-            .get(&self.task.task_type)
-            .map(|t| t.backoff())
-            .unwrap_or_default();
-        let mut client = self.client().await?;
-        let client: &mut tokio_postgres::Client = &mut client;
-        lease::settle(client, id, token, report, &backoff)
+        self.tasklane
+            .settle(None, id, token, report)
             .await
             .map(|_| ())
-    }
-
-    /// Gives the lease back now, through the restart policy, instead of letting it expire.
-    async fn hand_back(&self) -> Result<(), LeaseError> {
-        let mut object = self.client().await?;
-        let client: &mut tokio_postgres::Client = &mut object;
-        let tx = client.transaction().await?;
-        let lost = Lost::HandedBack {
-            ids: &[self.task.id],
-            lease_tokens: &[self.task.lease_token],
-        };
-        recover::recover(&tx, &lost, 1).await?;
-        // Other replicas hear of it at commit instead of at their next poll.
-        tx.execute("SELECT pg_notify($1, '')", &[&crate::store::WAKEUP_CHANNEL])
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn client(&self) -> Result<deadpool_postgres::Object, LeaseError> {
-        self.pool.get().await.map_err(|error| match error {
-            deadpool_postgres::PoolError::Backend(error) => LeaseError::Db(error),
-            // A pool that cannot hand out a connection leaves the lease to expire; the
-            // rescuer then applies the restart policy.
-            _ => LeaseError::Lost,
-        })
     }
 }
 
@@ -161,20 +128,14 @@ async fn heartbeat_loop(ctx: TaskContext) {
     let period = Duration::from_secs(ctx.task.lease_seconds as u64) / 3;
     loop {
         tokio::time::sleep(period).await;
-        let Ok(client) = ctx.pool.get().await else {
-            continue;
-        };
-        match lease::heartbeat(
-            crate::store::client(&client),
-            ctx.task.id,
-            ctx.task.lease_token,
-            &Beat::default(),
-        )
-        .await
+        match ctx
+            .tasklane
+            .heartbeat(None, ctx.task.id, ctx.task.lease_token, &Beat::default())
+            .await
         {
             Ok(answer) if answer.cancel_requested => ctx.cancel.cancel(),
             Ok(_) => {}
-            Err(LeaseError::Lost | LeaseError::Gone) => {
+            Err(ServiceError::LeaseLost | ServiceError::TaskGone) => {
                 ctx.lost.cancel();
                 return;
             }

@@ -1,6 +1,6 @@
 //! Group commit of successful completions. Attempts that finish at about the same time
 //! hand their results to one completer, which settles them with one fenced statement
-//! (`store::complete_many`) instead of one transaction and round trip each; every
+//! (`Tasklane::complete_many`) instead of one transaction and round trip each; every
 //! attempt still awaits and learns its own outcome (settled, lease lost, task gone).
 //!
 //! Batching is natural, not timed: the first completion goes out at once, and whatever
@@ -15,8 +15,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use uuid::Uuid;
 
-use crate::store::complete_many::{self, Completion};
-use crate::store::lease::{self, LeaseError, Success};
+use crate::service::{Completion, ServiceError, Success, Tasklane};
 
 /// Largest batch one flush settles.
 pub const DEFAULT_MAX_BATCH: usize = 256;
@@ -25,7 +24,7 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 2;
 
 struct Request {
     completion: Completion,
-    reply: oneshot::Sender<Result<(), LeaseError>>,
+    reply: oneshot::Sender<Result<(), ServiceError>>,
 }
 
 /// A handle on a running completer; cloning shares it. The completer stops once every
@@ -36,15 +35,11 @@ pub struct Completer {
 }
 
 impl Completer {
-    /// Starts a completer on `pool`.
-    pub fn start(
-        pool: deadpool_postgres::Pool,
-        max_batch: usize,
-        max_in_flight: usize,
-    ) -> Completer {
+    /// Starts a completer settling through `tasklane`.
+    pub fn start(tasklane: Tasklane, max_batch: usize, max_in_flight: usize) -> Completer {
         let (requests, queue) = mpsc::unbounded_channel();
         tokio::spawn(run(
-            pool,
+            tasklane,
             queue,
             max_batch.max(1),
             Arc::new(Semaphore::new(max_in_flight.max(1))),
@@ -59,7 +54,7 @@ impl Completer {
         id: Uuid,
         lease_token: Uuid,
         success: Success,
-    ) -> Result<(), LeaseError> {
+    ) -> Result<(), ServiceError> {
         let (reply, answer) = oneshot::channel();
         let request = Request {
             completion: Completion {
@@ -71,14 +66,14 @@ impl Completer {
         };
         if self.requests.send(request).is_err() {
             // The completer is gone (runtime shutting down): leave the lease to expire.
-            return Err(LeaseError::Lost);
+            return Err(ServiceError::LeaseLost);
         }
-        answer.await.unwrap_or(Err(LeaseError::Lost))
+        answer.await.unwrap_or(Err(ServiceError::LeaseLost))
     }
 }
 
 async fn run(
-    pool: deadpool_postgres::Pool,
+    tasklane: Tasklane,
     mut queue: mpsc::UnboundedReceiver<Request>,
     max_batch: usize,
     in_flight: Arc<Semaphore>,
@@ -98,30 +93,19 @@ async fn run(
             }
         }
         let flushing = std::mem::replace(&mut batch, Vec::with_capacity(max_batch));
-        let pool = pool.clone();
+        let tasklane = tasklane.clone();
         tokio::spawn(async move {
-            flush(&pool, flushing).await;
+            flush(&tasklane, flushing).await;
             drop(permit);
         });
     }
 }
 
-async fn flush(pool: &deadpool_postgres::Pool, mut batch: Vec<Request>) {
+async fn flush(tasklane: &Tasklane, mut batch: Vec<Request>) {
     batch.sort_unstable_by_key(|r| r.completion.id);
-    let client = match pool.get().await {
-        Ok(client) => client,
-        Err(error) => {
-            // Without a connection the leases expire and the rescuer retries the tasks.
-            tracing::warn!(%error, tasks = batch.len(), "completer: no connection");
-            for request in batch {
-                let _ = request.reply.send(Err(LeaseError::Lost));
-            }
-            return;
-        }
-    };
     let (completions, replies): (Vec<Completion>, Vec<_>) =
         batch.into_iter().map(|r| (r.completion, r.reply)).unzip();
-    match complete_many::complete_many(&client, &completions).await {
+    match tasklane.complete_many(&completions).await {
         Ok(answers) => {
             for (reply, answer) in replies.into_iter().zip(answers) {
                 let _ = reply.send(answer);
@@ -130,13 +114,9 @@ async fn flush(pool: &deadpool_postgres::Pool, mut batch: Vec<Request>) {
         Err(error) => {
             tracing::warn!(%error, tasks = completions.len(), "batched completion failed; settling one by one");
             for (c, reply) in completions.iter().zip(replies) {
-                let answer = lease::complete(
-                    crate::store::client(&client),
-                    c.id,
-                    c.lease_token,
-                    &c.success,
-                )
-                .await;
+                let answer = tasklane
+                    .complete(None, c.id, c.lease_token, &c.success)
+                    .await;
                 let _ = reply.send(answer);
             }
         }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::store::lease::{Beat, Success};
+use crate::service::{Beat, Success};
 use crate::task::TaskType;
 
 use super::handler::{Handler, HandlerError, Stop, TaskContext};

@@ -1,15 +1,12 @@
-//! The `Handler` trait in-process executors implement, the context an attempt runs with,
-//! and the registry that maps task types to handlers.
+//! The `Handler` trait in-process executors implement, and the context an attempt runs
+//! with (its task, cancellation and lease-loss signals, and progress reports).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::store::lease::{self, Beat, LeaseError, Success};
-use crate::store::ClaimedTask;
-use crate::task::{Executor, TaskType};
+use crate::service::{Beat, ClaimedTask, ServiceError, Success, Tasklane};
 
 /// Runs one attempt of a task. Return `Ok` with the result, or a [`HandlerError`] that
 /// says whether another attempt may help. Long handlers call [`TaskContext::report`]
@@ -66,7 +63,7 @@ pub enum Stop {
 #[derive(Clone)]
 pub struct TaskContext {
     pub task: Arc<ClaimedTask>,
-    pub(crate) pool: deadpool_postgres::Pool,
+    pub(crate) tasklane: Tasklane,
     pub(crate) cancel: CancellationToken,
     pub(crate) lost: CancellationToken,
 }
@@ -94,88 +91,21 @@ impl TaskContext {
     /// handler must stop: cancellation was requested, or the lease is lost. A database
     /// hiccup is not an error here: the background heartbeat keeps the lease and retries.
     pub async fn report(&self, beat: Beat) -> Result<(), Stop> {
-        let Ok(object) = self.pool.get().await else {
-            return Ok(());
-        };
-        let answer = lease::heartbeat(
-            crate::store::client(&object),
-            self.task.id,
-            self.task.lease_token,
-            &beat,
-        )
-        .await;
+        let answer = self
+            .tasklane
+            .heartbeat(None, self.task.id, self.task.lease_token, &beat)
+            .await;
         match answer {
             Ok(answer) if answer.cancel_requested => {
                 self.cancel.cancel();
                 Err(Stop::Cancelled)
             }
             Ok(_) => Ok(()),
-            Err(LeaseError::Lost | LeaseError::Gone) => {
+            Err(ServiceError::LeaseLost | ServiceError::TaskGone) => {
                 self.lost.cancel();
                 Err(Stop::Lost)
             }
             Err(_) => Ok(()),
         }
-    }
-}
-
-/// Task types this process knows, with the in-process handler of each one that has one.
-#[derive(Clone, Default)]
-pub struct Registry {
-    types: HashMap<String, (TaskType, Option<Arc<dyn Handler>>)>,
-}
-
-impl Registry {
-    /// A registry of `types` with the built-in executors; `custom` supplies handlers for
-    /// types whose executor is `custom`.
-    pub fn new(
-        types: Vec<TaskType>,
-        mut custom: HashMap<String, Arc<dyn Handler>>,
-    ) -> anyhow::Result<Self> {
-        let mut registry = Registry::default();
-        for task_type in types {
-            let handler: Option<Arc<dyn Handler>> = match task_type.executor {
-                Executor::Noop => Some(Arc::new(super::executors::Noop)),
-                Executor::Sleep => Some(Arc::new(super::executors::Sleep)),
-                Executor::Http => Some(Arc::new(super::executors::Http::new(&task_type)?)),
-                Executor::Remote => None,
-                Executor::Custom => Some(custom.remove(&task_type.name).ok_or_else(|| {
-                    anyhow::anyhow!("no handler registered for {:?}", task_type.name)
-                })?),
-            };
-            registry
-                .types
-                .insert(task_type.name.clone(), (task_type, handler));
-        }
-        Ok(registry)
-    }
-
-    pub fn get(&self, name: &str) -> Option<&TaskType> {
-        self.types.get(name).map(|(task_type, _)| task_type)
-    }
-
-    pub fn handler(&self, name: &str) -> Option<&Arc<dyn Handler>> {
-        self.types
-            .get(name)
-            .and_then(|(_, handler)| handler.as_ref())
-    }
-
-    /// Names of every registered type, sorted.
-    pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.types.keys().cloned().collect();
-        names.sort();
-        names
-    }
-
-    /// Names of the types this process runs in-process (remote types excluded).
-    pub fn runnable(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .types
-            .iter()
-            .filter(|(_, (_, h))| h.is_some())
-            .map(|(name, _)| name.clone())
-            .collect();
-        names.sort();
-        names
     }
 }

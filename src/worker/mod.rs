@@ -6,7 +6,7 @@ pub mod attempt;
 pub mod completer;
 pub mod executors;
 pub mod handler;
-pub mod wake;
+pub mod handlers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,11 +16,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::store::claim::{self, Claimant};
+use crate::service::{Claimant, ClaimedTask, Tasklane};
 use crate::task::Route;
 
-pub use handler::{Handler, HandlerError, Registry, Stop, TaskContext};
-pub use wake::Wakeup;
+pub use handler::{Handler, HandlerError, Stop, TaskContext};
+pub use handlers::Handlers;
 
 /// Longest a claim loop with a backlog waits for half a batch of free slots.
 const CLAIM_COOLDOWN: Duration = Duration::from_millis(2);
@@ -54,39 +54,33 @@ pub struct WorkerConfig {
 /// One claim loop with its own slots.
 pub struct Worker {
     config: WorkerConfig,
-    pool: deadpool_postgres::Pool,
-    registry: Arc<Registry>,
-    wakeup: Wakeup,
+    tasklane: Tasklane,
+    handlers: Arc<Handlers>,
 }
 
 impl Worker {
-    pub fn new(
-        config: WorkerConfig,
-        pool: deadpool_postgres::Pool,
-        registry: Arc<Registry>,
-        wakeup: Wakeup,
-    ) -> Self {
+    /// A claim loop settling through `tasklane`, running the types `handlers` has.
+    pub fn new(config: WorkerConfig, tasklane: Tasklane, handlers: Arc<Handlers>) -> Self {
         Worker {
             config,
-            pool,
-            registry,
-            wakeup,
+            tasklane,
+            handlers,
         }
     }
 
     /// Claims and runs tasks until `shutdown`; then waits up to the grace period for
     /// running attempts and hands back the leases of the rest.
     pub async fn run(self, shutdown: CancellationToken) {
-        let task_types = self.registry.runnable();
+        let task_types = self.handlers.names();
         if task_types.is_empty() {
             return;
         }
         let slots = Arc::new(Semaphore::new(self.config.concurrency));
         let abort = CancellationToken::new();
         let mut attempts = JoinSet::new();
-        let mut wakeups = self.wakeup.subscribe();
+        let mut wakeups = self.tasklane.wakeup().subscribe();
         let completer = completer::Completer::start(
-            self.pool.clone(),
+            self.tasklane.clone(),
             completer::DEFAULT_MAX_BATCH,
             completer::DEFAULT_MAX_IN_FLIGHT,
         );
@@ -154,8 +148,8 @@ impl Worker {
                     .expect("the semaphore is never closed");
                 let runner = attempt::Attempt::new(
                     task,
-                    self.pool.clone(),
-                    self.registry.clone(),
+                    self.tasklane.clone(),
+                    self.handlers.clone(),
                     abort.clone(),
                     completer.clone(),
                 );
@@ -189,17 +183,10 @@ impl Worker {
         claimant: &Claimant<'_>,
         task_types: &[String],
         limit: i64,
-    ) -> anyhow::Result<Vec<crate::store::ClaimedTask>> {
-        let client = self.pool.get().await?;
-        // Without resources among our types, the cheaper statement (no slot bookkeeping).
-        let needs_slots = task_types
-            .iter()
-            .any(|t| self.registry.get(t).is_some_and(|t| t.resource.is_some()));
-        let slots = if needs_slots {
-            claim::Slots::Aware
-        } else {
-            claim::Slots::Plain
-        };
-        Ok(claim::claim_pooled(&client, claimant, slots, task_types, limit).await?)
+    ) -> anyhow::Result<Vec<ClaimedTask>> {
+        Ok(self
+            .tasklane
+            .claim(claimant, None, task_types, limit)
+            .await?)
     }
 }

@@ -6,11 +6,10 @@
 use std::sync::Arc;
 
 use tasklane::admission::{self, LimitKind, LimitSpec, RefusalCode};
-use tasklane::client::{SubmitRefused, Tasklane};
+use tasklane::service::{Owner, ServiceError, Tasklane, Wakeup};
 use tasklane::store::lease::{self, Success};
 use tasklane::store::Submitted;
-use tasklane::task::{Executor, SubmitRequest, TaskType};
-use tasklane::worker::{Registry, Wakeup};
+use tasklane::task::{Executor, SubmitRequest, TaskType, TaskTypes};
 use tokio::sync::Barrier;
 use tokio_postgres::Client;
 
@@ -18,20 +17,16 @@ use crate::common::fixtures::{self, APP, TYPE};
 
 /// A handle on `url` with the fixture type and a pool of `size` connections.
 pub fn tasklane(url: &str, size: usize) -> Tasklane {
-    let registry = Registry::new(
-        vec![
-            fixtures::task_type(),
-            TaskType::new("other", Executor::Noop),
-        ],
-        Default::default(),
+    let task_types = TaskTypes::new([
+        fixtures::task_type(),
+        TaskType::new("other", Executor::Noop),
+    ]);
+    Tasklane::new(
+        crate::common::pool(url, size),
+        Arc::new(task_types),
+        Wakeup::default(),
+        1 << 20,
     )
-    .expect("registry");
-    Tasklane {
-        pool: crate::common::pool(url, size),
-        registry: Arc::new(registry),
-        wakeup: Wakeup::default(),
-        max_input_bytes: 1 << 20,
-    }
 }
 
 pub fn request(key: &str, subject: Option<&str>) -> SubmitRequest {
@@ -82,17 +77,17 @@ pub async fn submit_together(
         let (tl, barrier, app) = (tl.clone(), barrier.clone(), app.to_owned());
         let r = request(&format!("{prefix}-{i}"), subject);
         set.spawn(async move {
-            let _warm = tl.pool.get().await.expect("connection");
+            let _warm = tl.pool().get().await.expect("connection");
             drop(_warm);
             barrier.wait().await;
-            tl.submit(&app, &r).await
+            tl.submit(&Owner::app(app.as_str()), &r).await
         });
     }
     let mut outcome = Outcome::default();
     while let Some(result) = set.join_next().await {
         match result.expect("submitter") {
             Ok(submitted) => outcome.admitted.push(submitted),
-            Err(SubmitRefused::Refused(refusal)) => outcome.refused.push(refusal.code),
+            Err(ServiceError::Refused(refusal)) => outcome.refused.push(refusal.code),
             Err(error) => panic!("submit failed: {error}"),
         }
     }
@@ -105,9 +100,9 @@ pub async fn submit_one(
     key: &str,
     subject: Option<&str>,
 ) -> Result<Submitted, RefusalCode> {
-    match tl.submit(APP, &request(key, subject)).await {
+    match tl.submit(&Owner::app(APP), &request(key, subject)).await {
         Ok(s) => Ok(s),
-        Err(SubmitRefused::Refused(r)) => Err(r.code),
+        Err(ServiceError::Refused(r)) => Err(r.code),
         Err(e) => panic!("submit failed: {e}"),
     }
 }

@@ -9,13 +9,13 @@ use serde_json::Value;
 
 /// Creates a token with the library (the CLI is tested on its own).
 pub async fn token(database_url: &str, app: &str, scope: Option<&str>, perms: &[&str]) -> String {
-    let spec = tasklane::http::tokens::TokenSpec {
+    let spec = tasklane::service::tokens::TokenSpec {
         app: app.into(),
         scope_id: scope.map(Into::into),
         permissions: perms.iter().map(|p| p.to_string()).collect(),
         name: None,
     };
-    tasklane::http::tokens::create(database_url, &spec)
+    tasklane::service::tokens::create(database_url, &spec)
         .await
         .expect("create token")
         .secret

@@ -54,7 +54,7 @@ pub async fn submit_with(
 pub async fn try_submit(
     c: &Client,
     r: &SubmitRequest,
-) -> Result<tasklane::store::Submitted, tasklane::client::SubmitRefused> {
+) -> Result<tasklane::store::Submitted, tasklane::service::ServiceError> {
     try_submit_as(c, r, &task_type()).await
 }
 
@@ -63,10 +63,10 @@ pub async fn try_submit_as(
     c: &Client,
     r: &SubmitRequest,
     task_type: &TaskType,
-) -> Result<tasklane::store::Submitted, tasklane::client::SubmitRefused> {
+) -> Result<tasklane::store::Submitted, tasklane::service::ServiceError> {
     let task = r.resolve(APP, task_type, 1 << 20).expect("valid request");
     c.batch_execute("BEGIN").await.unwrap();
-    let result = tasklane::client::submit_in(c, &task).await;
+    let result = tasklane::service::submit_in(c, &task).await;
     c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" })
         .await
         .unwrap();

@@ -229,6 +229,7 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
 pub mod api;
 pub mod fixtures;
 pub mod serve;
+pub mod service;
 
 impl TestDb {
     /// A dedicated connection (not from the pool), for tests that drive transactions

@@ -11,9 +11,7 @@ use tasklane::store::lifecycle;
 use tasklane::store::SubmitError;
 use tasklane::task::outcome::Report;
 use tasklane::task::{Executor, Route, TaskType};
-use tasklane::worker::{
-    Handler, HandlerError, Registry, TaskContext, Wakeup, Worker, WorkerConfig,
-};
+use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::fixtures::{self, APP, SCOPE};
@@ -314,11 +312,6 @@ async fn an_in_process_worker_stops_at_its_next_heartbeat_after_deletion() {
         dropped: dropped_tx,
     });
     let custom = HashMap::from([(fixtures::TYPE.to_owned(), handler)]);
-    let registry = Registry::new(
-        vec![TaskType::new(fixtures::TYPE, Executor::Custom)],
-        custom,
-    )
-    .unwrap();
     let task = submit_at(&c, At::scope(SCOPE), "k").await;
     // A 3 s lease: the worker heartbeats every second.
     c.execute(
@@ -337,11 +330,11 @@ async fn an_in_process_worker_stops_at_its_next_heartbeat_after_deletion() {
         shutdown_grace: Duration::from_secs(1),
     };
     let shutdown = CancellationToken::new();
-    let worker = Worker::new(
-        config,
+    let worker = crate::common::service::worker(
         db.pool.clone(),
-        Arc::new(registry),
-        Wakeup::default(),
+        vec![TaskType::new(fixtures::TYPE, Executor::Custom)],
+        custom,
+        config,
     );
     let running = tokio::spawn(worker.run(shutdown.clone()));
     tokio::time::timeout(Duration::from_secs(10), started.recv())

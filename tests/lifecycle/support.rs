@@ -1,6 +1,7 @@
 //! Helpers the lifecycle tests share: submitting into any app/scope/source, moving a
 //! task to a terminal state and back in time, bulk rows, and the advisory-lock check.
 
+use tasklane::service::ServiceError;
 use tasklane::store::lease::{self, Success};
 use tasklane::store::{SubmitError, Submitted, TaskRecord};
 use tokio_postgres::Client;
@@ -43,12 +44,14 @@ pub async fn try_submit_at(c: &Client, at: At<'_>, key: &str) -> Result<Submitte
         .resolve(at.app, &fixtures::task_type(), 1 << 20)
         .expect("valid request");
     c.batch_execute("BEGIN").await.unwrap();
-    let result = tasklane::client::submit_in(c, &task).await;
+    let result = tasklane::service::submit_in(c, &task).await;
     c.batch_execute(if result.is_ok() { "COMMIT" } else { "ROLLBACK" })
         .await
         .unwrap();
     result.map_err(|refused| match refused {
-        tasklane::client::SubmitRefused::Submit(error) => error,
+        ServiceError::ScopeDeleted => SubmitError::ScopeDeleted,
+        ServiceError::IdempotencyConflict => SubmitError::IdempotencyConflict,
+        ServiceError::Raced => SubmitError::Raced,
         other => panic!("unexpected refusal {other:?}"),
     })
 }

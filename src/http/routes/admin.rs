@@ -7,20 +7,11 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use crate::admission::{self, AdminError, EmergencyStopSpec, LimitSpec, Overview};
 use crate::http::auth::{perm, Allowed};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::Body;
 use crate::http::AppState;
-
-impl From<AdminError> for ApiError {
-    fn from(error: AdminError) -> Self {
-        match error {
-            AdminError::Invalid(invalid) => ApiError::Validation(invalid),
-            AdminError::Db(error) => error.into(),
-        }
-    }
-}
+use crate::service::{EmergencyStopSpec, LimitSpec, Overview};
 
 /// The limit as stored, with its id (as the overview names it).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -40,8 +31,7 @@ pub async fn set_limit(
     _admin: Allowed<perm::Admin>,
     Body(spec): Body<LimitSpec>,
 ) -> Result<Json<LimitSet>, ApiError> {
-    let client = state.tasklane.pool.get().await?;
-    let id = admission::set_limit(crate::store::client(&client), &spec).await?;
+    let id = state.tasklane.set_limit(&spec).await?;
     Ok(Json(LimitSet { id, limit: spec }))
 }
 
@@ -56,8 +46,7 @@ pub async fn set_emergency_stop(
     _admin: Allowed<perm::Admin>,
     Body(spec): Body<EmergencyStopSpec>,
 ) -> Result<Json<EmergencyStopSpec>, ApiError> {
-    let client = state.tasklane.pool.get().await?;
-    admission::set_emergency_stop(crate::store::client(&client), &spec).await?;
+    state.tasklane.set_emergency_stop(&spec).await?;
     Ok(Json(spec))
 }
 
@@ -88,8 +77,7 @@ pub async fn set_resource(
     Path(name): Path<String>,
     Body(body): Body<ResourceBody>,
 ) -> Result<Json<ResourceSet>, ApiError> {
-    let client = state.tasklane.pool.get().await?;
-    admission::set_resource(crate::store::client(&client), &name, body.slots).await?;
+    state.tasklane.set_resource(&name, body.slots).await?;
     Ok(Json(ResourceSet {
         name,
         slots: body.slots,
@@ -104,8 +92,5 @@ pub async fn overview(
     State(state): State<AppState>,
     _admin: Allowed<perm::Admin>,
 ) -> Result<Json<Overview>, ApiError> {
-    let client = state.tasklane.pool.get().await?;
-    Ok(Json(
-        admission::overview(crate::store::client(&client)).await?,
-    ))
+    Ok(Json(state.tasklane.overview().await?))
 }

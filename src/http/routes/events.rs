@@ -19,8 +19,7 @@ use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, QueryOf};
 use crate::http::watch::Waiter;
 use crate::http::AppState;
-use crate::store::events::{self, Event};
-use crate::store::query::{self, Owner};
+use crate::service::{Event, Owner, ServiceError, TaskEvents};
 use crate::task::bounds;
 
 /// Events of one task after a seq, as a JSON page or an event stream.
@@ -38,34 +37,27 @@ pub async fn task_events(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = task_id(&id)?;
-    let mut after = query.after.unwrap_or(0);
-    if after < 0 {
-        return Err(ApiError::invalid("after", "must not be negative"));
-    }
     let limit = query.limit.unwrap_or(*bounds::PAGE_SIZE.end());
-    bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
-    let client = state.tasklane.pool.get().await?;
-    let client = crate::store::client(&client);
-    query::get(client, &caller.owner, id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
     let wants_stream = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
-    if !wants_stream {
-        let items = events::after(client, id, after, limit)
-            .await?
-            .into_iter()
-            .map(EventView::from)
-            .collect();
-        return Ok(Json(EventPage { items }).into_response());
+    let mut after = query.after.unwrap_or(0);
+    if wants_stream {
+        if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
+            after = last
+                .trim()
+                .parse()
+                .map_err(|_| ApiError::invalid("Last-Event-ID", "must be an event seq"))?;
+        }
     }
-    if let Some(last) = headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
-        after = last
-            .trim()
-            .parse()
-            .map_err(|_| ApiError::invalid("Last-Event-ID", "must be an event seq"))?;
+    let first = state
+        .tasklane
+        .events(&caller.owner, id, after, limit)
+        .await?;
+    if !wants_stream {
+        let items = first.events.into_iter().map(EventView::from).collect();
+        return Ok(Json(EventPage { items }).into_response());
     }
     let tail = Tail {
         waiter: state.watch.subscribe(id),
@@ -73,7 +65,7 @@ pub async fn task_events(
         owner: caller.owner.clone(),
         id,
         after,
-        pending: VecDeque::new(),
+        pending: VecDeque::from(first.events),
         done: false,
     };
     let stream = futures_util::stream::unfold(tail, Tail::next);
@@ -130,14 +122,18 @@ impl Tail {
     }
 
     /// New events, and whether the task is terminal; `None` when it is gone.
-    async fn fetch(&self) -> anyhow::Result<Option<(Vec<Event>, bool)>> {
-        let client = self.state.tasklane.pool.get().await?;
-        let client = crate::store::client(&client);
-        let Some(task) = query::get(client, &self.owner, self.id).await? else {
-            return Ok(None);
-        };
-        let events = events::after(client, self.id, self.after, *bounds::PAGE_SIZE.end()).await?;
-        Ok(Some((events, task.state.is_terminal())))
+    async fn fetch(&self) -> Result<Option<(Vec<Event>, bool)>, ServiceError> {
+        let limit = *bounds::PAGE_SIZE.end();
+        match self
+            .state
+            .tasklane
+            .events(&self.owner, self.id, self.after, limit)
+            .await
+        {
+            Ok(TaskEvents { events, terminal }) => Ok(Some((events, terminal))),
+            Err(ServiceError::NotFound) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 }
 

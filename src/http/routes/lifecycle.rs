@@ -1,6 +1,6 @@
 //! The application lifecycle over HTTP (DESIGN §5): release, owner deletion and fences,
-//! and the reconciliation listing. Each route calls the same store function (and so the
-//! same SQL function) that applications call inside their own transactions.
+//! and the reconciliation listing, translated onto the service (`service::lifecycle`),
+//! which calls the same SQL functions applications call inside their own transactions.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -9,12 +9,11 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::http::auth::{perm, Allowed, Caller};
+use crate::http::auth::{perm, Allowed};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{Body, QueryOf};
 use crate::http::AppState;
-use crate::store::lifecycle::{self, SourceRef};
-use crate::task::bounds;
+use crate::service::SourceRef;
 
 /// Body of `POST /v1/releases`: the identity of the task to release.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -50,21 +49,15 @@ pub async fn release(
     caller: Allowed<perm::Release>,
     Body(body): Body<ReleaseBody>,
 ) -> Result<Json<Released>, ApiError> {
-    own_scope(&caller, &body.scope_id)?;
-    bounds::key("scope_id", &body.scope_id).map_err(ApiError::Validation)?;
-    bounds::key("effect_key", &body.effect_key).map_err(ApiError::Validation)?;
-    if let Some(subject) = &body.usage_subject {
-        bounds::key("usage_subject", subject).map_err(ApiError::Validation)?;
-    }
-    let client = state.tasklane.pool.get().await?;
-    let released_at = lifecycle::release(
-        crate::store::client(&client),
-        &caller.owner.app,
-        &body.scope_id,
-        &body.effect_key,
-        body.usage_subject.as_deref(),
-    )
-    .await?;
+    let released_at = state
+        .tasklane
+        .release(
+            &caller.owner,
+            &body.scope_id,
+            &body.effect_key,
+            body.usage_subject.as_deref(),
+        )
+        .await?;
     Ok(Json(Released {
         released: released_at.is_some(),
         released_at,
@@ -100,20 +93,15 @@ pub async fn delete_tasks(
     Path(scope_id): Path<String>,
     QueryOf(query): QueryOf<DeleteQuery>,
 ) -> Result<Json<Deleted>, ApiError> {
-    own_scope(&caller, &scope_id)?;
-    bounds::key("scope_id", &scope_id).map_err(ApiError::Validation)?;
-    if let Some(source) = &query.source_id {
-        bounds::key("source_id", source).map_err(ApiError::Validation)?;
-    }
-    let client = state.tasklane.pool.get().await?;
-    let deleted = lifecycle::delete(
-        crate::store::client(&client),
-        &caller.owner.app,
-        &scope_id,
-        query.source_id.as_deref(),
-        query.fence.unwrap_or(false),
-    )
-    .await?;
+    let deleted = state
+        .tasklane
+        .delete_tasks(
+            &caller.owner,
+            &scope_id,
+            query.source_id.as_deref(),
+            query.fence.unwrap_or(false),
+        )
+        .await?;
     Ok(Json(Deleted { deleted }))
 }
 
@@ -127,10 +115,7 @@ pub async fn lift_fence(
     caller: Allowed<perm::Delete>,
     Path(scope_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    own_scope(&caller, &scope_id)?;
-    bounds::key("scope_id", &scope_id).map_err(ApiError::Validation)?;
-    let client = state.tasklane.pool.get().await?;
-    lifecycle::lift_fence(crate::store::client(&client), &caller.owner.app, &scope_id).await?;
+    state.tasklane.lift_fence(&caller.owner, &scope_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -174,17 +159,12 @@ pub async fn unreleased_sources(
     if caller.is_scoped() {
         return Err(ApiError::Forbidden("read (app-wide)"));
     }
-    let limit = query.limit.unwrap_or(lifecycle::MAX_PAGE);
-    bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
+    let limit = query.limit.unwrap_or(crate::service::MAX_SOURCE_PAGE);
     let after = query.after.as_deref().map(decode_cursor).transpose()?;
-    let client = state.tasklane.pool.get().await?;
-    let pairs = lifecycle::unreleased_sources(
-        crate::store::client(&client),
-        &caller.owner.app,
-        after.as_ref(),
-        limit,
-    )
-    .await?;
+    let pairs = state
+        .tasklane
+        .unreleased_sources(&caller.owner, after.as_ref(), limit)
+        .await?;
     let next_cursor = if pairs.len() as i64 == limit {
         pairs.last().map(encode_cursor)
     } else {
@@ -198,14 +178,6 @@ pub async fn unreleased_sources(
         })
         .collect();
     Ok(Json(SourcePage { items, next_cursor }))
-}
-
-/// A scope token acts on its own scope only.
-fn own_scope(caller: &Caller, scope_id: &str) -> Result<(), ApiError> {
-    match &caller.owner.scope_id {
-        Some(own) if own != scope_id => Err(ApiError::Forbidden("another scope")),
-        _ => Ok(()),
-    }
 }
 
 /// The cursor is the last pair, as base64url JSON: opaque to clients, exact for keys

@@ -32,13 +32,7 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, ApiEr
     if !state.ready.load(Ordering::SeqCst) {
         return Err(ApiError::NotReady);
     }
-    let client = state
-        .tasklane
-        .pool
-        .get()
-        .await
-        .map_err(|_| ApiError::NotReady)?;
-    if !crate::store::migrate::is_current(crate::store::client(&client)).await {
+    if !state.tasklane.is_ready().await {
         return Err(ApiError::NotReady);
     }
     Ok(Json(Status { status: "ready" }))

@@ -15,10 +15,7 @@ use crate::http::dto::{location, ListQuery, SubmitBody, SubmitQuery, TaskPage, T
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body, QueryOf};
 use crate::http::AppState;
-use crate::store::query::{self, ListFilter, Owner};
-use crate::store::retry::{self, Retried};
-use crate::store::{SubmitOutcome, TaskRecord};
-use crate::task::bounds;
+use crate::service::{ListFilter, Owner, ServiceError, SubmitOutcome, TaskRecord};
 
 /// The longest `?wait=` in seconds.
 pub const MAX_WAIT_SECONDS: u64 = 60;
@@ -50,18 +47,7 @@ pub async fn submit(
             format!("must be between 0 and {MAX_WAIT_SECONDS}"),
         ));
     }
-    if caller
-        .owner
-        .scope_id
-        .as_ref()
-        .is_some_and(|own| *own != body.scope_id)
-    {
-        return Err(ApiError::Forbidden("submit"));
-    }
-    let submitted = state
-        .tasklane
-        .submit(&caller.owner.app, &body.into())
-        .await?;
+    let submitted = state.tasklane.submit(&caller.owner, &body.into()).await?;
     let mut task = submitted.task;
     if wait > 0 && !task.state.is_terminal() {
         let owner = Owner {
@@ -101,11 +87,11 @@ pub async fn wait_terminal(
     let deadline = tokio::time::Instant::now() + wait;
     let mut waiter = state.watch.subscribe(id);
     loop {
-        let task = {
-            let client = state.tasklane.pool.get().await?;
-            query::get(crate::store::client(&client), owner, id).await?
+        let task = match state.tasklane.get(owner, id).await {
+            Ok(task) => task,
+            Err(ServiceError::NotFound) => return Ok(None),
+            Err(error) => return Err(error.into()),
         };
-        let Some(task) = task else { return Ok(None) };
         if task.state.is_terminal() {
             return Ok(Some(task));
         }
@@ -127,11 +113,7 @@ pub async fn get_task(
     caller: Allowed<perm::Read>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
-    let id = task_id(&id)?;
-    let client = state.tasklane.pool.get().await?;
-    let task = query::get(crate::store::client(&client), &caller.owner, id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
+    let task = state.tasklane.get(&caller.owner, task_id(&id)?).await?;
     Ok(Json(TaskView::new(task, caller.is_scoped())))
 }
 
@@ -144,16 +126,6 @@ pub async fn list_tasks(
     caller: Allowed<perm::Read>,
     QueryOf(query): QueryOf<ListQuery>,
 ) -> Result<Json<TaskPage>, ApiError> {
-    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
-    bounds::within("limit", limit, &bounds::PAGE_SIZE).map_err(ApiError::Validation)?;
-    for (field, value) in [
-        ("scope_id", &query.scope_id),
-        ("task_type", &query.task_type),
-    ] {
-        if let Some(value) = value {
-            bounds::text(field, value).map_err(ApiError::Validation)?;
-        }
-    }
     let filter = ListFilter {
         scope_id: query.scope_id,
         state: query
@@ -172,25 +144,17 @@ pub async fn list_tasks(
             })
             .transpose()?,
     };
-    let client = state.tasklane.pool.get().await?;
-    let mut tasks = query::list(
-        crate::store::client(&client),
-        &caller.owner,
-        &filter,
-        limit + 1,
-    )
-    .await?;
-    let next_cursor = if tasks.len() as i64 > limit {
-        tasks.truncate(limit as usize);
-        tasks.last().map(|t| t.id.to_string())
-    } else {
-        None
-    };
-    let items = tasks
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    let page = state.tasklane.list(&caller.owner, &filter, limit).await?;
+    let items = page
+        .tasks
         .into_iter()
         .map(|t| TaskView::new(t, caller.is_scoped()))
         .collect();
-    Ok(Json(TaskPage { items, next_cursor }))
+    Ok(Json(TaskPage {
+        items,
+        next_cursor: page.next.map(|id| id.to_string()),
+    }))
 }
 
 /// Cancel: queued now, running cooperatively, terminal unchanged.
@@ -203,11 +167,7 @@ pub async fn cancel_task(
     caller: Allowed<perm::Cancel>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
-    let id = task_id(&id)?;
-    let client = state.tasklane.pool.get().await?;
-    let task = query::cancel(crate::store::client(&client), &caller.owner, id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
+    let task = state.tasklane.cancel(&caller.owner, task_id(&id)?).await?;
     Ok(Json(TaskView::new(task, caller.is_scoped())))
 }
 
@@ -225,28 +185,6 @@ pub async fn retry_task(
     caller: Allowed<perm::Submit>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskView>, ApiError> {
-    let id = task_id(&id)?;
-    let mut object = state.tasklane.pool.get().await?;
-    let client: &mut tokio_postgres::Client = &mut object;
-    let tx = client.transaction().await?;
-    // Under the owner lock: a fenced scope refuses (410), then admission (a retry is a
-    // new admission: capacity, rate and budget apply; 429/503).
-    let locked = &tx;
-    let retried = retry::retry(&tx, &caller.owner, id, |task| async move {
-        crate::store::lifecycle::check_fence(locked, &task.app, &task.scope_id).await?;
-        let admitted =
-            crate::admission::readmit(locked, task.id, &task.app, task.usage_subject.as_deref())
-                .await?;
-        admitted.map_err(ApiError::Refused)
-    })
-    .await?;
-    tx.commit().await?;
-    match retried {
-        Retried::Queued(task) => {
-            state.tasklane.wakeup.wake_all();
-            Ok(Json(TaskView::new(task, caller.is_scoped())))
-        }
-        Retried::NotRetryable(_) => Err(ApiError::NotRetryable),
-        Retried::NotFound => Err(ApiError::NotFound),
-    }
+    let task = state.tasklane.retry(&caller.owner, task_id(&id)?).await?;
+    Ok(Json(TaskView::new(task, caller.is_scoped())))
 }

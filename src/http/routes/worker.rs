@@ -13,10 +13,7 @@ use crate::http::auth::{perm, Allowed, Caller};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body};
 use crate::http::AppState;
-use crate::store::claim::{self, Claimant};
-use crate::store::lease::{self, Beat, Success};
-use crate::store::retry::{owner_of, TaskOwner};
-use crate::store::ClaimedTask;
+use crate::service::{Beat, Claimant, ClaimedTask, Success};
 use crate::task::bounds;
 use crate::task::outcome::Report;
 use crate::task::Route;
@@ -38,7 +35,7 @@ pub async fn claim_tasks(
     caller: Allowed<perm::Work>,
     Body(body): Body<ClaimBody>,
 ) -> Result<Json<ClaimAnswer>, ApiError> {
-    body.validate(&state)?;
+    body.validate()?;
     let route = if body.route == "external" {
         Route::External
     } else {
@@ -51,21 +48,13 @@ pub async fn claim_tasks(
     };
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs(body.wait_seconds.unwrap_or(0));
-    let mut wakeups = state.tasklane.wakeup.subscribe();
+    let mut wakeups = state.tasklane.wakeup().subscribe();
     loop {
         wakeups.borrow_and_update();
-        let claimed = {
-            let client = state.tasklane.pool.get().await?;
-            let client = crate::store::client(&client);
-            claim::claim_owned(
-                client,
-                &claimant,
-                Some(&caller.owner),
-                &body.task_types,
-                body.max,
-            )
-            .await?
-        };
+        let claimed = state
+            .tasklane
+            .claim(&claimant, Some(&caller.owner), &body.task_types, body.max)
+            .await?;
         if !claimed.is_empty() || tokio::time::Instant::now() >= deadline {
             return Ok(Json(ClaimAnswer {
                 tasks: claimed.into_iter().map(ClaimedView::from).collect(),
@@ -81,29 +70,16 @@ pub async fn claim_tasks(
 }
 
 impl ClaimBody {
-    fn validate(&self, state: &AppState) -> Result<(), ApiError> {
-        bounds::key("worker_id", &self.worker_id).map_err(ApiError::Validation)?;
-        bounds::within("max", self.max, &bounds::CLAIM_BATCH).map_err(ApiError::Validation)?;
+    /// What only the wire format bounds; the service checks the rest (worker id, batch
+    /// size, task types).
+    fn validate(&self) -> Result<(), ApiError> {
         let wait = self.wait_seconds.unwrap_or(0);
         bounds::within("wait_seconds", wait, &(0..=MAX_CLAIM_WAIT_SECONDS))
             .map_err(ApiError::Validation)?;
         if !matches!(self.route.as_str(), "local" | "external") {
             return Err(ApiError::invalid("route", "must be local or external"));
         }
-        if self.task_types.is_empty() || self.task_types.len() > 100 {
-            return Err(ApiError::invalid(
-                "task_types",
-                "must name 1 to 100 task types",
-            ));
-        }
-        match self
-            .task_types
-            .iter()
-            .find(|name| state.tasklane.registry.get(name).is_none())
-        {
-            Some(unknown) => Err(ApiError::UnknownTaskType(unknown.clone())),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 
@@ -122,18 +98,6 @@ impl From<ClaimedTask> for ClaimedView {
     }
 }
 
-/// Checks that the caller's app owns task `id`: absent is 410 (deleted), another
-/// owner's is 404.
-async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<(Uuid, TaskOwner), ApiError> {
-    let id = task_id(id)?;
-    let client = state.tasklane.pool.get().await?;
-    match owner_of(crate::store::client(&client), id).await? {
-        None => Err(ApiError::TaskGone),
-        Some(owner) if !owner.visible_to(&caller.owner) => Err(ApiError::NotFound),
-        Some(owner) => Ok((id, owner)),
-    }
-}
-
 /// Extend the lease; report progress, phase, a snapshot and events.
 #[utoipa::path(post, path = "/v1/worker/tasks/{id}/heartbeat", tag = "worker", params(("id" = Uuid, Path)),
     request_body = HeartbeatBody, security(("bearer" = [])),
@@ -146,11 +110,12 @@ pub async fn heartbeat(
     Path(id): Path<String>,
     Body(body): Body<HeartbeatBody>,
 ) -> Result<Json<BeatView>, ApiError> {
-    let (id, _) = owned(&state, &caller, &id).await?;
+    let id = task_id(&id)?;
     let beat = body.validate()?;
-    let client = state.tasklane.pool.get().await?;
-    let answer =
-        lease::heartbeat(crate::store::client(&client), id, body.lease_token, &beat).await?;
+    let answer = state
+        .tasklane
+        .heartbeat(Some(&caller.owner), id, body.lease_token, &beat)
+        .await?;
     Ok(Json(BeatView {
         lease_expires_at: answer.lease_expires_at,
         cancel_requested: answer.cancel_requested,
@@ -231,7 +196,7 @@ pub async fn complete(
     Path(id): Path<String>,
     Body(body): Body<CompleteBody>,
 ) -> Result<Json<Settled>, ApiError> {
-    let (id, _) = owned(&state, &caller, &id).await?;
+    let id = task_id(&id)?;
     bounds::json("result", &body.result).map_err(ApiError::Validation)?;
     if json_len(&body.result) > bounds::RESULT_BYTES {
         return Err(ApiError::invalid(
@@ -258,14 +223,10 @@ pub async fn complete(
         provider: provenance.provider,
         model: provenance.model,
     };
-    let client = state.tasklane.pool.get().await?;
-    lease::complete(
-        crate::store::client(&client),
-        id,
-        body.lease_token,
-        &success,
-    )
-    .await?;
+    state
+        .tasklane
+        .complete(Some(&caller.owner), id, body.lease_token, &success)
+        .await?;
     Ok(Json(Settled {
         state: "succeeded".into(),
     }))
@@ -282,7 +243,7 @@ pub async fn fail(
     Path(id): Path<String>,
     Body(body): Body<FailBody>,
 ) -> Result<Json<Settled>, ApiError> {
-    let checked = owned(&state, &caller, &id).await?;
+    let id = task_id(&id)?;
     if !bounds::ERROR_CODE_BYTES.contains(&body.code.len()) {
         return Err(ApiError::invalid("code", "must be 1 to 64 bytes"));
     }
@@ -302,7 +263,7 @@ pub async fn fail(
         retryable: body.retryable,
         retry_after: body.retry_after_seconds.map(Duration::from_secs),
     };
-    settle(&state, checked, body.lease_token, report).await
+    settle(&state, &caller, id, body.lease_token, report).await
 }
 
 /// Give the task up on the local route: it waits for an external worker if its privacy
@@ -317,11 +278,12 @@ pub async fn fallback(
     Path(id): Path<String>,
     Body(body): Body<FallbackBody>,
 ) -> Result<Json<Settled>, ApiError> {
-    let checked = owned(&state, &caller, &id).await?;
+    let id = task_id(&id)?;
     bounds::text("reason", &body.reason).map_err(ApiError::Validation)?;
     settle(
         &state,
-        checked,
+        &caller,
+        id,
         body.lease_token,
         Report::Fallback {
             reason: body.reason,
@@ -341,28 +303,21 @@ pub async fn cancelled(
     Path(id): Path<String>,
     Body(body): Body<CancelledBody>,
 ) -> Result<Json<Settled>, ApiError> {
-    let checked = owned(&state, &caller, &id).await?;
-    settle(&state, checked, body.lease_token, Report::Cancelled).await
+    let id = task_id(&id)?;
+    settle(&state, &caller, id, body.lease_token, Report::Cancelled).await
 }
 
 async fn settle(
     state: &AppState,
-    (id, owner): (Uuid, TaskOwner),
+    caller: &Caller,
+    id: Uuid,
     lease_token: Uuid,
     report: Report,
 ) -> Result<Json<Settled>, ApiError> {
-    let backoff = state
+    let settled = state
         .tasklane
-        .registry
-        .get(&owner.task_type)
-        .map(|t| t.backoff())
-        .unwrap_or_default();
-    let mut object = state.tasklane.pool.get().await?;
-    let client: &mut tokio_postgres::Client = &mut object;
-    let settled = lease::settle(client, id, lease_token, report, &backoff).await?;
-    if !settled.is_terminal() {
-        state.tasklane.wakeup.wake_all();
-    }
+        .settle(Some(&caller.owner), id, lease_token, report)
+        .await?;
     Ok(Json(Settled {
         state: settled.as_str().to_owned(),
     }))

@@ -59,13 +59,7 @@ impl Wakeup {
             }
             requests.borrow_and_update();
             if let Ok(client) = pool.get().await {
-                // Prepared once per connection: a wake-up costs one round trip, which
-                // other replicas' pickup latency waits on.
-                let notified = match client.prepare_cached("SELECT pg_notify($1, '')").await {
-                    Ok(statement) => client.execute(&statement, &[&WAKEUP_CHANNEL]).await,
-                    Err(error) => Err(error),
-                };
-                if let Err(error) = notified {
+                if let Err(error) = crate::store::notify::wake_replicas_pooled(&client).await {
                     tracing::warn!(%error, "notify other replicas");
                 }
             }

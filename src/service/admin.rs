@@ -1,0 +1,39 @@
+//! Operator settings behind admission (limits, emergency stops, resource slots), the
+//! overview of the whole deployment, and readiness.
+
+use super::{EmergencyStopSpec, LimitSpec, Overview, ServiceError, Tasklane};
+use crate::store;
+
+impl Tasklane {
+    /// Creates or changes a limit; returns its id.
+    pub async fn set_limit(&self, spec: &LimitSpec) -> Result<i64, ServiceError> {
+        let client = self.connection().await?;
+        Ok(crate::admission::set_limit(store::client(&client), spec).await?)
+    }
+
+    /// Turns the emergency stop on or off, globally or for one app.
+    pub async fn set_emergency_stop(&self, spec: &EmergencyStopSpec) -> Result<(), ServiceError> {
+        let client = self.connection().await?;
+        Ok(crate::admission::set_emergency_stop(store::client(&client), spec).await?)
+    }
+
+    /// Sets how many tasks of resource `name` may run at once across the cluster.
+    pub async fn set_resource(&self, name: &str, slots: i64) -> Result<(), ServiceError> {
+        let client = self.connection().await?;
+        Ok(crate::admission::set_resource(store::client(&client), name, slots).await?)
+    }
+
+    /// Queue depth, live replicas, resources, limits, stops and today's refusals.
+    pub async fn overview(&self) -> Result<Overview, ServiceError> {
+        let client = self.connection().await?;
+        Ok(crate::admission::overview(store::client(&client)).await?)
+    }
+
+    /// Whether the database answers and its schema is the one this binary expects.
+    pub async fn is_ready(&self) -> bool {
+        match self.pool.get().await {
+            Ok(client) => store::migrate::is_current(store::client(&client)).await,
+            Err(_) => false,
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The one error of the application service: every operation's refusal, each with the
+//! stable code that callers (the HTTP layer, the CLI, the load generator) report.
+
+use crate::admission::{AdminError, Refusal};
+use crate::store::{DbError, LeaseError, SubmitError};
+use crate::task::bounds::Invalid;
+use crate::task::state::IllegalTransition;
+
+/// Why an operation was refused or could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The caller cannot see such a task (another owner's task is not found, too).
+    #[error("no such task")]
+    NotFound,
+    /// A scope token acting on another scope of its app.
+    #[error("the token may act on its own scope only")]
+    OtherScope,
+    #[error("unknown task type {0:?}")]
+    UnknownTaskType(String),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The identity exists with another request digest.
+    #[error("the effect key is already used by a different request")]
+    IdempotencyConflict,
+    /// The conflicting row vanished before it could be read; submitting again works.
+    #[error("a concurrent change to this identity interfered; submit again")]
+    Raced,
+    /// The scope was deleted with a fence.
+    #[error("the scope was deleted and is fenced")]
+    ScopeDeleted,
+    /// Admission refused it (capacity, rate, budget, emergency stop); nothing was written.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// Only failed or cancelled tasks can be retried.
+    #[error("only failed or cancelled tasks can be retried")]
+    NotRetryable,
+    /// Another claim or a settlement moved the task on: the worker must stop.
+    #[error("the lease was lost")]
+    LeaseLost,
+    /// The task was deleted: the worker must stop.
+    #[error("the task is gone")]
+    TaskGone,
+    /// A worker's report that the task's state does not allow.
+    #[error(transparent)]
+    Illegal(#[from] IllegalTransition),
+    /// No connection could be had from the pool.
+    #[error("database pool: {0}")]
+    Pool(String),
+    #[error("database: {0}")]
+    Db(#[from] DbError),
+}
+
+impl ServiceError {
+    /// The stable machine-readable code of this error.
+    pub fn code(&self) -> &'static str {
+        use ServiceError::*;
+        match self {
+            NotFound => "not_found",
+            OtherScope => "forbidden",
+            UnknownTaskType(_) => "unknown_task_type",
+            Invalid(_) => "validation_failed",
+            IdempotencyConflict => "idempotency_conflict",
+            Raced => "concurrent_change",
+            ScopeDeleted => "scope_deleted",
+            Refused(refusal) => refusal.code.as_str(),
+            NotRetryable => "not_retryable",
+            LeaseLost => "lease_lost",
+            TaskGone => "task_gone",
+            Illegal(_) => "illegal_transition",
+            Pool(_) => "pool_exhausted",
+            Db(_) => "database_error",
+        }
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for ServiceError {
+    fn from(error: deadpool_postgres::PoolError) -> Self {
+        match error {
+            deadpool_postgres::PoolError::Backend(error) => ServiceError::Db(error),
+            other => ServiceError::Pool(other.to_string()),
+        }
+    }
+}
+
+impl From<SubmitError> for ServiceError {
+    fn from(error: SubmitError) -> Self {
+        match error {
+            SubmitError::IdempotencyConflict => ServiceError::IdempotencyConflict,
+            SubmitError::Raced => ServiceError::Raced,
+            SubmitError::ScopeDeleted => ServiceError::ScopeDeleted,
+            SubmitError::Db(error) => ServiceError::Db(error),
+        }
+    }
+}
+
+impl From<LeaseError> for ServiceError {
+    fn from(error: LeaseError) -> Self {
+        match error {
+            LeaseError::Lost => ServiceError::LeaseLost,
+            LeaseError::Gone => ServiceError::TaskGone,
+            LeaseError::Illegal(illegal) => ServiceError::Illegal(illegal),
+            LeaseError::Db(error) => ServiceError::Db(error),
+        }
+    }
+}
+
+impl From<AdminError> for ServiceError {
+    fn from(error: AdminError) -> Self {
+        match error {
+            AdminError::Invalid(invalid) => ServiceError::Invalid(invalid),
+            AdminError::Db(error) => ServiceError::Db(error),
+        }
+    }
+}

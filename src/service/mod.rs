@@ -1,0 +1,93 @@
+//! The application service: the one door of every operation a caller can ask for.
+//!
+//! [`Tasklane`] owns submit (single and in the caller's transaction), reads, cancel,
+//! retry, the lifecycle (release, delete, fences, reconciliation), the worker protocol
+//! (claim, heartbeat, complete, settle, hand back) and the admin settings. The HTTP
+//! handlers, the CLI, the load generator and the in-process worker translate their
+//! input into these calls and the answers back, nothing more: a rule that applies to an
+//! operation (which backoff a settlement uses, when workers are woken, which owner may
+//! touch a task) is written here once.
+//!
+//! Dependencies point one way: `task` (pure) <- `store` (all SQL) <- `admission` <-
+//! `service` <- `worker`, `maintenance`, `http`.
+
+mod admin;
+mod error;
+mod lifecycle;
+mod submit;
+mod tasks;
+pub mod tokens;
+pub mod wakeup;
+mod work;
+
+/// Shared LISTEN connections: how a replica hears other replicas' notifications.
+pub mod listen {
+    pub use crate::store::listen::{listen, Listener};
+    pub use crate::store::EVENTS_CHANNEL;
+}
+
+use std::sync::Arc;
+
+pub use crate::admission::{EmergencyStopSpec, LimitSpec, Overview, Refusal, RefusalCode};
+pub use crate::store::claim::{Claimant, ClaimedTask, Slots};
+pub use crate::store::complete_many::Completion;
+pub use crate::store::events::Event;
+pub use crate::store::lease::{Beat, BeatAnswer, Success};
+pub use crate::store::lifecycle::SourceRef;
+pub use crate::store::query::{ListFilter, Owner};
+pub use crate::store::{SubmitOutcome, Submitted, TaskRecord};
+pub use error::ServiceError;
+pub use lifecycle::MAX_SOURCE_PAGE;
+pub use submit::{accepted, submit_in};
+pub use tasks::{TaskEvents, TaskList};
+pub use wakeup::Wakeup;
+
+use crate::task::catalog::TaskTypes;
+
+/// A handle on tasklane for one process: the pool, the task types it knows, and its
+/// wake-up signal. Cloning shares all three.
+#[derive(Clone)]
+pub struct Tasklane {
+    pool: deadpool_postgres::Pool,
+    task_types: Arc<TaskTypes>,
+    wakeup: Wakeup,
+    max_input_bytes: usize,
+}
+
+impl Tasklane {
+    /// A service on `pool` for `task_types`; submits larger than `max_input_bytes` of
+    /// input are refused.
+    pub fn new(
+        pool: deadpool_postgres::Pool,
+        task_types: Arc<TaskTypes>,
+        wakeup: Wakeup,
+        max_input_bytes: usize,
+    ) -> Self {
+        Tasklane {
+            pool,
+            task_types,
+            wakeup,
+            max_input_bytes,
+        }
+    }
+
+    /// The task types this process knows.
+    pub fn task_types(&self) -> &Arc<TaskTypes> {
+        &self.task_types
+    }
+
+    /// The wake-up signal of this process's claim loops.
+    pub fn wakeup(&self) -> &Wakeup {
+        &self.wakeup
+    }
+
+    /// The connection pool, for the services of this process that run their own
+    /// statements through `store` (maintenance, listeners).
+    pub fn pool(&self) -> &deadpool_postgres::Pool {
+        &self.pool
+    }
+
+    async fn connection(&self) -> Result<deadpool_postgres::Object, ServiceError> {
+        Ok(self.pool.get().await?)
+    }
+}

@@ -1,0 +1,157 @@
+//! The worker protocol, for remote workers (over HTTP) and the in-process worker alike:
+//! claim, heartbeat, complete, settle by a report, hand back. Every write after a claim
+//! is fenced on the lease token (`store::lease`); a remote worker's calls also name the
+//! owner its token speaks for, and another owner's task is [`ServiceError::NotFound`].
+//! After a settlement that leaves the task waiting, workers are woken: a fallback is
+//! claimable by an external worker at once.
+
+use uuid::Uuid;
+
+use super::{
+    Beat, BeatAnswer, Claimant, ClaimedTask, Completion, Owner, ServiceError, Slots, Success,
+    Tasklane,
+};
+use crate::store::lease::{self, LeaseError};
+use crate::store::recover::{self, Lost};
+use crate::store::{self, claim, complete_many, query};
+use crate::task::outcome::Report;
+use crate::task::{bounds, TaskState};
+
+/// Most task types one claim may name.
+pub const MAX_CLAIM_TYPES: usize = 100;
+
+impl Tasklane {
+    /// Claims up to `limit` tasks of `task_types` for `claimant`, of `owner` only when
+    /// given (a remote worker's token), of any owner for the in-process worker. Types
+    /// must be registered. The statement is prepared once per pooled connection and is
+    /// the cheaper one when none of the types claims through a resource slot pool.
+    pub async fn claim(
+        &self,
+        claimant: &Claimant<'_>,
+        owner: Option<&Owner>,
+        task_types: &[String],
+        limit: i64,
+    ) -> Result<Vec<ClaimedTask>, ServiceError> {
+        bounds::key("worker_id", claimant.worker_id)?;
+        bounds::within("max", limit, &bounds::CLAIM_BATCH)?;
+        if task_types.is_empty() || task_types.len() > MAX_CLAIM_TYPES {
+            return Err(bounds::Invalid::new("task_types", "must name 1 to 100 task types").into());
+        }
+        if let Some(unknown) = task_types.iter().find(|t| self.task_types.get(t).is_none()) {
+            return Err(ServiceError::UnknownTaskType(unknown.clone()));
+        }
+        let slots = if self.task_types.any_needs_slots(task_types) {
+            Slots::Aware
+        } else {
+            Slots::Plain
+        };
+        let client = self.connection().await?;
+        Ok(claim::claim_pooled(&client, claimant, slots, owner, task_types, limit).await?)
+    }
+
+    /// Extends the lease and records progress, phase, snapshot and events; answers
+    /// whether cancellation was requested.
+    pub async fn heartbeat(
+        &self,
+        owner: Option<&Owner>,
+        id: Uuid,
+        lease_token: Uuid,
+        beat: &Beat,
+    ) -> Result<BeatAnswer, ServiceError> {
+        let client = self.connection().await?;
+        let client = store::client(&client);
+        check_owner(client, owner, id).await?;
+        Ok(lease::heartbeat(client, id, lease_token, beat).await?)
+    }
+
+    /// Settles the attempt as succeeded (also when cancellation was requested
+    /// meanwhile: the work is done).
+    pub async fn complete(
+        &self,
+        owner: Option<&Owner>,
+        id: Uuid,
+        lease_token: Uuid,
+        success: &Success,
+    ) -> Result<(), ServiceError> {
+        let client = self.connection().await?;
+        let client = store::client(&client);
+        check_owner(client, owner, id).await?;
+        Ok(lease::complete(client, id, lease_token, success).await?)
+    }
+
+    /// Completes a batch in one statement, each answered as [`Tasklane::complete`]
+    /// would have; an `Err` means nothing of the batch was written. The in-process
+    /// worker's group commit.
+    pub async fn complete_many(
+        &self,
+        batch: &[Completion],
+    ) -> Result<Vec<Result<(), ServiceError>>, ServiceError> {
+        let client = self.connection().await?;
+        let answers = complete_many::complete_many(&client, batch).await?;
+        Ok(answers
+            .into_iter()
+            .map(|a| a.map_err(ServiceError::from))
+            .collect())
+    }
+
+    /// Settles the attempt by the worker's `report` with the task type's backoff
+    /// (`task::outcome::settle` decides); returns the task's new state.
+    pub async fn settle(
+        &self,
+        owner: Option<&Owner>,
+        id: Uuid,
+        lease_token: Uuid,
+        report: Report,
+    ) -> Result<TaskState, ServiceError> {
+        let mut object = self.connection().await?;
+        let task_type = check_owner(store::client(&object), owner, id).await?;
+        let backoff = match task_type {
+            Some(name) => self.task_types.backoff(&name),
+            None => {
+                let owner = query::owner_of(store::client(&object), id).await?;
+                let name = owner.map(|o| o.task_type).unwrap_or_default();
+                self.task_types.backoff(&name)
+            }
+        };
+        let client: &mut tokio_postgres::Client = &mut object;
+        let state = lease::settle(client, id, lease_token, report, &backoff).await?;
+        if !state.is_terminal() {
+            self.wakeup.wake_all();
+        }
+        Ok(state)
+    }
+
+    /// Gives a lease back now, through the restart policy, instead of letting it
+    /// expire (a replica shutting down past its grace period); other replicas hear of
+    /// it at commit instead of at their next poll.
+    pub async fn hand_back(&self, id: Uuid, lease_token: Uuid) -> Result<(), ServiceError> {
+        let mut object = self.connection().await?;
+        let client: &mut tokio_postgres::Client = &mut object;
+        let tx = client.transaction().await?;
+        let lost = Lost::HandedBack {
+            ids: &[id],
+            lease_tokens: &[lease_token],
+        };
+        recover::recover(&tx, &lost, 1).await?;
+        store::notify::wake_replicas(&tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// For a remote worker: the task must exist (else it was deleted: `task_gone`) and be
+/// its owner's (else `not_found`). Returns the task's type when it looked.
+async fn check_owner(
+    client: &tokio_postgres::Client,
+    owner: Option<&Owner>,
+    id: Uuid,
+) -> Result<Option<String>, ServiceError> {
+    let Some(owner) = owner else {
+        return Ok(None);
+    };
+    match query::owner_of(client, id).await? {
+        None => Err(LeaseError::Gone.into()),
+        Some(task) if !task.visible_to(owner) => Err(ServiceError::NotFound),
+        Some(task) => Ok(Some(task.task_type)),
+    }
+}

@@ -1,0 +1,26 @@
+//! The owner's cancel (DESIGN §2): a waiting task is cancelled at once, a running one
+//! is marked cancelling for its worker to hear at the next heartbeat.
+
+use tokio_postgres::GenericClient;
+use uuid::Uuid;
+
+use super::query::{self, Owner};
+use super::record::TaskRecord;
+use super::DbError;
+
+/// The owner's cancel: returns the task after it, or `None` if `owner` cannot see it.
+/// A waiting task is cancelled at once, a running one is marked cancelling, a terminal
+/// or already cancelling one is returned unchanged.
+pub async fn cancel<C: GenericClient + Sync>(
+    client: &C,
+    owner: &Owner,
+    id: Uuid,
+) -> Result<Option<TaskRecord>, DbError> {
+    client
+        .query_opt(
+            include_str!("../../sql/cancel.sql"),
+            &[&id, &owner.app, &owner.scope_id],
+        )
+        .await?;
+    query::get(client, owner, id).await
+}

@@ -1,0 +1,157 @@
+//! Statements of the load generator and the benchmarks: bulk enqueue and history, the
+//! checks and clocks a drain is measured by. Not used by a serving replica.
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::{Client, GenericClient};
+use uuid::Uuid;
+
+use super::DbError;
+
+/// Queues `count` tasks of `task_type` for `app` in one statement (keys
+/// `<prefix><n>`; 3 attempts, 30 s lease, 300 s timeout), in the caller's transaction
+/// when given one.
+pub async fn enqueue<C: GenericClient + Sync>(
+    client: &C,
+    app: &str,
+    task_type: &str,
+    count: i64,
+    prefix: &str,
+    input: &serde_json::Value,
+) -> Result<(), DbError> {
+    client
+        .execute(
+            include_str!("../../sql/load_enqueue.sql"),
+            &[
+                &task_type, &count, &app, &prefix, input, &3i32, &30i32, &300i32,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Adds `count` finished tasks of `app` with their events (keys `<prefix><n>`).
+pub async fn add_history(
+    client: &Client,
+    app: &str,
+    count: i64,
+    prefix: &str,
+) -> Result<(), DbError> {
+    client
+        .execute(
+            include_str!("../../sql/load_history.sql"),
+            &[&count, &app, &prefix],
+        )
+        .await?;
+    Ok(())
+}
+
+/// VACUUM ANALYZE of the tables history grows (outside any transaction).
+pub async fn vacuum(client: &Client) -> Result<(), DbError> {
+    client
+        .batch_execute(include_str!("../../sql/load_vacuum.sql"))
+        .await
+}
+
+/// ANALYZE of the tasks table, counting the caller's uncommitted rows.
+pub async fn analyze_tasks<C: GenericClient + Sync>(client: &C) -> Result<(), DbError> {
+    client
+        .execute(include_str!("../../sql/load_analyze.sql"), &[])
+        .await?;
+    Ok(())
+}
+
+/// Tasks of `app` and how many of them are not exactly queued → running → succeeded.
+pub async fn verify(client: &Client, app: &str) -> Result<(i64, i64), DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/load_verify.sql"), &[&app])
+        .await?;
+    Ok((row.try_get("tasks")?, row.try_get("broken")?))
+}
+
+/// Progress of `app`'s tasks: (finished, failed, total, last finished_at).
+pub async fn progress(
+    client: &Client,
+    app: &str,
+) -> Result<(i64, i64, i64, Option<DateTime<Utc>>), DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/load_progress.sql"), &[&app])
+        .await?;
+    Ok((
+        row.try_get("finished")?,
+        row.try_get("failed")?,
+        row.try_get("total")?,
+        row.try_get("last_finished_at")?,
+    ))
+}
+
+/// Whether `app` still has unfinished tasks.
+pub async fn pending(client: &Client, app: &str) -> Result<bool, DbError> {
+    client
+        .query_one(include_str!("../../sql/load_pending.sql"), &[&app])
+        .await?
+        .try_get(0)
+}
+
+/// How many of `ids` have not finished.
+pub async fn open_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError> {
+    client
+        .query_one(include_str!("../../sql/load_open.sql"), &[&ids])
+        .await?
+        .try_get(0)
+}
+
+/// How many of `ids` finished in a state other than succeeded.
+pub async fn failed_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError> {
+    client
+        .query_one(include_str!("../../sql/load_failed.sql"), &[&ids])
+        .await?
+        .try_get(0)
+}
+
+/// When a task was first claimed and when it finished.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub id: Uuid,
+    pub running_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// The [`Timing`] of each of `ids`.
+pub async fn timings(client: &Client, ids: &[Uuid]) -> Result<Vec<Timing>, DbError> {
+    let rows = client
+        .query(include_str!("../../sql/load_timings.sql"), &[&ids])
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Timing {
+                id: row.try_get("id")?,
+                running_at: row.try_get("running_at")?,
+                finished_at: row.try_get("finished_at")?,
+            })
+        })
+        .collect()
+}
+
+/// The database's clock now.
+pub async fn clock(client: &Client) -> Result<DateTime<Utc>, DbError> {
+    client
+        .query_one(include_str!("../../sql/load_clock.sql"), &[])
+        .await?
+        .try_get(0)
+}
+
+/// Process ids of the other backends connected to this database.
+pub async fn backend_pids(client: &Client) -> Result<Vec<i32>, DbError> {
+    let rows = client
+        .query(include_str!("../../sql/load_backends.sql"), &[])
+        .await?;
+    rows.iter().map(|row| row.try_get(0)).collect()
+}
+
+/// How many replicas are registered.
+pub async fn replica_count(client: &Client) -> Result<i64, DbError> {
+    client
+        .query_one(include_str!("../../sql/load_replicas.sql"), &[])
+        .await?
+        .try_get(0)
+}
