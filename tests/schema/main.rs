@@ -20,6 +20,7 @@
 mod common;
 
 mod diff;
+mod notices;
 mod render;
 
 use std::collections::{BTreeMap, BTreeSet};
