@@ -1,5 +1,5 @@
 -- Admission of an existing task queued again by a retry, inside its transaction (see
--- tasklane.admit in migrations/V3__admission.sql; a submit calls it inside
+-- sql/functions/admit.sql; a submit calls it inside
 -- tasklane.submit_task): emergency stop, capacity, rate, budget, in that order.
 -- $1 task id, $2 app, $3 usage_subject (nullable), $4 now (nullable: the database's).
 -- Returns refused (NULL when admitted), limit_id, free_at, at.

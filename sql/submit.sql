@@ -1,5 +1,5 @@
 -- Submits one task, or answers with the task that already has its identity: one call
--- of tasklane.submit_task (migrations/V5__hot_paths.sql), which runs lookup, owner and
+-- of tasklane.submit_task (sql/functions/submit_task.sql), which runs lookup, owner and
 -- identity locks, fence, admission and insert in that order. On its own it is its own
 -- transaction; inside an application's transaction its locks last until that ends.
 -- $1 id, $2 app, $3 scope_id, $4 effect_key, $5 usage_subject (nullable), $6 source_id

@@ -1,6 +1,7 @@
-//! How the PostgreSQL binaries are found and run: `initdb`/`pg_ctl` from PATH or the
-//! newest `/usr/lib/postgresql/*/bin`, and, because both refuse to run as root, through
-//! `runuser` as `postgres` (or `nobody`) when this process is root.
+//! How the PostgreSQL binaries are found and run: `initdb`/`pg_ctl` (and `pg_dump`, for
+//! the schema test) from PATH or the newest `/usr/lib/postgresql/*/bin`, and, because
+//! the server tools refuse to run as root, through `runuser` as `postgres` (or
+//! `nobody`) when this process is root.
 
 use std::fs;
 use std::net::{Ipv4Addr, TcpListener};
@@ -19,20 +20,7 @@ impl PgBins {
     /// (Debian installs them off PATH). Symlinks are resolved so `pg_ctl` finds the
     /// `postgres` binary next to it.
     pub(super) fn find() -> anyhow::Result<PgBins> {
-        let path_dirs = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .unwrap_or_default();
-        let mut versioned: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
-            .collect();
-        versioned.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
-        let candidates = path_dirs
-            .into_iter()
-            .chain(versioned.into_iter().map(|(_, dir)| dir));
-        for dir in candidates {
+        for dir in bin_dirs() {
             let (initdb, pg_ctl) = (dir.join("initdb"), dir.join("pg_ctl"));
             if initdb.is_file() && pg_ctl.is_file() {
                 return Ok(PgBins {
@@ -43,6 +31,59 @@ impl PgBins {
         }
         bail!("no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql/*/bin; install PostgreSQL or set DATABASE_URL")
     }
+}
+
+/// Directories that may hold PostgreSQL binaries, in the order they are preferred: PATH,
+/// then `/usr/lib/postgresql/<major>/bin`, highest major first (Debian installs them off
+/// PATH).
+fn bin_dirs() -> Vec<PathBuf> {
+    let path_dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let mut versioned: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+        .collect();
+    versioned.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
+    path_dirs
+        .into_iter()
+        .chain(versioned.into_iter().map(|(_, dir)| dir))
+        .collect()
+}
+
+/// The first `pg_dump` (in [`bin_dirs`] order) whose major version is at least
+/// `server_major`: pg_dump refuses to dump a newer server than itself. Runs as this
+/// process's user; unlike the server tools, client tools accept root.
+pub fn find_pg_dump(server_major: u32) -> anyhow::Result<PathBuf> {
+    let mut seen = Vec::new();
+    for path in bin_dirs().into_iter().map(|dir| dir.join("pg_dump")) {
+        if !path.is_file() {
+            continue;
+        }
+        let out = Command::new(&path).arg("--version").output();
+        let version = out
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        if major_version(&version).is_some_and(|major| major >= server_major) {
+            return Ok(path);
+        }
+        seen.push(format!("{} ({version})", path.display()));
+    }
+    bail!(
+        "no pg_dump of PostgreSQL {server_major} or newer on PATH or in /usr/lib/postgresql/*/bin; found: [{}]",
+        seen.join(", ")
+    )
+}
+
+/// The major version in a tool's `--version` line, e.g. 15 in
+/// "pg_dump (PostgreSQL) 15.20 (Debian 15.20-0+deb12u1)" or 18 in "... 18beta1".
+fn major_version(line: &str) -> Option<u32> {
+    let number = line.split(") ").nth(1)?;
+    let digits: String = number.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// How cluster commands are run: directly, or as root through `runuser` as an
@@ -165,4 +206,17 @@ pub(super) fn run(mut cmd: Command, what: &str) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::major_version;
+
+    #[test]
+    fn major_version_reads_release_and_prerelease_lines() {
+        let debian = "pg_dump (PostgreSQL) 15.20 (Debian 15.20-0+deb12u1)";
+        assert_eq!(major_version(debian), Some(15));
+        assert_eq!(major_version("pg_dump (PostgreSQL) 18beta1"), Some(18));
+        assert_eq!(major_version("pg_dump: command not found"), None);
+    }
 }

@@ -33,6 +33,7 @@ pub use databases::{
     create_database_from_template, drop_database, hold_template, prepare_template,
     url_with_database,
 };
+pub use launcher::find_pg_dump;
 pub use sweep::{sweep_old_templates, sweep_stale_test_databases};
 
 /// How long a given `DATABASE_URL` gets to answer before we fall back to a private

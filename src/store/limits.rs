@@ -1,6 +1,7 @@
 //! Admin writes of admission settings: limits with their reservation rows, emergency
-//! stops, resource slots. Each is one statement (the row work is in the functions of
-//! `migrations/V3__admission.sql`), so it is atomic in the caller's transaction.
+//! stops, resource slots. Each is one statement (the row work is in
+//! `tasklane.set_limit` and `set_resource`, see `sql/functions/`), so it is atomic in
+//! the caller's transaction.
 //! Arguments are validated by `crate::admission` before they get here.
 
 use tokio_postgres::GenericClient;

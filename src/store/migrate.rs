@@ -20,6 +20,14 @@ pub async fn run(database_url: &str) -> anyhow::Result<()> {
         .await
         .context("connect to migrate")?;
     let driver = tokio::spawn(connection);
+    // refinery creates its history table with IF NOT EXISTS, so every start on a
+    // migrated database drew a NOTICE ("relation ... already exists, skipping"), which
+    // the driver logs. Notices from migrations are routine; warnings and errors still
+    // reach us.
+    client
+        .batch_execute("SET client_min_messages = warning")
+        .await
+        .context("quiet migration notices")?;
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await

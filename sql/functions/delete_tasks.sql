@@ -1,0 +1,39 @@
+-- GENERATED from the migrations by tests/schema/: do not edit. To change
+-- tasklane.delete_tasks, add a migration that replaces it, then run
+-- `TASKLANE_BLESS=1 cargo test --test schema`.
+--
+-- The current definition of tasklane.delete_tasks (pg_dump --schema-only, normalised).
+-- The line above it names the migrations that wrote it; their comments say why.
+
+-- function delete_tasks: migrations/V4__lifecycle.rs, sql/api/delete_tasks.sql
+CREATE FUNCTION tasklane.delete_tasks(p_app text, p_scope_id text, p_source_id text DEFAULT NULL::text, p_fence boolean DEFAULT false) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    deleted bigint;
+BEGIN
+    IF p_app IS NULL OR p_scope_id IS NULL THEN
+        RAISE EXCEPTION 'tasklane.delete_tasks: app and scope_id are required'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'tasklane.delete_tasks needs READ COMMITTED, not %',
+                current_setting('transaction_isolation')
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Run the deletion in a READ COMMITTED transaction.';
+    END IF;
+    PERFORM pg_advisory_xact_lock(tasklane.owner_key(p_app, p_scope_id));
+    IF coalesce(p_fence, false) THEN
+        INSERT INTO tasklane.scope_fences (app, scope_id) VALUES (p_app, p_scope_id)
+        ON CONFLICT DO NOTHING;
+    END IF;
+    DELETE FROM tasklane.tasks t
+    WHERE t.app = p_app AND t.scope_id = p_scope_id
+      AND (p_source_id IS NULL OR t.source_id = p_source_id);
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+    RETURN deleted;
+END
+$$;
+
+REVOKE ALL ON FUNCTION tasklane.delete_tasks(p_app text, p_scope_id text, p_source_id text, p_fence boolean) FROM PUBLIC;

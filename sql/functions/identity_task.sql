@@ -1,0 +1,19 @@
+-- GENERATED from the migrations by tests/schema/: do not edit. To change
+-- tasklane.identity_task, add a migration that replaces it, then run
+-- `TASKLANE_BLESS=1 cargo test --test schema`.
+--
+-- The current definition of tasklane.identity_task (pg_dump --schema-only, normalised).
+-- The line above it names the migrations that wrote it; their comments say why.
+
+-- function identity_task: migrations/V5__hot_paths.sql
+CREATE FUNCTION tasklane.identity_task(p_app text, p_scope text, p_effect_key text, p_subject text, p_digest bytea) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE WHEN t.request_digest = p_digest THEN 'found' ELSE 'conflict' END,
+           NULL::text, NULL::bigint, NULL::timestamptz, NULL::timestamptz,
+           CASE WHEN t.request_digest = p_digest THEN v END
+    FROM tasklane.tasks t
+    JOIN tasklane.task_views v USING (id)
+    WHERE t.app = p_app AND t.scope_id = p_scope AND t.effect_key = p_effect_key
+      AND (t.usage_subject = p_subject OR (t.usage_subject IS NULL AND p_subject IS NULL))
+$$;

@@ -1,0 +1,21 @@
+-- GENERATED from the migrations by tests/schema/: do not edit. To change
+-- tasklane.lift_fence, add a migration that replaces it, then run
+-- `TASKLANE_BLESS=1 cargo test --test schema`.
+--
+-- The current definition of tasklane.lift_fence (pg_dump --schema-only, normalised).
+-- The line above it names the migrations that wrote it; their comments say why.
+
+-- function lift_fence: migrations/V4__lifecycle.rs, sql/api/lift_fence.sql
+CREATE FUNCTION tasklane.lift_fence(p_app text, p_scope_id text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    WITH lifted AS (
+        DELETE FROM tasklane.scope_fences f
+        WHERE f.app = p_app AND f.scope_id = p_scope_id
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM lifted)
+$$;
+
+REVOKE ALL ON FUNCTION tasklane.lift_fence(p_app text, p_scope_id text) FROM PUBLIC;

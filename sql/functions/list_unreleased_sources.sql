@@ -1,0 +1,27 @@
+-- GENERATED from the migrations by tests/schema/: do not edit. To change
+-- tasklane.list_unreleased_sources, add a migration that replaces it, then run
+-- `TASKLANE_BLESS=1 cargo test --test schema`.
+--
+-- The current definition of tasklane.list_unreleased_sources (pg_dump --schema-only, normalised).
+-- The line above it names the migrations that wrote it; their comments say why.
+
+-- function list_unreleased_sources: migrations/V4__lifecycle.rs, sql/api/list_unreleased_sources.sql
+CREATE FUNCTION tasklane.list_unreleased_sources(p_app text, p_after_scope_id text DEFAULT NULL::text, p_after_source_id text DEFAULT NULL::text, p_limit integer DEFAULT 100) RETURNS TABLE(scope_id text, source_id text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pairs.scope_id, nullif(pairs.source_key, '')
+    FROM (
+        SELECT DISTINCT t.scope_id COLLATE "C" AS scope_id,
+                        coalesce(t.source_id, '') COLLATE "C" AS source_key
+        FROM tasklane.tasks t
+        WHERE t.app = p_app AND t.released_at IS NULL
+          AND (t.scope_id COLLATE "C", coalesce(t.source_id, '') COLLATE "C")
+              > (coalesce(p_after_scope_id, ''), coalesce(p_after_source_id, ''))
+        ORDER BY 1, 2
+        LIMIT greatest(1, least(coalesce(p_limit, 100), 100))
+    ) pairs
+    ORDER BY pairs.scope_id, pairs.source_key
+$$;
+
+REVOKE ALL ON FUNCTION tasklane.list_unreleased_sources(p_app text, p_after_scope_id text, p_after_source_id text, p_limit integer) FROM PUBLIC;

@@ -1,0 +1,357 @@
+-- GENERATED from the migrations by tests/schema/: do not edit. To change the
+-- schema, add a migration, then run `TASKLANE_BLESS=1 cargo test --test schema`.
+--
+-- The current definition of every table and view in the tasklane schema, each
+-- followed by its constraints, indexes and triggers: what migrations/ leave after
+-- the last one ran (pg_dump --schema-only of PostgreSQL 15, normalised).
+-- Functions, including the trigger functions, are in sql/functions/<name>.sql.
+-- The line above each object names the migrations that wrote it; their comments
+-- say why (pg_dump keeps only comments inside function bodies).
+
+CREATE SCHEMA tasklane;
+
+
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql
+CREATE TABLE tasklane.tasks (
+    id uuid NOT NULL,
+    app text NOT NULL,
+    scope_id text NOT NULL,
+    effect_key text NOT NULL,
+    usage_subject text,
+    source_id text,
+    task_type text NOT NULL,
+    request_digest bytea NOT NULL,
+    input jsonb NOT NULL,
+    priority smallint DEFAULT 0 NOT NULL,
+    state text DEFAULT 'queued'::text NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    on_restart text NOT NULL,
+    privacy text NOT NULL,
+    lease_seconds integer NOT NULL,
+    attempt_timeout_seconds integer NOT NULL,
+    run_at timestamp with time zone DEFAULT now() NOT NULL,
+    deadline_at timestamp with time zone,
+    lease_token uuid,
+    lease_expires_at timestamp with time zone,
+    worker_id text,
+    replica_id uuid,
+    progress smallint,
+    phase text,
+    snapshot jsonb,
+    result jsonb,
+    error_code text,
+    error_message text,
+    usage_units bigint,
+    provider text,
+    model text,
+    route text,
+    event_seq integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    released_at timestamp with time zone,
+    resource text,
+    resource_slot integer,
+    holds_capacity boolean DEFAULT false NOT NULL,
+    CONSTRAINT tasks_on_restart_check CHECK ((on_restart = ANY (ARRAY['fail'::text, 'retry'::text, 'resume'::text]))),
+    CONSTRAINT tasks_privacy_check CHECK ((privacy = ANY (ARRAY['local_only'::text, 'external_allowed'::text]))),
+    CONSTRAINT tasks_progress_check CHECK (((progress >= 0) AND (progress <= 100))),
+    CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'cancelling'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
+);
+
+ALTER TABLE ONLY tasklane.tasks
+    ADD CONSTRAINT tasks_identity UNIQUE NULLS NOT DISTINCT (app, scope_id, effect_key, usage_subject);
+
+ALTER TABLE ONLY tasklane.tasks
+    ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
+
+-- index tasks_app_listing: migrations/V1__core.sql
+CREATE INDEX tasks_app_listing ON tasklane.tasks USING btree (app, id DESC);
+
+-- index tasks_claimable: migrations/V1__core.sql
+CREATE INDEX tasks_claimable ON tasklane.tasks USING btree (priority DESC, run_at, id) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text]));
+
+-- index tasks_claimable_resource: migrations/V3__admission.sql
+CREATE INDEX tasks_claimable_resource ON tasklane.tasks USING btree (resource) WHERE ((resource IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
+
+-- index tasks_deadline: migrations/V1__core.sql
+CREATE INDEX tasks_deadline ON tasklane.tasks USING btree (deadline_at) WHERE ((deadline_at IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
+
+-- index tasks_fallback: migrations/V1__core.sql
+CREATE INDEX tasks_fallback ON tasklane.tasks USING btree (priority DESC, run_at, id) WHERE (state = 'waiting_for_external_fallback'::text);
+
+-- index tasks_leased: migrations/V1__core.sql
+CREATE INDEX tasks_leased ON tasklane.tasks USING btree (lease_expires_at) WHERE (state = ANY (ARRAY['running'::text, 'cancelling'::text]));
+
+-- index tasks_prunable: migrations/V4__lifecycle.rs
+CREATE INDEX tasks_prunable ON tasklane.tasks USING btree (GREATEST(released_at, finished_at)) WHERE ((released_at IS NOT NULL) AND (finished_at IS NOT NULL) AND (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])));
+
+-- index tasks_scope_listing: migrations/V1__core.sql
+CREATE INDEX tasks_scope_listing ON tasklane.tasks USING btree (app, scope_id, id DESC);
+
+-- index tasks_unreleased: migrations/V4__lifecycle.rs
+CREATE INDEX tasks_unreleased ON tasklane.tasks USING btree (app, scope_id COLLATE "C", COALESCE(source_id, ''::text) COLLATE "C") WHERE (released_at IS NULL);
+
+-- trigger tasks_delete_events: migrations/V5__hot_paths.sql
+CREATE TRIGGER tasks_delete_events AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_events();
+
+-- trigger tasks_record_usage: migrations/V3__admission.sql
+CREATE TRIGGER tasks_record_usage AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.usage_units IS NOT NULL) AND (new.usage_units > 0) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.record_usage();
+
+-- trigger tasks_release_capacity: migrations/V3__admission.sql
+CREATE TRIGGER tasks_release_capacity AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN ((old.holds_capacity AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.release_capacity();
+
+-- trigger tasks_release_capacity_on_delete: migrations/V3__admission.sql
+CREATE TRIGGER tasks_release_capacity_on_delete AFTER DELETE ON tasklane.tasks FOR EACH ROW WHEN ((old.holds_capacity AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.release_capacity();
+
+-- trigger tasks_release_resource_slot: migrations/V3__admission.sql
+CREATE TRIGGER tasks_release_resource_slot BEFORE UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((old.resource_slot IS NOT NULL) AND (new.state <> ALL (ARRAY['running'::text, 'cancelling'::text])))) EXECUTE FUNCTION tasklane.release_resource_slot();
+
+-- trigger tasks_release_resource_slot_on_delete: migrations/V3__admission.sql
+CREATE TRIGGER tasks_release_resource_slot_on_delete BEFORE DELETE ON tasklane.tasks FOR EACH ROW WHEN ((old.resource_slot IS NOT NULL)) EXECUTE FUNCTION tasklane.release_resource_slot();
+
+
+-- view task_views: migrations/V1__core.sql
+CREATE VIEW tasklane.task_views AS
+ SELECT tasks.id,
+    tasks.app,
+    tasks.scope_id,
+    tasks.source_id,
+    tasks.usage_subject,
+    tasks.task_type,
+    tasks.state,
+    tasks.priority,
+    tasks.attempt,
+    tasks.max_attempts,
+    tasks.progress,
+    tasks.phase,
+    tasks.created_at,
+    tasks.started_at,
+    tasks.finished_at,
+    tasks.released_at,
+    tasks.deadline_at,
+    tasks.result,
+    tasks.error_code,
+    tasks.error_message,
+    tasks.usage_units,
+    tasks.provider,
+    tasks.model,
+    tasks.route
+   FROM tasklane.tasks;
+
+
+-- table admission_history: migrations/V3__admission.sql
+CREATE TABLE tasklane.admission_history (
+    app text NOT NULL,
+    usage_subject text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    task_id uuid NOT NULL
+);
+
+-- index admission_history_at: migrations/V3__admission.sql
+CREATE INDEX admission_history_at ON tasklane.admission_history USING brin (at);
+
+
+-- table api_tokens: migrations/V2__tokens.sql
+CREATE TABLE tasklane.api_tokens (
+    id uuid NOT NULL,
+    app text NOT NULL,
+    scope_id text,
+    permissions text[] NOT NULL,
+    name text,
+    token_hash bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone
+);
+
+ALTER TABLE ONLY tasklane.api_tokens
+    ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY tasklane.api_tokens
+    ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
+
+
+-- table budget_usage: migrations/V3__admission.sql
+CREATE TABLE tasklane.budget_usage (
+    app text NOT NULL,
+    usage_subject text NOT NULL,
+    day date NOT NULL,
+    stripe smallint NOT NULL,
+    units bigint NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.budget_usage
+    ADD CONSTRAINT budget_usage_pkey PRIMARY KEY (app, usage_subject, day, stripe);
+
+
+-- table capacity_slots: migrations/V3__admission.sql
+CREATE TABLE tasklane.capacity_slots (
+    limit_id bigint NOT NULL,
+    slot integer NOT NULL,
+    task_id uuid,
+    retired boolean DEFAULT false NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.capacity_slots
+    ADD CONSTRAINT capacity_slots_pkey PRIMARY KEY (limit_id, slot);
+
+-- index capacity_slots_free: migrations/V3__admission.sql
+CREATE INDEX capacity_slots_free ON tasklane.capacity_slots USING btree (limit_id, slot) WHERE (task_id IS NULL);
+
+-- index capacity_slots_retired: migrations/V3__admission.sql
+CREATE INDEX capacity_slots_retired ON tasklane.capacity_slots USING btree (limit_id) WHERE retired;
+
+-- index capacity_slots_task: migrations/V3__admission.sql
+CREATE INDEX capacity_slots_task ON tasklane.capacity_slots USING btree (task_id) WHERE (task_id IS NOT NULL);
+
+ALTER TABLE ONLY tasklane.capacity_slots
+    ADD CONSTRAINT capacity_slots_limit_id_fkey FOREIGN KEY (limit_id) REFERENCES tasklane.limits(id) ON DELETE CASCADE;
+
+
+-- table emergency_stops: migrations/V3__admission.sql
+CREATE TABLE tasklane.emergency_stops (
+    app text NOT NULL,
+    enabled_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.emergency_stops
+    ADD CONSTRAINT emergency_stops_pkey PRIMARY KEY (app);
+
+
+-- table limits: migrations/V3__admission.sql
+CREATE TABLE tasklane.limits (
+    id bigint NOT NULL,
+    kind text NOT NULL,
+    app text DEFAULT ''::text NOT NULL,
+    usage_subject text DEFAULT ''::text NOT NULL,
+    window_seconds integer DEFAULT 0 NOT NULL,
+    max bigint NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT limits_check CHECK (((usage_subject = ''::text) OR (app <> ''::text))),
+    CONSTRAINT limits_check1 CHECK (((kind <> 'budget'::text) OR (app <> ''::text))),
+    CONSTRAINT limits_check2 CHECK (((kind = 'rate'::text) = (window_seconds > 0))),
+    CONSTRAINT limits_kind_check CHECK ((kind = ANY (ARRAY['capacity'::text, 'rate'::text, 'budget'::text]))),
+    CONSTRAINT limits_max_check CHECK ((max >= 0)),
+    CONSTRAINT limits_window_seconds_check CHECK (((window_seconds >= 0) AND (window_seconds <= 86400)))
+);
+
+ALTER TABLE tasklane.limits ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tasklane.limits_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY tasklane.limits
+    ADD CONSTRAINT limits_key UNIQUE (kind, app, usage_subject, window_seconds);
+
+ALTER TABLE ONLY tasklane.limits
+    ADD CONSTRAINT limits_pkey PRIMARY KEY (id);
+
+
+-- table rate_tokens: migrations/V3__admission.sql
+CREATE TABLE tasklane.rate_tokens (
+    limit_id bigint NOT NULL,
+    token integer NOT NULL,
+    used_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL,
+    used_by uuid,
+    prev_used_at timestamp with time zone
+);
+
+-- index rate_tokens_oldest: migrations/V3__admission.sql
+CREATE INDEX rate_tokens_oldest ON tasklane.rate_tokens USING btree (limit_id, used_at);
+
+ALTER TABLE ONLY tasklane.rate_tokens
+    ADD CONSTRAINT rate_tokens_limit_id_fkey FOREIGN KEY (limit_id) REFERENCES tasklane.limits(id) ON DELETE CASCADE;
+
+
+-- table refusals: migrations/V3__admission.sql
+CREATE TABLE tasklane.refusals (
+    day date NOT NULL,
+    code text NOT NULL,
+    app text NOT NULL,
+    stripe smallint NOT NULL,
+    count bigint NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.refusals
+    ADD CONSTRAINT refusals_pkey PRIMARY KEY (day, code, app, stripe);
+
+
+-- table replicas: migrations/V1__core.sql
+CREATE TABLE tasklane.replicas (
+    id uuid NOT NULL,
+    name text NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    heartbeat_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.replicas
+    ADD CONSTRAINT replicas_pkey PRIMARY KEY (id);
+
+
+-- table resource_slots: migrations/V3__admission.sql
+CREATE TABLE tasklane.resource_slots (
+    resource text NOT NULL,
+    slot integer NOT NULL,
+    task_id uuid,
+    retired boolean DEFAULT false NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.resource_slots
+    ADD CONSTRAINT resource_slots_pkey PRIMARY KEY (resource, slot);
+
+-- index resource_slots_free: migrations/V3__admission.sql
+CREATE INDEX resource_slots_free ON tasklane.resource_slots USING btree (resource, slot) WHERE (task_id IS NULL);
+
+-- index resource_slots_retired: migrations/V3__admission.sql
+CREATE INDEX resource_slots_retired ON tasklane.resource_slots USING btree (resource) WHERE retired;
+
+-- index resource_slots_task: migrations/V3__admission.sql
+CREATE INDEX resource_slots_task ON tasklane.resource_slots USING btree (task_id) WHERE (task_id IS NOT NULL);
+
+ALTER TABLE ONLY tasklane.resource_slots
+    ADD CONSTRAINT resource_slots_resource_fkey FOREIGN KEY (resource) REFERENCES tasklane.resources(name) ON DELETE CASCADE;
+
+
+-- table resources: migrations/V3__admission.sql
+CREATE TABLE tasklane.resources (
+    name text NOT NULL,
+    slots integer NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT resources_slots_check CHECK ((slots >= 0))
+);
+
+ALTER TABLE ONLY tasklane.resources
+    ADD CONSTRAINT resources_pkey PRIMARY KEY (name);
+
+
+-- table scope_fences: migrations/V4__lifecycle.rs
+CREATE TABLE tasklane.scope_fences (
+    app text NOT NULL,
+    scope_id text NOT NULL,
+    fenced_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.scope_fences
+    ADD CONSTRAINT scope_fences_pkey PRIMARY KEY (app, scope_id);
+
+
+-- table task_events: migrations/V1__core.sql, migrations/V5__hot_paths.sql
+CREATE TABLE tasklane.task_events (
+    task_id uuid NOT NULL,
+    seq integer NOT NULL,
+    type text NOT NULL,
+    data jsonb DEFAULT '{}'::jsonb NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.task_events
+    ADD CONSTRAINT task_events_pkey PRIMARY KEY (task_id, seq);
+
+-- trigger task_events_notify: migrations/V2__tokens.sql, migrations/V5__hot_paths.sql
+CREATE TRIGGER task_events_notify AFTER INSERT ON tasklane.task_events FOR EACH ROW WHEN ((new.type = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text, 'task.output'::text]))) EXECUTE FUNCTION tasklane.notify_task_event();
