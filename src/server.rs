@@ -15,7 +15,7 @@ use crate::config::{Role, ServeConfig};
 use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
 use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::pruner::Pruner;
-use crate::maintenance::registry::ReplicaRegistry;
+use crate::maintenance::replicas::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
 use crate::service::{Tasklane, Wakeup};
@@ -89,14 +89,14 @@ impl Replica {
         let mut services = JoinSet::new();
         let mut workers = JoinSet::new();
         let ttl = Duration::from_secs(config.replica_ttl_seconds);
-        let registry_service = ReplicaRegistry {
+        let replicas = ReplicaRegistry {
             pool: pool.clone(),
             id,
             name: config.replica_name(),
             ttl,
         };
-        let cold_start = registry_service.register().await?;
-        services.spawn(registry_service.run(shutdown.clone()));
+        let cold_start = replicas.register().await?;
+        services.spawn(replicas.run(shutdown.clone()));
         services.spawn(wakeup.clone().run_notifier(
             pool.clone(),
             Duration::from_millis(config.notify_debounce_ms),

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::fixtures::*;
-use tasklane::maintenance::registry::ReplicaRegistry;
+use tasklane::maintenance::replicas::ReplicaRegistry;
 use tasklane::store::claim::{self, Claimant};
 use tasklane::store::lease::{self, Beat};
 use tasklane::store::query::Owner;

@@ -4,7 +4,7 @@
 pub mod admission_history;
 pub mod deadlines;
 pub mod pruner;
-pub mod registry;
+pub mod replicas;
 pub mod rescuer;
 pub mod statistics;
 

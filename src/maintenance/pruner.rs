@@ -4,9 +4,8 @@
 //! statement takes its rows with SKIP LOCKED, so sweepers never wait on or double count
 //! each other. Unreleased tasks are kept however old; unfinished ones are never touched.
 //!
-//! Admission history (rate windows older than 24 h) belongs to `src/admission/`; its
-//! pruning statement is to be called from [`Pruner::pass`] beside `prune_tasks`, in its
-//! own bounded batch, so one service sweeps both.
+//! Admission history (rate windows older than 24 h) is swept by its own service,
+//! `maintenance::admission_history`, on its own interval.
 
 use std::time::Duration;
 

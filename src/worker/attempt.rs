@@ -50,7 +50,7 @@ impl Attempt {
 
     pub async fn run(self) {
         let Some(handler) = self.handlers.get(&self.task.task_type).cloned() else {
-            // Claims only name runnable types; a registry change under us is a bug.
+            // Claims only name types this worker has handlers for; anything else is a bug.
             tracing::error!(task_type = %self.task.task_type, "claimed a task without a handler");
             return;
         };
