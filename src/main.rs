@@ -1,7 +1,7 @@
 //! The `tasklane` binary: parse the command line, start tracing, run the command.
 
 use clap::{Parser, Subcommand};
-use tasklane::config::{Role, ServeConfig};
+use tasklane::config::ServeConfig;
 use tasklane::http::{HttpConfig, HttpServer};
 use tasklane::server::{self, Replica};
 
@@ -128,20 +128,16 @@ fn database_url_of(url: String) -> String {
 
 async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let replica = Replica::start(&config, Default::default()).await?;
-    let http = match config.has(Role::Api) {
-        true => Some(HttpServer::start(&HttpConfig::of(&config), replica.tasklane.clone()).await?),
-        false => None,
-    };
+    // Every role answers /healthz, /readyz and /metrics; /v1/ only with role api.
+    let http = HttpServer::start(&HttpConfig::of(&config), replica.tasklane.clone()).await?;
     server::terminated().await;
     tracing::info!("shutting down");
-    if let Some(http) = http {
-        let drain = std::time::Duration::from_millis(config.readiness_drain_ms);
-        http.shutdown(
-            drain,
-            std::time::Duration::from_secs(config.shutdown_grace_seconds),
-        )
-        .await;
-    }
+    let drain = std::time::Duration::from_millis(config.readiness_drain_ms);
+    http.shutdown(
+        drain,
+        std::time::Duration::from_secs(config.shutdown_grace_seconds),
+    )
+    .await;
     replica.stop().await;
     Ok(())
 }

@@ -45,6 +45,28 @@ pub struct AppState {
     pub stopping: CancellationToken,
 }
 
+impl AppState {
+    /// The API's shared listeners: task events for waiters and streams (LISTEN plus a
+    /// shared poll), and work wake-ups for claim long-polls when no in-process worker
+    /// listens already.
+    fn start_api_listeners(&self, config: &HttpConfig, stop: &CancellationToken) {
+        tokio::spawn(
+            self.watch
+                .clone()
+                .run(config.database_url.clone(), stop.clone()),
+        );
+        tokio::spawn(
+            self.watch
+                .clone()
+                .run_poller(self.tasklane.clone(), stop.clone()),
+        );
+        if config.listen_wakeups {
+            let wakeup = self.tasklane.wakeup().clone();
+            tokio::spawn(wakeup.run_listener(config.database_url.clone(), stop.clone()));
+        }
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(title = "tasklane", description = "A durable task platform on PostgreSQL (API.md)."),
@@ -107,11 +129,27 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         &openapi,
         &state.tasklane.task_types().names(),
     ));
+    let routes = routes.route(
+        "/openapi.json",
+        get(move || async move { Json(openapi.as_ref().clone()) }),
+    );
+    finish(routes, state, body_limit)
+}
+
+/// The operations routes alone (`/healthz`, `/readyz`, `/metrics`): what a replica
+/// without the `api` role serves, so its probes and scrapes work like any other's.
+pub fn operations_router(state: AppState) -> Router {
+    let routes = Router::new()
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics));
+    finish(routes, state, 0)
+}
+
+/// The layers every router shares: metrics, the problem+json fallback and shapes,
+/// the body limit, tracing.
+fn finish(routes: Router<AppState>, state: AppState, body_limit: usize) -> Router {
     routes
-        .route(
-            "/openapi.json",
-            get(move || async move { Json(openapi.as_ref().clone()) }),
-        )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
@@ -135,6 +173,8 @@ pub struct HttpConfig {
     /// Listen for other replicas' work wake-ups too (so claim long-polls answer at
     /// once): needed when this replica runs no in-process workers, which otherwise do.
     pub listen_wakeups: bool,
+    /// Serve the `/v1/` API (role `api`); without it only the operations routes.
+    pub api: bool,
 }
 
 impl HttpConfig {
@@ -145,6 +185,7 @@ impl HttpConfig {
             database_url: config.database_url.clone(),
             body_limit: config.body_limit(),
             listen_wakeups: config.listen_notify && !config.has(crate::config::Role::Worker),
+            api: config.has(crate::config::Role::Api),
         }
     }
 }
@@ -192,30 +233,19 @@ impl HttpServer {
             stopping: CancellationToken::new(),
         };
         let listener_stop = CancellationToken::new();
-        tokio::spawn(
-            state
-                .watch
-                .clone()
-                .run(config.database_url.clone(), listener_stop.clone()),
-        );
-        tokio::spawn(
-            state
-                .watch
-                .clone()
-                .run_poller(state.tasklane.clone(), listener_stop.clone()),
-        );
-        if config.listen_wakeups {
-            let wakeup = state.tasklane.wakeup().clone();
-            tokio::spawn(wakeup.run_listener(config.database_url.clone(), listener_stop.clone()));
-        }
-        let app = router(state.clone(), config.body_limit);
+        let app = if config.api {
+            state.start_api_listeners(config, &listener_stop);
+            router(state.clone(), config.body_limit)
+        } else {
+            operations_router(state.clone())
+        };
         let stopping = state.stopping.clone();
         let server = tokio::spawn(async move {
             axum::serve(listener, app)
                 .with_graceful_shutdown(stopping.cancelled_owned())
                 .await
         });
-        tracing::info!(%local_addr, "HTTP API listening");
+        tracing::info!(%local_addr, api = config.api, "HTTP listening");
         Ok(HttpServer {
             state,
             server,

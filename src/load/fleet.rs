@@ -152,10 +152,12 @@ fn spawn(spec: &FleetSpec, n: usize) -> anyhow::Result<Child> {
             "--replica-name",
             &format!("load-{n}-{}", std::process::id()),
         ])
-        .args(
-            spec.http_base_port
-                .map(|p| format!("--listen=127.0.0.1:{}", p as usize + n)),
-        )
+        // Without the API a replica still serves /healthz, /readyz and /metrics: on a
+        // port the system picks, so a fleet's replicas never collide.
+        .arg(match spec.http_base_port {
+            Some(p) => format!("--listen=127.0.0.1:{}", p as usize + n),
+            None => "--listen=127.0.0.1:0".to_owned(),
+        })
         .args(&spec.serve_args)
         .env(
             "TASKLANE_LOG",

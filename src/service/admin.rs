@@ -29,8 +29,12 @@ impl Tasklane {
         Ok(crate::admission::overview(store::client(&client)).await?)
     }
 
-    /// Whether the database answers and its schema is the one this binary expects.
+    /// Whether this process can do its work: its claim loops (if any) run, the
+    /// database answers and its schema is the one this binary expects.
     pub async fn is_ready(&self) -> bool {
+        if !self.liveness.all_running() {
+            return false;
+        }
         match self.pool.get().await {
             Ok(client) => store::migrate::is_current(store::client(&client)).await,
             Err(_) => false,

@@ -14,6 +14,7 @@
 mod admin;
 mod error;
 mod lifecycle;
+pub mod liveness;
 mod submit;
 mod tasks;
 pub mod tokens;
@@ -38,6 +39,7 @@ pub use crate::store::query::{ListFilter, Owner};
 pub use crate::store::{SubmitOutcome, Submitted, TaskRecord};
 pub use error::ServiceError;
 pub use lifecycle::MAX_SOURCE_PAGE;
+pub use liveness::Liveness;
 pub use submit::{accepted, submit_in};
 pub use tasks::{TaskEvents, TaskList};
 pub use wakeup::Wakeup;
@@ -51,6 +53,7 @@ pub struct Tasklane {
     pool: deadpool_postgres::Pool,
     task_types: Arc<TaskTypes>,
     wakeup: Wakeup,
+    liveness: Liveness,
     max_input_bytes: usize,
 }
 
@@ -67,6 +70,7 @@ impl Tasklane {
             pool,
             task_types,
             wakeup,
+            liveness: Liveness::default(),
             max_input_bytes,
         }
     }
@@ -79,6 +83,11 @@ impl Tasklane {
     /// The wake-up signal of this process's claim loops.
     pub fn wakeup(&self) -> &Wakeup {
         &self.wakeup
+    }
+
+    /// The claim loops of this process: each holds a guard while it runs.
+    pub fn liveness(&self) -> &Liveness {
+        &self.liveness
     }
 
     /// The connection pool, for the services of this process that run their own

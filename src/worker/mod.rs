@@ -71,9 +71,10 @@ impl Worker {
     /// Claims and runs tasks until `shutdown`; then waits up to the grace period for
     /// running attempts and hands back the leases of the rest.
     pub async fn run(self, shutdown: CancellationToken) {
+        let _running = self.tasklane.liveness().enter();
         let task_types = self.handlers.names();
         if task_types.is_empty() {
-            return;
+            return shutdown.cancelled().await;
         }
         let slots = Arc::new(Semaphore::new(self.config.concurrency));
         let abort = CancellationToken::new();

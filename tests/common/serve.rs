@@ -43,7 +43,7 @@ pub struct Options {
 /// One `tasklane serve` child process, killed on drop.
 pub struct Serve {
     child: Child,
-    /// `http://127.0.0.1:PORT`; it answers only when the replica has the `api` role.
+    /// `http://127.0.0.1:PORT`: operations routes on every replica, `/v1/` with role `api`.
     pub base: String,
     _types: TypesFile,
 }
