@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use tasklane::config::ServeConfig;
 use tasklane::http::{HttpConfig, HttpServer};
 use tasklane::server::{self, Replica};
+use tasklane::telemetry::Telemetry;
 
 #[derive(Parser)]
 #[command(
@@ -74,20 +75,17 @@ enum TokenCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TASKLANE_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match Cli::parse().command {
-        Command::Serve(config) => serve(config.resolve_env()).await,
+    let command = Cli::parse().command;
+    let telemetry = Telemetry::start()?;
+    let result = match command {
+        Command::Serve(config) => serve(config.resolve_env(), &telemetry).await,
         Command::Migrate { database_url } => tasklane::store::migrate::run(&database_url).await,
-        Command::Dev(config) => dev(config.resolve_env()).await,
+        Command::Dev(config) => dev(config.resolve_env(), &telemetry).await,
         Command::Load(config) => tasklane::load::run(config).await.map(drop),
         Command::Token(command) => token(command).await,
-    }
+    };
+    telemetry.shutdown();
+    result
 }
 
 async fn token(command: TokenCommand) -> anyhow::Result<()> {
@@ -126,10 +124,15 @@ fn database_url_of(url: String) -> String {
         .unwrap_or(url)
 }
 
-async fn serve(config: ServeConfig) -> anyhow::Result<()> {
-    let replica = Replica::start(&config, Default::default()).await?;
+async fn serve(config: ServeConfig, telemetry: &Telemetry) -> anyhow::Result<()> {
+    let replica = Replica::start(&config, Default::default(), telemetry).await?;
     // Every role answers /healthz, /readyz and /metrics; /v1/ only with role api.
-    let http = HttpServer::start(&HttpConfig::of(&config), replica.tasklane.clone()).await?;
+    let http = HttpServer::start(
+        &HttpConfig::of(&config),
+        replica.tasklane.clone(),
+        telemetry.clone(),
+    )
+    .await?;
     server::terminated().await;
     tracing::info!("shutting down");
     let drain = std::time::Duration::from_millis(config.readiness_drain_ms);
@@ -145,7 +148,7 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 /// `dev` uses `DATABASE_URL` / `TASKLANE_DATABASE_URL` only when one is set and answers;
 /// otherwise (the flag's default included) a private throwaway cluster, so trying
 /// tasklane never writes into a server the user did not name.
-async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
+async fn dev(mut config: ServeConfig, telemetry: &Telemetry) -> anyhow::Result<()> {
     let named = std::env::var("TASKLANE_DATABASE_URL")
         .or_else(|_| std::env::var("DATABASE_URL"))
         .ok();
@@ -172,5 +175,5 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
     let token = tasklane::service::tokens::create(&config.database_url, &spec).await?;
     println!("admin token for app \"dev\" (http://{}):", config.listen);
     println!("{}", token.secret);
-    serve(config).await
+    serve(config, telemetry).await
 }

@@ -39,6 +39,8 @@ pub struct AppState {
     pub tasklane: Tasklane,
     pub watch: watch::TaskWatch,
     pub metrics: metrics::Metrics,
+    /// What `/metrics` renders: every instrument of the process.
+    pub telemetry: crate::telemetry::Telemetry,
     /// False from the start of a shutdown: `/readyz` answers 503.
     pub ready: Arc<AtomicBool>,
     /// Cancelled at shutdown: long polls, waits and streams end.
@@ -218,8 +220,13 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `config.listen` and serves `tasklane`, with its own events listener.
-    pub async fn start(config: &HttpConfig, tasklane: Tasklane) -> anyhow::Result<Self> {
+    /// Binds `config.listen` and serves `tasklane`, with its own events listener;
+    /// `/metrics` renders `telemetry`.
+    pub async fn start(
+        config: &HttpConfig,
+        tasklane: Tasklane,
+        telemetry: crate::telemetry::Telemetry,
+    ) -> anyhow::Result<Self> {
         let listen = &config.listen;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
@@ -228,7 +235,8 @@ impl HttpServer {
         let state = AppState {
             tasklane,
             watch: watch::TaskWatch::default(),
-            metrics: metrics::Metrics::new()?,
+            metrics: metrics::Metrics::new(&telemetry.meter()),
+            telemetry,
             ready: Arc::new(AtomicBool::new(true)),
             stopping: CancellationToken::new(),
         };

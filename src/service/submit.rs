@@ -40,6 +40,29 @@ impl Tasklane {
         request: &SubmitRequest,
         committed: impl FnOnce(),
     ) -> Result<Submitted, ServiceError> {
+        let answer = self.submit_once(owner, request, committed).await;
+        // Only registered types become attributes: a submit's own type name is not
+        // bounded until it is known.
+        if self.task_types.get(&request.task_type).is_some() {
+            match &answer {
+                Ok(submitted) => self
+                    .instruments
+                    .submitted(&request.task_type, outcome_name(submitted.outcome)),
+                Err(error) if error.is_refusal() => {
+                    self.instruments.refused(&request.task_type, error.code())
+                }
+                Err(_) => {}
+            }
+        }
+        answer
+    }
+
+    async fn submit_once(
+        &self,
+        owner: &Owner,
+        request: &SubmitRequest,
+        committed: impl FnOnce(),
+    ) -> Result<Submitted, ServiceError> {
         let task = self.prepare(owner, request)?;
         let client = self.connection().await?;
         let submission = submit::submit_pooled(&client, crate::task::new_task_id(), &task).await?;
@@ -55,6 +78,14 @@ impl Tasklane {
             self.wakeup.wake_all();
         }
         Ok(submitted)
+    }
+}
+
+fn outcome_name(outcome: SubmitOutcome) -> &'static str {
+    match outcome {
+        SubmitOutcome::Created => "created",
+        SubmitOutcome::Joined => "joined",
+        SubmitOutcome::Existing => "existing",
     }
 }
 

@@ -132,9 +132,10 @@ impl Tasklane {
             ids: &[id],
             lease_tokens: &[lease_token],
         };
-        recover::recover(&tx, &lost, 1).await?;
+        let recovered = recover::recover(&tx, &lost, 1).await?;
         store::notify::wake_replicas(&tx).await?;
         tx.commit().await?;
+        self.instruments.recovered("handed_back", recovered as u64);
         Ok(())
     }
 }

@@ -153,6 +153,7 @@ async fn a_ten_thousand_row_backlog_drains_in_successive_passes() {
         interval: Duration::from_secs(3600),
         batch: 100,
         retention: DAY,
+        instruments: tasklane::telemetry::Instruments::noop(),
     };
     let mut full_passes = 0;
     while pruner.pass().await.unwrap() {
@@ -176,6 +177,7 @@ async fn the_service_keeps_going_while_passes_are_full_then_stops_on_shutdown() 
         interval: Duration::from_secs(3600),
         batch: 100,
         retention: DAY,
+        instruments: tasklane::telemetry::Instruments::noop(),
     };
     let shutdown = CancellationToken::new();
     let service = tokio::spawn(pruner.run(shutdown.clone()));
