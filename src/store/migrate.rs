@@ -20,6 +20,12 @@ pub async fn run(database_url: &str) -> anyhow::Result<()> {
         .await
         .context("connect to migrate")?;
     let driver = tokio::spawn(connection);
+    // refinery creates its history table `IF NOT EXISTS`; PostgreSQL's NOTICE that it
+    // exists would be logged on every start. Warnings and errors still come through.
+    client
+        .batch_execute("SET client_min_messages = warning")
+        .await
+        .context("set client_min_messages")?;
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await
