@@ -69,18 +69,30 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// Starts a replica with `config`; `custom` adds in-process handlers; its metrics
-    /// are recorded into `telemetry`.
+    /// Starts a replica with `config` and the task types of its file; `custom` adds
+    /// in-process handlers; its metrics are recorded into `telemetry`.
     pub async fn start(
         config: &ServeConfig,
         custom: HashMap<String, Arc<dyn Handler>>,
         telemetry: &Telemetry,
     ) -> anyhow::Result<Replica> {
+        Replica::start_with_types(config, load_task_types(config)?, custom, telemetry).await
+    }
+
+    /// Starts a replica with `config` and the task types `types` (whatever the
+    /// configuration's file says). The types and handlers are checked before the
+    /// database is migrated, so a bad file is refused before anything is written.
+    pub async fn start_with_types(
+        config: &ServeConfig,
+        types: Vec<TaskType>,
+        custom: HashMap<String, Arc<dyn Handler>>,
+        telemetry: &Telemetry,
+    ) -> anyhow::Result<Replica> {
+        let task_types = Arc::new(TaskTypes::new(types));
+        let handlers = Arc::new(Handlers::new(&task_types, custom)?);
         if !config.no_migrate {
             crate::store::migrate::run(&config.database_url).await?;
         }
-        let task_types = Arc::new(TaskTypes::new(load_task_types(config)?));
-        let handlers = Arc::new(Handlers::new(&task_types, custom)?);
         let pool = pool(&config.database_url, config.pool_size)?;
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();

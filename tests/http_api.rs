@@ -513,6 +513,126 @@ async fn operations_routes_and_openapi() {
         );
     }
     assert!(doc["components"]["schemas"].get("SubmitBody").is_some());
+    // The server takes any JSON value as input (and hands back any as result, snapshot
+    // or event data): the document must not narrow them to objects.
+    for (schema, field) in [
+        ("SubmitBody", "input"),
+        ("TaskView", "result"),
+        ("EventView", "data"),
+        ("ClaimedView", "input"),
+        ("ClaimedView", "snapshot"),
+        ("HeartbeatBody", "snapshot"),
+        ("WorkerEvent", "data"),
+        ("CompleteBody", "result"),
+    ] {
+        let property = &doc["components"]["schemas"][schema]["properties"][field];
+        assert!(property.is_object(), "{schema}.{field} missing");
+        for narrowing in ["type", "$ref", "oneOf", "anyOf", "allOf"] {
+            assert!(
+                property.get(narrowing).is_none(),
+                "{schema}.{field} is not any JSON value: {property}"
+            );
+        }
+    }
+}
+
+/// A query parameter the route does not declare is refused by name, as an unknown body
+/// field is, whether the route has query parameters of its own or none; the operations
+/// routes stay lenient for probes and scrapers that add their own.
+#[tokio::test]
+async fn unknown_query_parameters_are_refused_by_name() {
+    let db = common::test_db().await;
+    let serve = Serve::start(&db.url, Options::default()).await;
+    let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
+    let created = api.submit("remote", "s", "k", json!({})).await;
+    assert_eq!(created.status, 202, "{:?}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_owned();
+
+    // (path, the parameter refused): routes without and with a query struct.
+    let cases = [
+        (format!("/v1/tasks/{id}?wait=10"), "wait"),
+        (format!("/v1/tasks/{id}/events?after=0&since=1"), "since"),
+        ("/v1/tasks?scope=s".to_owned(), "scope"),
+        (
+            "/v1/unreleased-sources?limit=5&cursor=x".to_owned(),
+            "cursor",
+        ),
+    ];
+    for (path, parameter) in cases {
+        let refused = api.get(&path).await;
+        assert_eq!(
+            (
+                refused.status,
+                refused.code(),
+                refused.body["field"].as_str()
+            ),
+            (422, "unknown_field", Some(parameter)),
+            "GET {path}: {:?}",
+            refused.body
+        );
+    }
+    let submit = json!({"task_type": "remote", "scope_id": "s", "effect_key": "k2", "input": {}});
+    let refused = api.post("/v1/tasks?wait=1&colour=red", &submit).await;
+    assert_eq!(
+        (refused.status, refused.body["field"].as_str()),
+        (422, Some("colour")),
+        "{:?}",
+        refused.body
+    );
+    let listed = api.get("/v1/tasks?scope_id=s&limit=10").await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    assert_eq!(
+        listed.body["items"].as_array().map(Vec::len),
+        Some(1),
+        "the refused submit created nothing: {}",
+        listed.body
+    );
+    assert_eq!(api.get(&format!("/v1/tasks/{id}")).await.status, 200);
+    assert_eq!(api.get("/healthz?probe=1").await.status, 200);
+    assert_eq!(api.get("/readyz?probe=1").await.status, 200);
+}
+
+/// `serve` reads and checks its task-types file before it migrates: a bad file is
+/// refused, naming the file, and the database is left as it was.
+#[tokio::test]
+async fn a_bad_task_types_file_is_refused_before_the_database_is_written() {
+    let db = common::empty_db().await;
+    let path = std::env::temp_dir().join(format!(
+        "tasklane-bad-types-{}-{}.toml",
+        std::process::id(),
+        uuid::Uuid::new_v4()
+    ));
+    std::fs::write(&path, "[[task_type]]\nname = \"x\"\nexecutor = \"http\"\n").unwrap();
+    let mut command = std::process::Command::new(common::serve::binary());
+    command
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env_remove("TASKLANE_DATABASE_URL")
+        .env("TASKLANE_TASK_TYPES", &path)
+        .env("TASKLANE_LISTEN", "127.0.0.1:0")
+        .env("TASKLANE_LOG", "warn");
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .expect("run tasklane serve");
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "a bad file was served: {stderr}");
+    assert!(
+        stderr.contains(&path.display().to_string()) && stderr.contains("url"),
+        "the error names neither the file nor the field: {stderr}"
+    );
+    let client = db.client().await;
+    let row = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'tasklane'),
+                    to_regclass('tasklane_schema_history') IS NULL",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 0, "the tasklane schema was created");
+    assert!(row.get::<_, bool>(1), "the migration history was written");
 }
 
 #[tokio::test]

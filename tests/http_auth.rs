@@ -154,6 +154,22 @@ async fn permission_is_checked_before_the_request_is_parsed() {
             "[]",
             422,
         ),
+        (
+            &reader,
+            &app,
+            Method::POST,
+            "/v1/tasks?colour=red",
+            submit,
+            422,
+        ),
+        (
+            &admin,
+            &app,
+            Method::GET,
+            "/v1/tasks/01a22f72-7382-7081-b5de-a10d9986c3a4?wait=10",
+            "",
+            422,
+        ),
         (&reader, &app, Method::POST, "/v1/worker/claim", "{", 400),
         (
             &reader,

@@ -22,6 +22,7 @@
 mod cluster;
 mod databases;
 mod launcher;
+mod redact;
 mod sweep;
 
 use std::time::Duration;
@@ -34,6 +35,7 @@ pub use databases::{
     url_with_database,
 };
 pub use launcher::find_pg_dump;
+pub use redact::redacted_url;
 pub use sweep::{sweep_old_templates, sweep_stale_test_databases};
 
 /// How long a given `DATABASE_URL` gets to answer before we fall back to a private

@@ -71,7 +71,7 @@ impl AppState {
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "tasklane", description = "A durable task platform on PostgreSQL (API.md)."),
+    info(title = "tasklane", description = "A durable task platform on PostgreSQL (reference: docs/api.md)."),
     modifiers(&BearerAuth),
     components(schemas(error::Problem))
 )]
