@@ -13,7 +13,9 @@
 --#set claimable  external  'queued', 'waiting_for_retry', 'waiting_for_external_fallback'
 --#
 --#if local
--- transition: Claim except waiting_for_external_fallback (local route: a task that fell back waits for an external worker)
+-- transition: Claim
+--   except waiting_for_external_fallback
+--   (local route: a task that fell back waits for an external worker)
 -- Claims up to $3 tasks for a local worker: queued and retrying tasks of any privacy.
 --#else
 -- transition: Claim
