@@ -258,3 +258,52 @@ async fn external_claims_take_slots_and_a_fallback_gives_them_back() {
         1
     );
 }
+
+/// The plain claim on the external route (an external claimer none of whose types names
+/// a resource): external-allowed tasks without a resource, fresh or fallen back, with
+/// their lease, attempt and route; never a local-only task, and never one that needs a
+/// slot, which stays for a resource-aware claimer.
+#[tokio::test]
+async fn external_plain_claims_leave_local_only_and_resource_tasks() {
+    use tasklane::store::claim;
+    use tasklane::task::{Privacy, Route, TaskState};
+    let db = common::test_db().await;
+    let mut c = db.client().await;
+    admission::set_resource(&c, RESOURCE, 1).await.unwrap();
+    let fell = submit_as(&c, "fell", None, Privacy::ExternalAllowed).await;
+    let local = fixtures::claim_one(&c).await;
+    let report = Report::Fallback {
+        reason: "overloaded".into(),
+    };
+    let backoff = fixtures::fast_backoff();
+    lease::settle(&mut c, fell, local.lease_token, report, &backoff)
+        .await
+        .unwrap();
+    let open = submit_as(&c, "open", None, Privacy::ExternalAllowed).await;
+    let local_only = submit_as(&c, "local", None, Privacy::LocalOnly).await;
+    let gpu = submit_as(&c, "gpu", Some(RESOURCE), Privacy::ExternalAllowed).await;
+
+    let external = fixtures::claimant(Route::External);
+    let types = [TYPE.to_owned()];
+    let claimed = claim::claim_without_resources(&c, &external, &types, 10)
+        .await
+        .unwrap();
+    let mut got: Vec<_> = claimed.iter().map(|t| (t.id, t.attempt)).collect();
+    got.sort();
+    let mut want = vec![(fell, 2), (open, 1)];
+    want.sort();
+    assert_eq!(got, want);
+    for id in [fell, open] {
+        let task = fixtures::get(&c, id).await;
+        assert_eq!(task.state, TaskState::Running);
+        assert_eq!(task.route.as_deref(), Some("external"));
+    }
+    assert_eq!(in_use(&c).await, 0, "the plain claim takes no slot");
+    for id in [local_only, gpu] {
+        assert_eq!(fixtures::get(&c, id).await.state, TaskState::Queued);
+    }
+    // The resource task was left for a resource-aware claimer, not lost to it.
+    let aware = fixtures::claim_route(&c, Route::External, 10).await;
+    assert_eq!(aware.iter().map(|t| t.id).collect::<Vec<_>>(), vec![gpu]);
+    assert_eq!(in_use(&c).await, 1);
+}
