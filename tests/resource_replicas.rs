@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::eventually;
 use common::serve::Serve;
 use tasklane::task::task_type::TaskTypesFile;
 use tokio_postgres::Client;
@@ -32,19 +33,6 @@ async fn submit(c: &Client, key: &str, input: serde_json::Value) -> uuid::Uuid {
     let submitted = tasklane::client::submit_in(c, &task).await.expect("submit");
     c.batch_execute("COMMIT").await.unwrap();
     submitted.task.id
-}
-
-/// Polls `probe` every 50 ms until it answers true, failing after `limit`.
-async fn until<F, Fut>(what: &str, limit: Duration, mut probe: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    while !probe().await {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 async fn one(c: &Client, sql: &str, id: Option<uuid::Uuid>) -> i64 {
@@ -94,7 +82,7 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
     for i in 0..6 {
         ids.push(submit(&c, &format!("short-{i}"), serde_json::json!({"ms": 150})).await);
     }
-    until("six short tasks", Duration::from_secs(60), || async {
+    eventually(Duration::from_secs(60), "six short tasks", || async {
         one(
             &c,
             "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
@@ -150,7 +138,7 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
 
     // A long task takes the slot; a short one waits behind it.
     let long = submit(&c, "long", serde_json::json!({"ms": 60000, "steps": 60})).await;
-    until("the long task running", Duration::from_secs(30), || async {
+    eventually(Duration::from_secs(30), "the long task running", || async {
         one(
             &c,
             "SELECT count(*) FROM tasklane.tasks WHERE id = $1 AND state = 'running'",
@@ -180,9 +168,7 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
     let killed_at = Instant::now();
 
     // The slot comes back after the lease expires: the waiting task runs elsewhere.
-    until(
-        "the slot back after the lease expired",
-        Duration::from_secs(30),
+    eventually(Duration::from_secs(30), "the slot back after the lease expired",
         || async {
             one(
                 &c,

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::eventually;
 use common::fixtures::*;
 use tasklane::store::lease::Success;
 use tasklane::store::query::{self, Owner};
@@ -112,14 +113,16 @@ fn start(db: &common::TestDb, handler: Arc<dyn Handler>, task_type: &TaskType) -
 
 /// Waits (bounded) until the task reaches a terminal state.
 async fn settled(c: &tokio_postgres::Client, id: Uuid) -> tasklane::store::TaskRecord {
-    for _ in 0..400 {
+    let what = format!("task {id} to settle");
+    eventually(Duration::from_secs(10), &what, || async {
         let task = get(c, id).await;
         if task.state.is_terminal() || task.state == TaskState::WaitingForRetry {
-            return task;
+            Ok(task)
+        } else {
+            Err(task.state)
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("task {id} did not settle");
+    })
+    .await
 }
 
 #[tokio::test]

@@ -134,9 +134,7 @@ pub async fn complete_all(c: &Client, units: Option<i64>) -> usize {
     }
 }
 
-pub async fn count(c: &Client, sql: &str) -> i64 {
-    c.query_one(sql, &[]).await.expect(sql).get(0)
-}
+pub use crate::common::fixtures::count;
 
 pub async fn non_terminal(c: &Client) -> i64 {
     count(c, "SELECT count(*) FROM tasklane.tasks WHERE state NOT IN ('succeeded', 'failed', 'cancelled')").await

@@ -3,9 +3,11 @@
 
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
+
+use super::eventually;
 
 /// Creates a token with the library (the CLI is tested on its own).
 pub async fn token(database_url: &str, app: &str, scope: Option<&str>, perms: &[&str]) -> String {
@@ -127,34 +129,29 @@ impl Api {
     /// Waits (bounded) until this replica is answering at least `n` requests to `route`:
     /// how a test knows that a long poll it started has reached the server.
     pub async fn until_in_flight(&self, route: &str, n: u64) {
-        let started = Instant::now();
-        loop {
+        let what = format!("{n} requests to {route} in flight");
+        eventually(Duration::from_secs(10), &what, || async {
             let now = self.in_flight(route).await;
             if now >= n {
-                return;
+                Ok(())
+            } else {
+                Err(now)
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{now} requests to {route} in flight, expected {n}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        })
+        .await
     }
 
     /// Reads a task until `done` holds for it (bounded).
     pub async fn wait_for(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let started = Instant::now();
-        loop {
+        let what = format!("task {id} to get there");
+        eventually(Duration::from_secs(20), &what, || async {
             let answer = self.get(&format!("/v1/tasks/{id}")).await;
             if done(&answer.body) {
-                return answer.body;
+                Ok(answer.body)
+            } else {
+                Err(answer.body)
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "task {id} never got there: {}",
-                answer.body
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 }

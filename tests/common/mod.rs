@@ -229,6 +229,9 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
 pub mod api;
 pub mod fixtures;
 pub mod serve;
+pub mod wait;
+
+pub use wait::eventually;
 
 impl TestDb {
     /// A dedicated connection (not from the pool), for tests that drive transactions

@@ -16,6 +16,7 @@ use tasklane::worker::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::common::eventually;
 use crate::common::fixtures::{self, APP, SCOPE};
 use crate::support::*;
 
@@ -203,13 +204,12 @@ async fn the_owner_lock_is_exclusive_until_the_caller_commits() {
         tokio::spawn(async move { try_submit_at(&submitter, At::scope(SCOPE), "k").await });
     let waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while count(&probe, waiting).await == 0 {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await
-    .expect("the submit queues behind the owner lock");
+    eventually(
+        Duration::from_secs(10),
+        "the submit to queue behind the owner lock",
+        || async { count(&probe, waiting).await > 0 },
+    )
+    .await;
     assert!(!submit.is_finished());
     tx.commit().await.unwrap();
     let submitted = submit
@@ -353,7 +353,7 @@ async fn an_in_process_worker_stops_at_its_next_heartbeat_after_deletion() {
             .unwrap(),
         1
     );
-    tokio::time::timeout(Duration::from_secs(3), dropped.recv())
+    tokio::time::timeout(Duration::from_secs(10), dropped.recv())
         .await
         .expect("stopped at the next heartbeat");
     assert!(!exists(&c, task.id).await);

@@ -110,9 +110,7 @@ pub async fn bulk_prunable(c: &Client, scope: &str, n: i64) {
     .unwrap();
 }
 
-pub async fn count(c: &Client, sql: &str) -> i64 {
-    c.query_one(sql, &[]).await.unwrap().get(0)
-}
+pub use crate::common::fixtures::count;
 
 pub async fn exists(c: &Client, id: Uuid) -> bool {
     c.query_one(
