@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use common::api::{self, Answer, ALL};
+use common::in_process::InProcess;
 use common::serve::{Options, Serve};
 use serde_json::json;
 
@@ -22,7 +23,7 @@ fn retry_after(answer: &Answer) -> u64 {
 #[tokio::test]
 async fn admin_routes_set_limits_stops_and_resources() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let admin = serve.api(&api::token(&db.url, "ops", None, &["admin"]).await);
     let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
 

@@ -5,7 +5,8 @@
 mod common;
 
 use common::api::{self, ALL};
-use common::serve::{Options, Serve};
+use common::in_process::InProcess;
+use common::serve::Options;
 use serde_json::{json, Value};
 
 const NO_LEAKS: &[&str] = &[
@@ -28,7 +29,7 @@ fn assert_no_leaks(view: &Value) {
 #[tokio::test]
 async fn submit_join_conflict_get_list_cancel_replay_retry() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
 
     let created = api
@@ -163,7 +164,7 @@ async fn submit_join_conflict_get_list_cancel_replay_retry() {
 #[tokio::test]
 async fn keyset_paging_newest_first() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     let mut ids = Vec::new();
     for n in 0..5 {
@@ -215,7 +216,7 @@ async fn bad_input_is_refused_at_every_edge_and_changes_nothing() {
         ("TASKLANE_MAX_INPUT_BYTES", "4096".to_owned()),
         ("TASKLANE_MAX_BODY_BYTES", "16384".to_owned()),
     ];
-    let serve = Serve::start(
+    let serve = InProcess::start(
         &db.url,
         Options {
             env,
@@ -381,7 +382,7 @@ async fn bad_input_is_refused_at_every_edge_and_changes_nothing() {
 #[tokio::test]
 async fn apps_and_scopes_are_isolated_and_scope_tokens_redacted() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     let inventory = serve.api(&api::token(&db.url, "inventory", None, ALL).await);
     let s1 = serve.api(&api::token(&db.url, "mail", Some("s1"), ALL).await);
@@ -470,7 +471,7 @@ async fn apps_and_scopes_are_isolated_and_scope_tokens_redacted() {
 #[tokio::test]
 async fn operations_routes_and_openapi() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api("");
     assert_eq!(api.get("/healthz").await.status, 200);
     let wrong_method = api
@@ -482,9 +483,9 @@ async fn operations_routes_and_openapi() {
     );
     assert!(wrong_method.headers.get("allow").is_some());
     assert_eq!(api.get("/readyz").await.body["status"], "ready");
-    let metrics = reqwest::get(format!("{}/metrics", serve.base))
+    let metrics = api
+        .execute(api.http.get(format!("{}/metrics", serve.base)))
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -518,7 +519,7 @@ async fn operations_routes_and_openapi() {
 #[tokio::test]
 async fn a_fenced_scope_refuses_submit_and_retry_with_410() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     api.submit("remote", "s", "k1", json!({"source_id": "x"}))
         .await;
@@ -551,7 +552,7 @@ async fn a_fenced_scope_refuses_submit_and_retry_with_410() {
 #[tokio::test]
 async fn values_postgresql_cannot_store_or_return_are_a_422_not_a_500() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     let nul_value = api
         .submit("remote", "s", "k1", json!({"input": {"a": ["x\u{0}"]}}))

@@ -5,14 +5,15 @@
 mod common;
 
 use common::api::{self, Answer, Api, ALL};
-use common::serve::{Options, Serve};
+use common::in_process::InProcess;
+use common::serve::Options;
 use reqwest::Method;
 use serde_json::json;
 
 #[tokio::test]
 async fn tokens_authenticate_authorize_and_revoke_at_once() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let anonymous = serve.api("");
     assert_eq!(
         (
@@ -104,7 +105,7 @@ async fn raw(api: &Api, method: Method, path: &str, body: &str) -> Answer {
 #[tokio::test]
 async fn permission_is_checked_before_the_request_is_parsed() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let reader = serve.api(&api::token(&db.url, "mail", None, &["read"]).await);
     let app = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     let admin = serve.api(&api::token(&db.url, "ops", None, &["admin"]).await);

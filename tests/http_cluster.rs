@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::api::{self, Api, ALL};
 use common::eventually;
+use common::in_process::InProcess;
 use common::serve::{Options, Serve};
 use serde_json::{json, Value};
 use tasklane::http::watch::SAFETY_POLL;
@@ -50,12 +51,11 @@ async fn open_stream(api: &Api, id: &str, last_event_id: Option<i64>) -> reqwest
     let mut request = api
         .http
         .get(format!("{}/v1/tasks/{id}/events", api.base))
-        .bearer_auth(&api.token)
         .header("accept", "text/event-stream");
     if let Some(last) = last_event_id {
         request = request.header("last-event-id", last.to_string());
     }
-    let response = request.send().await.unwrap();
+    let response = api.execute(request).await;
     assert_eq!(response.status(), 200);
     assert!(response.headers()["content-type"]
         .to_str()
@@ -231,7 +231,7 @@ async fn remote_worker_events_stream_across_replicas_and_resume() {
 #[tokio::test]
 async fn claims_are_validated_and_long_poll() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     let bad_route = api.post("/v1/worker/claim", &claim_body("moon", 0)).await;
     assert_eq!(
@@ -261,7 +261,7 @@ async fn claims_are_validated_and_long_poll() {
 #[tokio::test]
 async fn heartbeats_are_validated_and_carry_cancellation() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     let id = api.submit("remote", "s", "k1", json!({})).await.body["id"]
         .as_str()
@@ -361,7 +361,7 @@ async fn heartbeats_are_validated_and_carry_cancellation() {
 #[tokio::test]
 async fn fail_and_fallback_settle_through_the_protocol() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     // fail (retryable) → waiting_for_retry; fallback → waiting for an external worker.
     let id2 = api.submit("remote", "s", "k2", json!({})).await.body["id"]

@@ -4,13 +4,14 @@
 mod common;
 
 use common::api::{self, ALL};
-use common::serve::{Options, Serve};
+use common::in_process::InProcess;
+use common::serve::Options;
 use serde_json::json;
 
 #[tokio::test]
 async fn release_delete_fence_and_reconcile_over_http() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     for (scope, key, source) in [
         ("s1", "k1", "item:42"),
@@ -177,7 +178,7 @@ async fn release_delete_fence_and_reconcile_over_http() {
 #[tokio::test]
 async fn lifecycle_routes_respect_permissions_apps_and_scopes() {
     let db = common::test_db().await;
-    let serve = Serve::start(&db.url, Options::default()).await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
     let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
     assert_eq!(
         mail.submit("remote", "s1", "k1", json!({"source_id": "a"}))

@@ -46,6 +46,34 @@ pub struct AppState {
     pub stopping: CancellationToken,
 }
 
+impl AppState {
+    /// A ready state serving `tasklane`, with fresh metrics. What `?wait=`, streams and
+    /// claim long polls learn from other replicas needs [`AppState::spawn_sources`] too;
+    /// public so tests can serve [`router`] in-process, without a listener.
+    pub fn new(tasklane: Tasklane) -> anyhow::Result<Self> {
+        Ok(AppState {
+            tasklane,
+            watch: watch::TaskWatch::default(),
+            metrics: metrics::Metrics::new()?,
+            ready: Arc::new(AtomicBool::new(true)),
+            stopping: CancellationToken::new(),
+        })
+    }
+
+    /// Spawns the shared sources of the watch (the events LISTEN and the shared poll)
+    /// and, if `config` asks, the wake-up listener, all running until `stop`.
+    pub fn spawn_sources(&self, config: &HttpConfig, stop: CancellationToken) {
+        let url = &config.database_url;
+        tokio::spawn(self.watch.clone().run(url.clone(), stop.clone()));
+        let pool = self.tasklane.pool.clone();
+        tokio::spawn(self.watch.clone().run_poller(pool, stop.clone()));
+        if config.listen_wakeups {
+            let wakeup = self.tasklane.wakeup.clone();
+            tokio::spawn(wakeup.run_listener(url.clone(), stop));
+        }
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(title = "tasklane", description = "A durable task platform on PostgreSQL (API.md)."),
@@ -182,30 +210,9 @@ impl HttpServer {
             .await
             .with_context(|| format!("bind {listen}"))?;
         let local_addr = listener.local_addr()?;
-        let state = AppState {
-            tasklane,
-            watch: watch::TaskWatch::default(),
-            metrics: metrics::Metrics::new()?,
-            ready: Arc::new(AtomicBool::new(true)),
-            stopping: CancellationToken::new(),
-        };
+        let state = AppState::new(tasklane)?;
         let listener_stop = CancellationToken::new();
-        tokio::spawn(
-            state
-                .watch
-                .clone()
-                .run(config.database_url.clone(), listener_stop.clone()),
-        );
-        tokio::spawn(
-            state
-                .watch
-                .clone()
-                .run_poller(state.tasklane.pool.clone(), listener_stop.clone()),
-        );
-        if config.listen_wakeups {
-            let wakeup = state.tasklane.wakeup.clone();
-            tokio::spawn(wakeup.run_listener(config.database_url.clone(), listener_stop.clone()));
-        }
+        state.spawn_sources(config, listener_stop.clone());
         let app = router(state.clone(), config.body_limit);
         let stopping = state.stopping.clone();
         let server = tokio::spawn(async move {

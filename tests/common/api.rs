@@ -1,5 +1,6 @@
-//! A small HTTP client for the replicas of [`super::serve`]: tokens made with the
-//! library, requests with a bearer token, answers as status, headers and JSON.
+//! A small HTTP client for the replicas of [`super::serve`] (over a socket) and of
+//! [`super::in_process`] (handed to the router): tokens made with the library,
+//! requests with a bearer token, answers as status, headers and JSON.
 
 #![allow(dead_code)]
 
@@ -8,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::eventually;
+use super::in_process::oneshot;
 
 /// Creates a token with the library (the CLI is tested on its own).
 pub async fn token(database_url: &str, app: &str, scope: Option<&str>, perms: &[&str]) -> String {
@@ -41,12 +43,16 @@ impl Answer {
     }
 }
 
-/// A small HTTP client bound to one replica and one token.
+/// A small HTTP client bound to one replica and one token. Tests build requests with
+/// `http` against `base` and run them with [`Api::send`] or [`Api::execute`], which
+/// reach either replica the same way.
 #[derive(Clone)]
 pub struct Api {
     pub base: String,
     pub token: String,
     pub http: reqwest::Client,
+    /// The router of an in-process replica; `None` for a process.
+    pub router: Option<axum::Router>,
 }
 
 impl Api {
@@ -76,13 +82,22 @@ impl Api {
         self.send(request.body(body)).await
     }
 
-    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+    /// Runs `request` with this client's token; the response as it arrives (a stream
+    /// can be read chunk by chunk).
+    pub async fn execute(&self, request: reqwest::RequestBuilder) -> reqwest::Response {
         let request = if self.token.is_empty() {
             request
         } else {
             request.bearer_auth(&self.token)
         };
-        let response = request.send().await.expect("send request");
+        match &self.router {
+            None => request.send().await.expect("send request"),
+            Some(router) => oneshot(router, request.build().expect("build request")).await,
+        }
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = self.execute(request).await;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let bytes = response.bytes().await.expect("read body");
@@ -109,12 +124,11 @@ impl Api {
     /// now, from `tasklane_http_requests_in_flight` in `/metrics` (a stream counts until
     /// it ends).
     pub async fn in_flight(&self, route: &str) -> u64 {
+        let scrape = self.http.get(format!("{}/metrics", self.base));
         let text = self
-            .http
-            .get(format!("{}/metrics", self.base))
-            .send()
+            .with_token("")
+            .execute(scrape)
             .await
-            .expect("scrape /metrics")
             .text()
             .await
             .expect("read /metrics");

@@ -228,6 +228,7 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
 
 pub mod api;
 pub mod fixtures;
+pub mod in_process;
 pub mod serve;
 pub mod wait;
 

@@ -157,6 +157,7 @@ impl Serve {
             base: self.base.clone(),
             token: token.to_owned(),
             http: reqwest::Client::new(),
+            router: None,
         }
     }
 }
@@ -187,12 +188,12 @@ fn free_port() -> u16 {
 }
 
 /// A task-types file in the temp dir, removed on drop.
-struct TypesFile {
-    path: PathBuf,
+pub struct TypesFile {
+    pub path: PathBuf,
 }
 
 impl TypesFile {
-    fn new(toml: &str) -> TypesFile {
+    pub fn new(toml: &str) -> TypesFile {
         let path = std::env::temp_dir().join(format!(
             "tasklane-types-{}-{}.toml",
             std::process::id(),
