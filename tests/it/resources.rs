@@ -2,7 +2,7 @@
 //! slots back on finish, retry, cancellation, deletion and lease expiry; tasks without
 //! a resource are claimed as before.
 
-mod common;
+use crate::common;
 
 use common::fixtures::{self, TYPE};
 use tasklane::admission;

@@ -2,7 +2,7 @@
 //! a missing, unknown or revoked token, 403 for a missing permission (before anything
 //! else about the request is looked at), and the `token` CLI.
 
-mod common;
+use crate::common;
 
 use common::api::{self, Answer, Api, ALL};
 use common::in_process::InProcess;

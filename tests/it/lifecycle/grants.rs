@@ -5,8 +5,8 @@
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
+use super::support::*;
 use crate::common::fixtures::SCOPE;
-use crate::support::*;
 
 /// The statements of docs/lifecycle.md, for role `{role}`.
 fn grants(role: &str) -> String {

@@ -2,7 +2,7 @@
 //! task finish on the other promptly; a remote worker drives claim → heartbeat →
 //! complete; stale leases and deleted tasks are refused; SIGTERM ends streams cleanly.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

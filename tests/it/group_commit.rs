@@ -2,7 +2,7 @@
 //! answer each task exactly as the one-at-a-time completion would: settled with one
 //! event, lease lost (stale token, even beside the fresh one in the same batch), or gone.
 
-mod common;
+use crate::common;
 
 use common::fixtures::*;
 use tasklane::store::complete_many::{complete_many, Completion};

@@ -1,10 +1,6 @@
 //! The application lifecycle of DESIGN §5 against a real PostgreSQL: release, the
 //! pruning sweep, owner deletion with its fence, reconciliation of unreleased sources,
 //! the grants of the SQL API, and the races between them and submit/worker traffic.
-//! One test binary (one link) with a module per concern.
-
-#[path = "../common/mod.rs"]
-mod common;
 
 mod delete;
 mod grants;

@@ -1,12 +1,12 @@
 //! Several real replica processes on one database: exactly-once execution under
 //! concurrent claimers, graceful hand-back on SIGTERM, and recovery after `kill -9`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::fixtures::*;
 use common::eventually;
+use common::fixtures::*;
 use common::serve::Serve;
 use tasklane::task::TaskType;
 

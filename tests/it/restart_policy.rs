@@ -1,7 +1,7 @@
 //! The restart-policy table of DESIGN §2, every cell: tasks found with an expired lease
 //! (the rescuer) and at a cold start (a replica starting with no other live).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,8 +2,8 @@
 //! against a real PostgreSQL with concurrent submitters. The clock is moved by
 //! rewriting the rate tokens' last use into the past, never by sleeping.
 
-mod admission_support;
-mod common;
+use crate::admission_support;
+use crate::common;
 
 use admission_support::*;
 use common::fixtures::{self, APP};

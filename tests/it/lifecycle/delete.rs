@@ -16,9 +16,9 @@ use tasklane::worker::{
 };
 use tokio_util::sync::CancellationToken;
 
+use super::support::*;
 use crate::common::eventually;
 use crate::common::fixtures::{self, APP, SCOPE};
-use crate::support::*;
 
 #[tokio::test]
 async fn deletes_every_state_of_the_scope_and_nothing_else() {

@@ -2,8 +2,8 @@
 //! app, a sampler watching the non-terminal count in the database, completions giving
 //! room back; and every path that ends a task giving its slot back in its transaction.
 
-mod admission_support;
-mod common;
+use crate::admission_support;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;

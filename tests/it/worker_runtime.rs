@@ -1,7 +1,7 @@
 //! The in-process worker against a real PostgreSQL: handlers run, time out, see
 //! cancellation and deletion at heartbeats, and settle through the fenced store.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,8 +3,8 @@
 
 use tasklane::store::lifecycle::{self, SourceRef};
 
+use super::support::*;
 use crate::common::fixtures::APP;
-use crate::support::*;
 
 fn pair(scope: &str, source: Option<&str>) -> SourceRef {
     SourceRef {

@@ -3,7 +3,7 @@
 //! and after a `kill -9` of the replica holding the slot it comes back once the lease
 //! expires (the other replicas' rescuers requeue the task).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
@@ -168,7 +168,9 @@ async fn one_slot_across_three_replicas_and_back_after_kill_9() {
     let killed_at = Instant::now();
 
     // The slot comes back after the lease expires: the waiting task runs elsewhere.
-    eventually(Duration::from_secs(30), "the slot back after the lease expired",
+    eventually(
+        Duration::from_secs(30),
+        "the slot back after the lease expired",
         || async {
             one(
                 &c,

@@ -1,7 +1,7 @@
 //! Races with real concurrency: many connections submitting one identity, and the
 //! owner's cancel racing the worker's settlement.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

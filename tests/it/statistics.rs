@@ -3,7 +3,7 @@
 //! ANALYZE: at the edge of the threshold, again each time the table doubles, and by
 //! one replica at a time.
 
-mod common;
+use crate::common;
 
 use tasklane::store::statistics::{self, ANALYZE_LOCK};
 

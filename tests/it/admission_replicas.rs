@@ -3,8 +3,8 @@
 //! sampled continuously from the database, never exceeds 10; every refusal is
 //! `capacity_exhausted`; completions in the other processes make room for new tasks.
 
-mod admission_support;
-mod common;
+use crate::admission_support;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;

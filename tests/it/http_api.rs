@@ -2,7 +2,7 @@
 //! error code and bound at its edge, isolation between apps and scopes, redaction, and
 //! the operations routes (tokens and permissions: `http_auth.rs`).
 
-mod common;
+use crate::common;
 
 use common::api::{self, ALL};
 use common::in_process::InProcess;

@@ -1,7 +1,7 @@
 //! The lifecycle routes of one real `tasklane serve`: release, scope deletion with
 //! fences, and the reconciliation listing, with their bounds, permissions and isolation.
 
-mod common;
+use crate::common;
 
 use common::api::{self, ALL};
 use common::in_process::InProcess;

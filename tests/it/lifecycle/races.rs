@@ -12,8 +12,8 @@ use tasklane::task::TaskState;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
+use super::support::*;
 use crate::common::fixtures::{self, APP};
-use crate::support::*;
 
 const SUBMITTERS: usize = 16;
 const ROUNDS: usize = 12;

@@ -1,7 +1,7 @@
 //! Every transition of DESIGN §2 against a real PostgreSQL, each with its single event,
 //! and the fencing of stale workers.
 
-mod common;
+use crate::common;
 
 use common::fixtures::*;
 use tasklane::store::lease::{self, Beat, LeaseError, Success};

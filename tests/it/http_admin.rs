@@ -2,7 +2,7 @@
 //! with their codes and `Retry-After`, and capacity held exact while three replicas take
 //! 64 concurrent HTTP submitters.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;

@@ -5,8 +5,8 @@ use tasklane::store::lease::{self, Beat, Success};
 use tasklane::store::lifecycle;
 use tasklane::task::TaskState;
 
+use super::support::*;
 use crate::common::fixtures::{self, APP, SCOPE};
-use crate::support::*;
 
 #[tokio::test]
 async fn release_answers_for_every_state_and_absent_identities() {

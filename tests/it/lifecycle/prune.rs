@@ -9,9 +9,9 @@ use tasklane::store::prune::prune_tasks;
 use tasklane::store::SubmitOutcome;
 use tokio_util::sync::CancellationToken;
 
+use super::support::*;
 use crate::common::eventually;
 use crate::common::fixtures::{self, SCOPE};
-use crate::support::*;
 
 const DAY: Duration = DEFAULT_RETENTION;
 
