@@ -1,5 +1,5 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change the
--- schema, add a migration, then run `TASKLANE_BLESS=1 cargo test --test schema`.
+-- schema, add a migration, then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
 -- The current definition of every table and view in the tasklane schema, each
 -- followed by its constraints, indexes and triggers: what migrations/ leave after

@@ -246,8 +246,12 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
 
 pub mod api;
 pub mod fixtures;
+pub mod in_process;
 pub mod serve;
 pub mod service;
+pub mod wait;
+
+pub use wait::eventually;
 
 impl TestDb {
     /// A dedicated connection (not from the pool), for tests that drive transactions
