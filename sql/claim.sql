@@ -121,12 +121,13 @@ WITH picked AS (
 --#end
     RETURNING t.id, t.app, t.scope_id, t.task_type, t.attempt, t.max_attempts, t.lease_token,
               t.lease_expires_at, t.lease_seconds, t.attempt_timeout_seconds, t.input,
-              t.snapshot, t.deadline_at, t.privacy, t.event_seq
+              t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', '{route}')
     FROM claimed
 )
 SELECT id, app, scope_id, task_type, attempt, max_attempts, lease_token, lease_expires_at,
-       lease_seconds, attempt_timeout_seconds, input, snapshot, deadline_at, privacy
+       lease_seconds, attempt_timeout_seconds, input, snapshot, deadline_at, privacy,
+       run_at AS claimable_at, traceparent
 FROM claimed

@@ -26,6 +26,11 @@ pub struct ClaimedTask {
     pub snapshot: Option<serde_json::Value>,
     pub deadline_at: Option<DateTime<Utc>>,
     pub privacy: Privacy,
+    /// Since when the task was claimable (queued, or its retry due): the pickup wait
+    /// ends at the claim.
+    pub claimable_at: DateTime<Utc>,
+    /// The submit's trace context, which the attempt's spans continue.
+    pub traceparent: Option<String>,
 }
 
 /// Who is claiming.
@@ -171,5 +176,7 @@ fn from_row(row: &Row) -> Result<ClaimedTask, DbError> {
         deadline_at: row.try_get("deadline_at")?,
         // The CHECK constraint on tasks.privacy admits only these two.
         privacy: Privacy::parse(privacy).unwrap_or(Privacy::LocalOnly),
+        claimable_at: row.try_get("claimable_at")?,
+        traceparent: row.try_get("traceparent")?,
     })
 }

@@ -13,10 +13,10 @@ use std::collections::HashMap;
 use axum::Router;
 use clap::Parser;
 use tasklane::config::ServeConfig;
-use tasklane::telemetry::Telemetry;
 use tasklane::http::{AppState, HttpConfig};
 use tasklane::server::Replica;
 use tasklane::task::task_type::DEMO_TASK_TYPES;
+use tasklane::telemetry::Telemetry;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 

@@ -40,6 +40,9 @@ pub struct ClaimedView {
     /// The last snapshot of a resumed task.
     pub snapshot: Option<serde_json::Value>,
     pub deadline_at: Option<DateTime<Utc>>,
+    /// W3C trace context of this claim, in the trace of the task's submit: a worker
+    /// that starts its spans as its children continues the submitter's trace.
+    pub traceparent: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
