@@ -161,7 +161,15 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
         std::fs::write(&path, tasklane::task::task_type::DEMO_TASK_TYPES)?;
         config.task_types = Some(path);
     }
-    tracing::info!(database = %config.database_url, "dev database");
+    // A named server's URL may hold a password; only the private cluster's is logged.
+    match &database {
+        tasklane::devdb::Server::Private(cluster) => {
+            tracing::info!(database = %cluster.url(), "dev database: a private cluster")
+        }
+        tasklane::devdb::Server::External { .. } => {
+            tracing::info!("dev database: DATABASE_URL")
+        }
+    }
     tasklane::store::migrate::run(&config.database_url).await?;
     let spec = tasklane::service::tokens::TokenSpec {
         app: "dev".into(),

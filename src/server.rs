@@ -19,24 +19,15 @@ use crate::maintenance::replicas::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
 use crate::service::{Tasklane, Wakeup};
+use crate::store::connect::Database;
 use crate::task::catalog::TaskTypes;
 use crate::task::task_type::TaskTypesFile;
 use crate::task::TaskType;
 use crate::worker::{Handler, Handlers, Worker, WorkerConfig};
 
-/// Builds the connection pool of a replica.
+/// Builds the connection pool of a replica (TLS as the URL's `sslmode` says).
 pub fn pool(database_url: &str, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
-    let config: tokio_postgres::Config = database_url.parse().context("parse the database URL")?;
-    let manager = deadpool_postgres::Manager::from_config(
-        config,
-        tokio_postgres::NoTls,
-        deadpool_postgres::ManagerConfig {
-            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-        },
-    );
-    Ok(deadpool_postgres::Pool::builder(manager)
-        .max_size(size)
-        .build()?)
+    Database::from_url(database_url)?.pool(size)
 }
 
 /// Reads the task-types file named by the configuration (none: no types).
@@ -70,12 +61,17 @@ impl Replica {
         config: &ServeConfig,
         custom: HashMap<String, Arc<dyn Handler>>,
     ) -> anyhow::Result<Replica> {
+        // Bad TLS settings are refused here, before anything connects; without
+        // migrations, one connection proves the server and the TLS policy agree.
+        let database = Database::from_url(&config.database_url)?;
         if !config.no_migrate {
             crate::store::migrate::run(&config.database_url).await?;
+        } else {
+            drop(database.connect().await?);
         }
         let task_types = Arc::new(TaskTypes::new(load_task_types(config)?));
         let handlers = Arc::new(Handlers::new(&task_types, custom)?);
-        let pool = pool(&config.database_url, config.pool_size)?;
+        let pool = database.pool(config.pool_size)?;
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
         let tasklane = Tasklane::new(
