@@ -129,14 +129,16 @@ pub fn split(url: &str) -> Result<Split, String> {
     let mut mode = None;
     let mut root_cert = RootCert::Default;
     for (key, value) in pairs {
-        match key.as_str() {
-            "sslmode" => mode = Some(value.parse::<SslMode>()?),
-            "sslrootcert" if value == "system" => root_cert = RootCert::System,
-            "sslrootcert" if value.is_empty() => {
-                return Err("sslrootcert in the database URL is empty".into())
-            }
-            _ => root_cert = RootCert::File(PathBuf::from(value)),
+        if key == "sslmode" {
+            mode = Some(value.parse::<SslMode>()?);
+            continue;
         }
+        // The only other key taken out: sslrootcert.
+        root_cert = match value.as_str() {
+            "system" => RootCert::System,
+            "" => return Err("sslrootcert in the database URL is empty".into()),
+            path => RootCert::File(PathBuf::from(path)),
+        };
     }
     let mode = match (mode, &root_cert) {
         (None, RootCert::System) => SslMode::VerifyFull,
