@@ -220,11 +220,17 @@ mod tests {
                 "holds no PEM certificate",
             ),
             ("postgres://u:hunter2@h:notaport/db".to_owned(), "URL"),
+            ("postgres://u:hunter2@h/db?bogus=1".to_owned(), "URL"),
+            ("postgres://u:hunter2%zz@[::1/db".to_owned(), "URL"),
+            ("host=h password='hunter2".to_owned(), "unterminated"),
         ];
         for (url, want) in cases {
             let message = refused(&url);
             assert!(message.contains(want), "{message}");
-            assert!(message.contains("ssl") || want == "URL", "{message}");
+            assert!(
+                message.contains("ssl") || ["URL", "unterminated"].contains(&want),
+                "{message}"
+            );
             assert!(!message.contains("hunter2"), "{message}");
         }
         std::fs::remove_dir_all(dir).unwrap();
