@@ -24,8 +24,8 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && install -m 0755 target/release/tasklane /usr/local/bin/tasklane
 
 FROM debian:${DEBIAN_RELEASE}-slim
-# No TLS in the binary (tokio-postgres with NoTls, reqwest without a TLS backend), so
-# nothing beyond glibc is needed at run time.
+# Nothing beyond glibc is needed at run time: TLS to PostgreSQL is rustls with Mozilla's
+# roots compiled in (no ca-certificates package; a private CA comes as `sslrootcert`).
 RUN groupadd --system --gid 65532 tasklane \
     && useradd --system --uid 65532 --gid 65532 --no-create-home \
         --home-dir /nonexistent --shell /usr/sbin/nologin tasklane

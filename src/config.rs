@@ -38,7 +38,8 @@ use crate::task::Route;
 /// Settings of a serving replica.
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
-    /// The database. `TASKLANE_DATABASE_URL` is read too.
+    /// The database. `TASKLANE_DATABASE_URL` is read too. TLS as libpq's `sslmode`
+    /// (default prefer) and `sslrootcert` in the URL say (src/store/connect).
     #[arg(
         long,
         env = "DATABASE_URL",

@@ -20,25 +20,16 @@ use crate::maintenance::replicas::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
 use crate::service::{Tasklane, Wakeup};
+use crate::store::connect::Database;
 use crate::task::catalog::TaskTypes;
 use crate::task::task_type::TaskTypesFile;
 use crate::task::TaskType;
 use crate::telemetry::Telemetry;
 use crate::worker::{Handler, Handlers, Worker, WorkerConfig};
 
-/// Builds the connection pool of a replica.
+/// Builds the connection pool of a replica (TLS as the URL's `sslmode` says).
 pub fn pool(database_url: &str, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
-    let config: tokio_postgres::Config = database_url.parse().context("parse the database URL")?;
-    let manager = deadpool_postgres::Manager::from_config(
-        config,
-        tokio_postgres::NoTls,
-        deadpool_postgres::ManagerConfig {
-            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-        },
-    );
-    Ok(deadpool_postgres::Pool::builder(manager)
-        .max_size(size)
-        .build()?)
+    Database::from_url(database_url)?.pool(size)
 }
 
 /// Reads the task-types file named by the configuration (none: no types).
@@ -90,10 +81,15 @@ impl Replica {
     ) -> anyhow::Result<Replica> {
         let task_types = Arc::new(TaskTypes::new(types));
         let handlers = Arc::new(Handlers::new(&task_types, custom)?);
+        // Bad TLS settings are refused here, before anything connects; without
+        // migrations, one connection proves the server and the TLS policy agree.
+        let database = Database::from_url(&config.database_url)?;
         if !config.no_migrate {
             crate::store::migrate::run(&config.database_url).await?;
+        } else {
+            drop(database.connect().await?);
         }
-        let pool = pool(&config.database_url, config.pool_size)?;
+        let pool = database.pool(config.pool_size)?;
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
         let tasklane = Tasklane::new(

@@ -27,6 +27,21 @@ while kill -0 "$owner" 2>/dev/null; do sleep 0.5; done
 rm -rf "$dir"
 "#;
 
+/// Extra server settings and files for a cluster that must differ from the default
+/// (tests/tls.rs starts one with `ssl=on`, its certificate and a `hostssl`-only
+/// pg_hba.conf). The default is empty and costs nothing.
+#[derive(Debug, Default, Clone)]
+pub struct ClusterOptions {
+    /// `-c name=value` settings added to the server's command line.
+    pub settings: Vec<(String, String)>,
+    /// Files written into the data directory (mode 0600, owned by the server's user)
+    /// before the server starts, e.g. `server.key`; relative settings such as
+    /// `ssl_cert_file=server.crt` resolve against that directory.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Replaces pg_hba.conf when set.
+    pub hba: Option<String>,
+}
+
 /// A cluster started by this process. Dropping it (or [`PrivateCluster::stop`]) stops
 /// the server and removes its directory; if the process dies first, its watchdog does.
 #[derive(Debug)]
@@ -43,6 +58,11 @@ impl PrivateCluster {
     /// Sweeps leftovers of crashed runs, then initialises and starts a new cluster on
     /// a free port. Blocking: it runs `initdb` and `pg_ctl`.
     pub fn start() -> anyhow::Result<PrivateCluster> {
+        PrivateCluster::start_with(&ClusterOptions::default())
+    }
+
+    /// [`PrivateCluster::start`] with extra settings and files.
+    pub fn start_with(options: &ClusterOptions) -> anyhow::Result<PrivateCluster> {
         let bins = PgBins::find()?;
         let launcher = Launcher::detect()?;
         sweep_stale_dirs(&bins.pg_ctl, &launcher);
@@ -78,13 +98,14 @@ impl PrivateCluster {
             "--locale=C",
         ]);
         run(initdb, "initdb")?;
+        cluster.write_files(options)?;
 
         let mut last_error = None;
         for _ in 0..START_ATTEMPTS {
             // The port is free now but could be taken before postgres binds it; a
             // failed start is retried on another port.
             let port = free_port()?;
-            match cluster.start_on(port) {
+            match cluster.start_on(port, options) {
                 Ok(()) => {
                     cluster.url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
                     tracing::info!(dir = %cluster.dir.display(), port, "started private PostgreSQL cluster");
@@ -119,12 +140,41 @@ impl PrivateCluster {
         self.dir.join("data")
     }
 
-    fn start_on(&self, port: u16) -> anyhow::Result<()> {
-        let options = format!(
+    fn write_files(&self, options: &ClusterOptions) -> anyhow::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let hba = options
+            .hba
+            .as_ref()
+            .map(|text| ("pg_hba.conf", text.as_bytes()));
+        let files = options
+            .files
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_slice()));
+        for (name, bytes) in files.chain(hba) {
+            let path = self.data_dir().join(name);
+            let mut file = fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("create {}", path.display()))?;
+            std::io::Write::write_all(&mut file, bytes)
+                .with_context(|| format!("write {}", path.display()))?;
+            self.launcher.hand_over(&path)?;
+        }
+        Ok(())
+    }
+
+    fn start_on(&self, port: u16, extra: &ClusterOptions) -> anyhow::Result<()> {
+        let mut options = format!(
             "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} \
              -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
             self.dir.display()
         );
+        for (name, value) in &extra.settings {
+            options.push_str(&format!(" -c {name}={value}"));
+        }
         let log = self.dir.join("log");
         let mut cmd = self.launcher.command(&self.pg_ctl, &self.dir);
         cmd.args(["start", "-w", "-D"])

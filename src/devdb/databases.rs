@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 /// First key of the advisory lock that serialises template builds (the second is a
 /// hash of the template name); an arbitrary constant ("tl" + "db").
@@ -261,15 +261,9 @@ async fn database_exists(admin: &Client, name: &str) -> anyhow::Result<bool> {
 }
 
 pub(super) async fn connect(url: &str) -> anyhow::Result<Client> {
-    let (client, connection) =
-        tokio::time::timeout(CONNECT_TIMEOUT, tokio_postgres::connect(url, NoTls))
-            .await
-            .context("connect to PostgreSQL timed out")?
-            .context("connect to PostgreSQL")?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(client)
+    tokio::time::timeout(CONNECT_TIMEOUT, crate::store::connect::connect(url))
+        .await
+        .context("connect to PostgreSQL timed out")?
 }
 
 pub(super) fn quote_ident(name: &str) -> String {

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-pub use cluster::PrivateCluster;
+pub use cluster::{ClusterOptions, PrivateCluster};
 pub use databases::{
     create_database_from_template, drop_database, hold_template, prepare_template,
     url_with_database,
@@ -99,13 +99,11 @@ pub async fn resolve_server(database_url: Option<&str>) -> anyhow::Result<Server
 }
 
 async fn check_reachable(url: &str) -> anyhow::Result<()> {
-    let (client, connection) = tokio::time::timeout(
-        EXTERNAL_CONNECT_TIMEOUT,
-        tokio_postgres::connect(url, tokio_postgres::NoTls),
-    )
-    .await
-    .context("connect timed out")?
-    .context("connect")?;
+    let database = crate::store::connect::Database::from_url(url)?;
+    let (client, connection) =
+        tokio::time::timeout(EXTERNAL_CONNECT_TIMEOUT, database.connect_with_driver())
+            .await
+            .context("connect timed out")??;
     let connection = tokio::spawn(connection);
     let checked = client
         .simple_query("SELECT 1")

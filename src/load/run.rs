@@ -338,12 +338,9 @@ async fn progress_line(
     started: Instant,
     shutdown: CancellationToken,
 ) {
-    let Ok((client, connection)) =
-        tokio_postgres::connect(&database_url, tokio_postgres::NoTls).await
-    else {
+    let Ok(client) = crate::store::connect::connect(&database_url).await else {
         return;
     };
-    tokio::spawn(connection);
     let mut last = (0i64, 0i64);
     loop {
         tokio::select! {

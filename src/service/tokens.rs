@@ -135,11 +135,9 @@ pub async fn revoke(database_url: &str, id: Uuid) -> anyhow::Result<()> {
 }
 
 async fn connect(database_url: &str) -> anyhow::Result<tokio_postgres::Client> {
-    let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls)
+    crate::store::connect::connect(database_url)
         .await
-        .context("connect to the database")?;
-    tokio::spawn(connection);
-    Ok(client)
+        .context("connect to the database")
 }
 
 /// Who a valid token speaks for.

@@ -44,8 +44,9 @@ async fn listen_once<L: Listener>(
     channel: &str,
     listener: &mut L,
 ) -> anyhow::Result<()> {
-    let (client, mut connection) =
-        tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
+    let (client, mut connection) = super::connect::Database::from_url(database_url)?
+        .connect_with_driver()
+        .await?;
     let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));

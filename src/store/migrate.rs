@@ -2,7 +2,6 @@
 //! dedicated connection so replicas starting together migrate exactly once.
 
 use anyhow::Context;
-use tokio_postgres::NoTls;
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -16,7 +15,8 @@ const HISTORY_TABLE: &str = "tasklane_schema_history";
 
 /// Applies every pending migration to the database at `database_url`.
 pub async fn run(database_url: &str) -> anyhow::Result<()> {
-    let (mut client, connection) = tokio_postgres::connect(database_url, NoTls)
+    let (mut client, connection) = super::connect::Database::from_url(database_url)?
+        .connect_with_driver()
         .await
         .context("connect to migrate")?;
     let driver = tokio::spawn(connection);

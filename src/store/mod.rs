@@ -6,6 +6,7 @@ pub mod admission;
 pub mod cancel;
 pub mod claim;
 pub mod complete_many;
+pub mod connect;
 pub mod events;
 pub mod lease;
 pub mod lifecycle;

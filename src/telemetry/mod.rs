@@ -23,6 +23,7 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::Layer as _;
 
 pub use instruments::{GenAiCall, Instruments};
 
@@ -71,15 +72,23 @@ impl Telemetry {
         opentelemetry::global::set_text_map_propagator(
             opentelemetry_sdk::propagation::TraceContextPropagator::new(),
         );
-        let filter = tracing_subscriber::EnvFilter::try_from_env("TASKLANE_LOG")
+        // Logs follow TASKLANE_LOG; spans are exported from tasklane's own code at INFO
+        // whatever the log level, so a quiet log still yields whole traces.
+        let logs = tracing_subscriber::EnvFilter::try_from_env("TASKLANE_LOG")
             .unwrap_or_else(|_| "info".into());
-        let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_filter(logs);
         let spans = tracer_provider.as_ref().map(|provider| {
             use opentelemetry::trace::TracerProvider as _;
-            tracing_opentelemetry::layer().with_tracer(provider.tracer("tasklane"))
+            tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("tasklane"))
+                .with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target("tasklane", tracing::Level::INFO),
+                )
         });
         tracing_subscriber::registry()
-            .with(filter)
             .with(fmt)
             .with(spans)
             .try_init()

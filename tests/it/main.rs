@@ -36,5 +36,6 @@ mod restart_policy;
 mod schema;
 mod sql_statements;
 mod statistics;
+mod tls;
 mod transitions;
 mod worker_runtime;

@@ -1,0 +1,259 @@
+//! Every connection tasklane opens to PostgreSQL starts here: the pool, LISTEN,
+//! migrations, the CLI, the load generator and `devdb`. A [`Database`] is a parsed
+//! database URL with its TLS policy (libpq's `sslmode` and `sslrootcert`, see
+//! [`settings`]) and a rustls connector ([`verify`]); building one refuses bad settings
+//! before anything connects, and a failed connection says which setting to look at.
+//!
+//! Error messages name hosts, ports and settings, never the URL: it may hold a
+//! password.
+
+mod settings;
+mod verify;
+
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+use rustls::CertificateError;
+use tokio_postgres::config::Host;
+use tokio_postgres::tls::TlsStream;
+use tokio_postgres::{Client, Connection, Socket};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+pub use settings::{RootCert, SslMode, TlsSettings};
+
+/// A database to connect to, TLS policy included. Cheap to clone.
+#[derive(Clone)]
+pub struct Database {
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+    settings: TlsSettings,
+}
+
+impl Database {
+    /// Parses `url` (URL or key=value form) and builds its TLS connector. Refused: an
+    /// unknown `sslmode`, an unreadable `sslrootcert` or one without a certificate,
+    /// anything tokio-postgres cannot parse.
+    pub fn from_url(url: &str) -> anyhow::Result<Database> {
+        let split = settings::split(url).map_err(anyhow::Error::msg)?;
+        let mut config: tokio_postgres::Config = split
+            .rest
+            .parse()
+            .context("parse the database URL (the URL is not shown: it may hold a password)")?;
+        config.ssl_mode(match split.tls.mode {
+            SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+            SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                tokio_postgres::config::SslMode::Require
+            }
+        });
+        // As libpq: a Unix socket is never encrypted, whatever sslmode says.
+        let all_sockets = !config.get_hosts().is_empty()
+            && config
+                .get_hosts()
+                .iter()
+                .all(|h| !matches!(h, Host::Tcp(_)));
+        if all_sockets {
+            config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+        }
+        let tls = MakeRustlsConnect::new(verify::client_config(&split.tls)?);
+        Ok(Database {
+            config,
+            tls,
+            settings: split.tls,
+        })
+    }
+
+    /// The TLS settings in effect.
+    pub fn tls_settings(&self) -> &TlsSettings {
+        &self.settings
+    }
+
+    /// One connection and its driver, for callers that poll the driver themselves
+    /// (LISTEN reads notifications from it).
+    pub async fn connect_with_driver(
+        &self,
+    ) -> anyhow::Result<(
+        Client,
+        Connection<Socket, impl TlsStream + Unpin + Send + 'static>,
+    )> {
+        self.config
+            .connect(self.tls.clone())
+            .await
+            .map_err(|error| self.explain(error))
+    }
+
+    /// One connection, its driver spawned on the runtime.
+    pub async fn connect(&self) -> anyhow::Result<Client> {
+        let (client, connection) = self.connect_with_driver().await?;
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "database connection ended");
+            }
+        });
+        Ok(client)
+    }
+
+    /// A pool of up to `size` connections, each made like [`Database::connect`]'s.
+    pub fn pool(&self, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
+        let manager = deadpool_postgres::Manager::from_config(
+            self.config.clone(),
+            self.tls.clone(),
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
+        deadpool_postgres::Pool::builder(manager)
+            .max_size(size)
+            .build()
+            .context("build the connection pool")
+    }
+
+    /// Context for a failed connection that points at the setting to change.
+    fn explain(&self, error: tokio_postgres::Error) -> anyhow::Error {
+        let at = self.hosts();
+        let mode = self.settings.mode;
+        let what = match certificate_error(&error) {
+            Some(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }) => format!(
+                "the server's certificate does not name the host connected to ({at}); sslmode=verify-full checks the host name (use the name the certificate was issued for)"
+            ),
+            Some(CertificateError::Expired | CertificateError::NotValidYet) => format!(
+                "the server's certificate at {at} is expired or not yet valid"
+            ),
+            Some(CertificateError::UnknownIssuer | CertificateError::BadSignature) => format!(
+                "the server's certificate at {at} is not trusted: it does not chain to {} (sslmode={mode})",
+                self.settings.describe_roots()
+            ),
+            Some(other) => format!(
+                "the server's certificate at {at} was refused ({other:?}, sslmode={mode})"
+            ),
+            None if mode == SslMode::Disable && refused_plain(&error) => format!(
+                "the server at {at} refused a connection without TLS (sslmode=disable); it wants sslmode=require or stronger"
+            ),
+            None => format!("connect to PostgreSQL at {at} (sslmode={mode})"),
+        };
+        anyhow::Error::new(error).context(what)
+    }
+
+    /// `host:port` of every host, for messages (never user or password).
+    fn hosts(&self) -> String {
+        let ports = self.config.get_ports();
+        let mut out = String::new();
+        for (i, host) in self.config.get_hosts().iter().enumerate() {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let _ = match host {
+                Host::Tcp(name) => write!(out, "{name}:{port}"),
+                #[cfg(unix)]
+                Host::Unix(path) => write!(out, "{}", path.display()),
+            };
+        }
+        out
+    }
+}
+
+/// Connects to `url` (see [`Database::from_url`]), driver spawned.
+pub async fn connect(url: &str) -> anyhow::Result<Client> {
+    Database::from_url(url)?.connect().await
+}
+
+/// The certificate problem rustls reported somewhere in `error`'s chain (tokio-rustls
+/// wraps it in an io::Error, whose `source` skips it, hence `get_ref`).
+fn certificate_error(error: &tokio_postgres::Error) -> Option<CertificateError> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = next {
+        let rustls_error = e.downcast_ref::<rustls::Error>().or_else(|| {
+            e.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(rustls::Error::InvalidCertificate(problem)) = rustls_error {
+            return Some(problem.clone());
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// pg_hba found no entry for the connection (SQLSTATE 28000), which with `hostssl`-only
+/// rules is what a plain connection meets.
+fn refused_plain(error: &tokio_postgres::Error) -> bool {
+    error.code() == Some(&tokio_postgres::error::SqlState::INVALID_AUTHORIZATION_SPECIFICATION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(url: &str) -> String {
+        match Database::from_url(url) {
+            Ok(_) => panic!("accepted"),
+            Err(error) => format!("{error:#}"),
+        }
+    }
+
+    #[test]
+    fn bad_settings_are_refused_naming_the_setting_and_never_the_password() {
+        let dir = std::env::temp_dir().join(format!("tasklane-connect-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").unwrap();
+        let missing = dir.join("missing.pem");
+        let cases = [
+            (
+                "postgres://u:hunter2@h/db?sslmode=verify".to_owned(),
+                "sslmode",
+            ),
+            (
+                format!(
+                    "postgres://u:hunter2@h/db?sslmode=verify-full&sslrootcert={}",
+                    missing.display()
+                ),
+                "missing.pem",
+            ),
+            (
+                format!(
+                    "host=h password=hunter2 sslmode=verify-ca sslrootcert={}",
+                    empty.display()
+                ),
+                "holds no PEM certificate",
+            ),
+            ("postgres://u:hunter2@h:notaport/db".to_owned(), "URL"),
+            ("postgres://u:hunter2@h/db?bogus=1".to_owned(), "URL"),
+            ("postgres://u:hunter2%zz@[::1/db".to_owned(), "URL"),
+            ("host=h password='hunter2".to_owned(), "unterminated"),
+        ];
+        for (url, want) in cases {
+            let message = refused(&url);
+            assert!(message.contains(want), "{message}");
+            assert!(
+                message.contains("ssl") || ["URL", "unterminated"].contains(&want),
+                "{message}"
+            );
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn settings_reach_tokio_postgres_without_our_keys() {
+        let db = Database::from_url(
+            "postgres://u@h:6543/db?sslmode=verify-full&sslrootcert=system&application_name=x",
+        )
+        .unwrap();
+        assert_eq!(db.tls_settings().mode, SslMode::VerifyFull);
+        assert_eq!(db.config.get_application_name(), Some("x"));
+        assert_eq!(
+            db.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Require
+        );
+        assert_eq!(db.hosts(), "h:6543");
+        let db = Database::from_url("host=/run/postgresql sslmode=require").unwrap();
+        assert_eq!(
+            db.config.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Disable,
+            "sockets are never encrypted"
+        );
+    }
+}
