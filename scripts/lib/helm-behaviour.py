@@ -46,6 +46,22 @@ READY_SECONDS = 60
 DROPPED = {"OTEL_EXPORTER_OTLP_ENDPOINT"}
 
 results = []
+# Processes started and not yet reaped: killed if this script is stopped (the caller's
+# `timeout`), since they run in sessions of their own.
+running = set()
+
+
+def stop_all(signum, frame):
+    for proc in [p for p in running if p.poll() is None]:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    sys.exit(f"stopped by signal {signum}")
+
+
+signal.signal(signal.SIGTERM, stop_all)
+signal.signal(signal.SIGINT, stop_all)
 
 
 def check(name, ok, detail=""):
@@ -157,9 +173,11 @@ class Pod:
         return found
 
     def start(self, log):
-        return subprocess.Popen([BIN] + self.container.get("args", []), env=self.env,
+        proc = subprocess.Popen([BIN] + self.container.get("args", []), env=self.env,
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+        running.add(proc)
+        return proc
 
 
 def get_status(port, path):
