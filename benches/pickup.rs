@@ -69,7 +69,12 @@ async fn replica(
         "probe".to_owned(),
         Arc::new(Probe(starts.clone())) as Arc<dyn Handler>,
     )]);
-    Replica::start(&flags.serve, custom).await
+    Replica::start(
+        &flags.serve,
+        custom,
+        &tasklane::telemetry::Telemetry::local(),
+    )
+    .await
 }
 
 /// 200 submits through `via`, 20 ms apart; pickup of each.

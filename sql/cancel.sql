@@ -1,3 +1,4 @@
+-- transition: Cancel
 -- The owner's cancel: a waiting task is cancelled at once; a running one is marked
 -- cancelling (its worker sees it at the next heartbeat); anything else is unchanged.
 -- Row locking makes a race with the worker's settlement have exactly one winner.

@@ -1,3 +1,4 @@
+-- transition: Succeed
 -- Settles a leased task as succeeded, fenced on its lease token, with its event.
 -- A task being cancelled may still succeed: the work is done.
 -- $1 id, $2 lease_token, $3 result jsonb, $4 usage_units (nullable), $5 provider,

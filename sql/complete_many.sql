@@ -1,3 +1,4 @@
+-- transition: Succeed
 -- Settles a batch of leased tasks as succeeded in one statement (group commit of
 -- attempts that finished at about the same time), each fenced on its own lease token,
 -- each with its own task.succeeded event. Same effect per task as complete.sql.

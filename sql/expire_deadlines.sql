@@ -1,3 +1,6 @@
+-- transition: Fail
+--   except running, cancelling
+--   (a queue deadline bounds the wait for a start; a started attempt has its timeout)
 -- Fails closed the waiting tasks whose queue deadline has passed, with their events.
 -- $1 limit. Locks: the rows FOR UPDATE SKIP LOCKED (a claimer holding one wins it;
 -- the claim itself never takes a task past its deadline).

@@ -1,3 +1,6 @@
+-- transition: RetryLater, Fail, Fallback, AckCancel
+--   except queued, waiting_for_retry, waiting_for_external_fallback
+--   (locks the lease that settle.sql ends)
 -- Reads and locks a leased task so its settlement can be decided in Rust.
 -- $1 id, $2 lease_token. Returns no row when the lease is lost or the task gone.
 -- Locks: the task row FOR UPDATE until the transaction ends.

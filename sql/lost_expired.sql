@@ -1,3 +1,6 @@
+-- transition: Requeue, Fail, AckCancel
+--   except queued, waiting_for_retry, waiting_for_external_fallback
+--   (only a leased task has a worker to lose)
 -- Leased tasks whose lease has expired: their worker is presumed dead.
 -- $1 limit. Locks: the rows FOR UPDATE SKIP LOCKED (another rescuer takes the others).
 SELECT id, state, on_restart, attempt, max_attempts

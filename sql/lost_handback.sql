@@ -1,3 +1,6 @@
+-- transition: Requeue, Fail, AckCancel
+--   except queued, waiting_for_retry, waiting_for_external_fallback
+--   (only a leased task has a worker to lose)
 -- Tasks a replica hands back at shutdown: its own leases, fenced on their tokens.
 -- $1 ids uuid[], $2 lease_tokens uuid[] (same order).
 -- Locks: the rows FOR UPDATE.

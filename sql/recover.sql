@@ -1,3 +1,5 @@
+-- transition: Requeue, Fail, AckCancel
+--   via lost_expired.sql, lost_handback.sql, lost_cold_start.sql
 -- Applies restart-policy decisions (task::restart) to tasks locked by one of the lost_*
 -- statements in this transaction: each row's new state, code and whether it keeps its
 -- snapshot. Requeued tasks are claimable at once; every move writes its event.

@@ -1,5 +1,5 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change the
--- schema, add a migration, then run `TASKLANE_BLESS=1 cargo test --test schema`.
+-- schema, add a migration, then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
 -- The current definition of every table and view in the tasklane schema, each
 -- followed by its constraints, indexes and triggers: what migrations/ leave after
@@ -11,7 +11,7 @@
 CREATE SCHEMA tasklane;
 
 
--- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
     app text NOT NULL,
@@ -54,10 +54,12 @@ CREATE TABLE tasklane.tasks (
     resource text,
     resource_slot integer,
     holds_capacity boolean DEFAULT false NOT NULL,
+    traceparent text,
     CONSTRAINT tasks_on_restart_check CHECK ((on_restart = ANY (ARRAY['fail'::text, 'retry'::text, 'resume'::text]))),
     CONSTRAINT tasks_privacy_check CHECK ((privacy = ANY (ARRAY['local_only'::text, 'external_allowed'::text]))),
     CONSTRAINT tasks_progress_check CHECK (((progress >= 0) AND (progress <= 100))),
-    CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'cancelling'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
+    CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'cancelling'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT tasks_traceparent_check CHECK (((traceparent IS NULL) OR (length(traceparent) <= 128)))
 );
 
 ALTER TABLE ONLY tasklane.tasks

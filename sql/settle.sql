@@ -1,3 +1,6 @@
+-- transition: RetryLater, Fail, Fallback, AckCancel
+--   except queued, waiting_for_retry, waiting_for_external_fallback
+--   (ends an attempt: only a leased task has one, task::outcome refuses the rest)
 -- Moves a leased task (locked by lease_lock.sql in this transaction) to the state
 -- decided by task::outcome, ending its lease, with its event.
 -- $1 id, $2 lease_token, $3 new state, $4 error_code (nullable), $5 error_message

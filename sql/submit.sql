@@ -5,11 +5,11 @@
 -- $1 id, $2 app, $3 scope_id, $4 effect_key, $5 usage_subject (nullable), $6 source_id
 -- (nullable), $7 task_type, $8 request_digest, $9 input, $10 priority, $11 max_attempts,
 -- $12 on_restart, $13 privacy, $14 lease_seconds, $15 attempt_timeout_seconds,
--- $16 deadline_seconds (nullable), $17 resource (nullable).
+-- $16 deadline_seconds (nullable), $17 resource (nullable), $18 traceparent (nullable).
 -- Returns outcome, the refusal (refused, refused_limit, free_at, decided_at) and the
 -- task's view columns; no row when the identity's task vanished while being read.
 -- Locks: pg_advisory_xact_lock_shared(owner_key(app, scope)), the identity's advisory
 -- lock (waited for when a duplicate is in flight), admission's reservations, the new row.
 SELECT s.outcome, s.refused, s.refused_limit, s.free_at, s.decided_at, (s.task).*
 FROM tasklane.submit_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                          $16, $17) s
+                          $16, $17, $18) s

@@ -1,3 +1,4 @@
+-- transition: Retry
 -- The owner's retry: a failed or cancelled task is queued again with a fresh attempt
 -- budget (attempt back to 0), a fresh queue deadline of the same length, and no trace
 -- of the last run but its events. Writes its task.queued event.

@@ -9,7 +9,7 @@
 //! | `TASKLANE_ROLES` | `api,worker,maintenance` |
 //! | `TASKLANE_NO_MIGRATE` | false |
 //! | `TASKLANE_REPLICA_NAME` | host name + pid |
-//! | `TASKLANE_POOL_SIZE` | 32 |
+//! | `TASKLANE_POOL_SIZE` | 16 |
 //! | `TASKLANE_CLAIMERS` | 1 |
 //! | `TASKLANE_CONCURRENCY` | 16 |
 //! | `TASKLANE_CLAIM_BATCH` | 16 |
@@ -50,7 +50,8 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
 
-    /// The task-types TOML file (see the README); without one no type is registered.
+    /// The task-types TOML file (format: docs/api.md, "Task types"); without one no
+    /// type is registered.
     #[arg(long, env = "TASKLANE_TASK_TYPES")]
     pub task_types: Option<PathBuf>,
 

@@ -15,4 +15,5 @@ pub mod server;
 pub mod service;
 pub mod store;
 pub mod task;
+pub mod telemetry;
 pub mod worker;

@@ -1,9 +1,13 @@
 //! The `tasklane` binary: parse the command line, start tracing, run the command.
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tasklane::config::ServeConfig;
 use tasklane::http::{HttpConfig, HttpServer};
 use tasklane::server::{self, Replica};
+use tasklane::task::task_type::{TaskTypesFile, DEMO_TASK_TYPES};
+use tasklane::task::TaskType;
+use tasklane::telemetry::Telemetry;
 
 #[derive(Parser)]
 #[command(
@@ -74,20 +78,17 @@ enum TokenCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TASKLANE_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match Cli::parse().command {
-        Command::Serve(config) => serve(config.resolve_env()).await,
+    let command = Cli::parse().command;
+    let telemetry = Telemetry::start()?;
+    let result = match command {
+        Command::Serve(config) => serve(config.resolve_env(), &telemetry).await,
         Command::Migrate { database_url } => tasklane::store::migrate::run(&database_url).await,
-        Command::Dev(config) => dev(config.resolve_env()).await,
+        Command::Dev(config) => dev(config.resolve_env(), &telemetry).await,
         Command::Load(config) => tasklane::load::run(config).await.map(drop),
         Command::Token(command) => token(command).await,
-    }
+    };
+    telemetry.shutdown();
+    result
 }
 
 async fn token(command: TokenCommand) -> anyhow::Result<()> {
@@ -126,10 +127,25 @@ fn database_url_of(url: String) -> String {
         .unwrap_or(url)
 }
 
-async fn serve(config: ServeConfig) -> anyhow::Result<()> {
-    let replica = Replica::start(&config, Default::default()).await?;
+async fn serve(config: ServeConfig, telemetry: &Telemetry) -> anyhow::Result<()> {
+    let types = server::load_task_types(&config)?;
+    serve_types(config, types, telemetry).await
+}
+
+/// Serves `types` (read and checked by the caller, before anything touches the database).
+async fn serve_types(
+    config: ServeConfig,
+    types: Vec<TaskType>,
+    telemetry: &Telemetry,
+) -> anyhow::Result<()> {
+    let replica = Replica::start_with_types(&config, types, Default::default(), telemetry).await?;
     // Every role answers /healthz, /readyz and /metrics; /v1/ only with role api.
-    let http = HttpServer::start(&HttpConfig::of(&config), replica.tasklane.clone()).await?;
+    let http = HttpServer::start(
+        &HttpConfig::of(&config),
+        replica.tasklane.clone(),
+        telemetry.clone(),
+    )
+    .await?;
     server::terminated().await;
     tracing::info!("shutting down");
     let drain = std::time::Duration::from_millis(config.readiness_drain_ms);
@@ -144,21 +160,22 @@ async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 
 /// `dev` uses `DATABASE_URL` / `TASKLANE_DATABASE_URL` only when one is set and answers;
 /// otherwise (the flag's default included) a private throwaway cluster, so trying
-/// tasklane never writes into a server the user did not name.
-async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
+/// tasklane never writes into a server the user did not name. The demo task types are
+/// served from the binary itself (no file is written), unless `--task-types` names one.
+async fn dev(mut config: ServeConfig, telemetry: &Telemetry) -> anyhow::Result<()> {
+    let types = match config.task_types {
+        Some(_) => server::load_task_types(&config)?,
+        None => TaskTypesFile::parse(DEMO_TASK_TYPES).context("the demo task types")?,
+    };
     let named = std::env::var("TASKLANE_DATABASE_URL")
         .or_else(|_| std::env::var("DATABASE_URL"))
         .ok();
     let database = tasklane::devdb::resolve_server(named.as_deref()).await?;
     config.database_url = database.url().to_owned();
-    if config.task_types.is_none() {
-        let path =
-            std::env::temp_dir().join(format!("tasklane-dev-types-{}.toml", std::process::id()));
-        std::fs::write(&path, tasklane::task::task_type::DEMO_TASK_TYPES)?;
-        config.task_types = Some(path);
-    }
-    tracing::info!(database = %config.database_url, "dev database");
+    let shown_url = tasklane::devdb::redacted_url(&config.database_url);
+    tracing::info!(database = %shown_url, "dev database");
     tasklane::store::migrate::run(&config.database_url).await?;
+    config.no_migrate = true; // done: the token below needs the schema first
     let spec = tasklane::service::tokens::TokenSpec {
         app: "dev".into(),
         scope_id: None,
@@ -172,5 +189,24 @@ async fn dev(mut config: ServeConfig) -> anyhow::Result<()> {
     let token = tasklane::service::tokens::create(&config.database_url, &spec).await?;
     println!("admin token for app \"dev\" (http://{}):", config.listen);
     println!("{}", token.secret);
-    serve(config).await
+    print_cli_hint(&config.database_url, &shown_url);
+    serve_types(config, types, telemetry).await
+}
+
+/// Tells the user how to point the CLI at the database `dev` serves (a private cluster
+/// lives only as long as this process), without printing a password.
+fn print_cli_hint(database_url: &str, shown_url: &str) {
+    let binary = std::env::current_exe()
+        .map(|path| path.display().to_string())
+        .unwrap_or_else(|_| "tasklane".into());
+    println!("To create more tokens while this runs:");
+    if std::env::var("TASKLANE_DATABASE_URL").is_ok_and(|url| url != database_url) {
+        println!("  unset TASKLANE_DATABASE_URL");
+    }
+    if shown_url == database_url {
+        println!("  export DATABASE_URL='{database_url}'");
+    } else {
+        println!("  export DATABASE_URL='{shown_url}'  # with your password for ***");
+    }
+    println!("  {binary} token create --app APP --perm submit,read");
 }

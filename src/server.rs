@@ -15,6 +15,7 @@ use crate::config::{Role, ServeConfig};
 use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
 use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::pruner::Pruner;
+use crate::maintenance::queue_depth::{self, QueueDepthSampler};
 use crate::maintenance::replicas::ReplicaRegistry;
 use crate::maintenance::rescuer::Rescuer;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
@@ -22,6 +23,7 @@ use crate::service::{Tasklane, Wakeup};
 use crate::task::catalog::TaskTypes;
 use crate::task::task_type::TaskTypesFile;
 use crate::task::TaskType;
+use crate::telemetry::Telemetry;
 use crate::worker::{Handler, Handlers, Worker, WorkerConfig};
 
 /// Builds the connection pool of a replica.
@@ -62,19 +64,35 @@ pub struct Replica {
     /// Stops everything else, once the workers are done.
     shutdown: CancellationToken,
     services: JoinSet<()>,
+    /// Kept alive: the pool's gauges report while the replica runs.
+    _pool_gauges: PoolGauges,
 }
 
 impl Replica {
-    /// Starts a replica with `config`; `custom` adds in-process handlers.
+    /// Starts a replica with `config` and the task types of its file; `custom` adds
+    /// in-process handlers; its metrics are recorded into `telemetry`.
     pub async fn start(
         config: &ServeConfig,
         custom: HashMap<String, Arc<dyn Handler>>,
+        telemetry: &Telemetry,
     ) -> anyhow::Result<Replica> {
+        Replica::start_with_types(config, load_task_types(config)?, custom, telemetry).await
+    }
+
+    /// Starts a replica with `config` and the task types `types` (whatever the
+    /// configuration's file says). The types and handlers are checked before the
+    /// database is migrated, so a bad file is refused before anything is written.
+    pub async fn start_with_types(
+        config: &ServeConfig,
+        types: Vec<TaskType>,
+        custom: HashMap<String, Arc<dyn Handler>>,
+        telemetry: &Telemetry,
+    ) -> anyhow::Result<Replica> {
+        let task_types = Arc::new(TaskTypes::new(types));
+        let handlers = Arc::new(Handlers::new(&task_types, custom)?);
         if !config.no_migrate {
             crate::store::migrate::run(&config.database_url).await?;
         }
-        let task_types = Arc::new(TaskTypes::new(load_task_types(config)?));
-        let handlers = Arc::new(Handlers::new(&task_types, custom)?);
         let pool = pool(&config.database_url, config.pool_size)?;
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
@@ -83,7 +101,9 @@ impl Replica {
             task_types,
             wakeup.clone(),
             config.max_input_bytes,
-        );
+        )
+        .with_instruments(telemetry.instruments().clone());
+        let pool_gauges = pool_gauges(&telemetry.meter(), &pool);
         let shutdown = CancellationToken::new();
         let stop_work = CancellationToken::new();
         let mut services = JoinSet::new();
@@ -114,6 +134,7 @@ impl Replica {
                 pool: pool.clone(),
                 interval: Duration::from_millis(config.rescue_interval_ms),
                 wakeup: wakeup.clone(),
+                instruments: telemetry.instruments().clone(),
             };
             services.spawn(rescuer.run(shutdown.clone()));
             let deadlines = DeadlineSweeper {
@@ -126,6 +147,7 @@ impl Replica {
                 interval: Duration::from_millis(config.prune_interval_ms),
                 batch: config.prune_batch,
                 retention: Duration::from_secs(config.retention_seconds),
+                instruments: telemetry.instruments().clone(),
             };
             services.spawn(pruner.run(shutdown.clone()));
             let history = AdmissionHistoryPruner {
@@ -138,6 +160,12 @@ impl Replica {
                 interval: statistics::INTERVAL,
             };
             services.spawn(keeper.run(shutdown.clone()));
+            let sampler = QueueDepthSampler::new(
+                config.database_url.clone(),
+                queue_depth::INTERVAL,
+                &telemetry.meter(),
+            );
+            services.spawn(sampler.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {
             for n in 0..config.claimers.max(1) {
@@ -163,6 +191,7 @@ impl Replica {
             workers,
             shutdown,
             services,
+            _pool_gauges: pool_gauges,
         })
     }
 
@@ -181,6 +210,40 @@ impl Replica {
         while self.services.join_next().await.is_some() {}
         self.tasklane.pool().close();
         tracing::info!(replica = %self.id, "replica stopped");
+    }
+}
+
+/// The database pool's gauges: connections in use and idle, and callers waiting.
+struct PoolGauges {
+    _connections: opentelemetry::metrics::ObservableGauge<u64>,
+    _waiting: opentelemetry::metrics::ObservableGauge<u64>,
+}
+
+fn pool_gauges(
+    meter: &opentelemetry::metrics::Meter,
+    pool: &deadpool_postgres::Pool,
+) -> PoolGauges {
+    use opentelemetry::KeyValue;
+    let observed = pool.clone();
+    let connections = meter
+        .u64_observable_gauge("tasklane.db.pool.connections")
+        .with_description("Database pool connections, by state (in_use, idle)")
+        .with_callback(move |observer| {
+            let status = observed.status();
+            let in_use = status.size.saturating_sub(status.available);
+            observer.observe(in_use as u64, &[KeyValue::new("state", "in_use")]);
+            observer.observe(status.available as u64, &[KeyValue::new("state", "idle")]);
+        })
+        .build();
+    let observed = pool.clone();
+    let waiting = meter
+        .u64_observable_gauge("tasklane.db.pool.waiting")
+        .with_description("Callers waiting for a database pool connection")
+        .with_callback(move |observer| observer.observe(observed.status().waiting as u64, &[]))
+        .build();
+    PoolGauges {
+        _connections: connections,
+        _waiting: waiting,
     }
 }
 

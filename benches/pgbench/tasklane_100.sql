@@ -1,7 +1,7 @@
--- tasklane's own statements without the engine around them: claim 100 exactly as
--- sql/claim_local.sql does (lease, attempt, task.running event), then settle them as
--- sql/complete_many.sql does (state, result, task.succeeded event), one transaction
--- each. The ceiling the engine's drain can approach on this schema; the gap to the
+-- tasklane's own statements without the engine around them: claim 100 exactly as the
+-- local variant of sql/claim.sql does (lease, attempt, task.running event), then settle
+-- them as sql/complete_many.sql does (state, result, task.succeeded event), one
+-- transaction each. The ceiling the engine's drain can approach on this schema; the gap to the
 -- bare baselines is what the schema itself costs per task (indexes, events).
 WITH picked AS (
     SELECT id FROM tasklane.tasks

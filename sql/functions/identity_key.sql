@@ -1,6 +1,6 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
 -- tasklane.identity_key, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test schema`.
+-- `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
 -- The current definition of tasklane.identity_key (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.

@@ -1,6 +1,6 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
 -- tasklane.release_capacity, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test schema`.
+-- `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
 -- The current definition of tasklane.release_capacity (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.

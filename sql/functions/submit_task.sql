@@ -1,12 +1,23 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
 -- tasklane.submit_task, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test schema`.
+-- `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
 -- The current definition of tasklane.submit_task (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql
+-- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql
 CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
+    LANGUAGE sql
+    AS $$
+    SELECT * FROM tasklane.submit_task(p_id, p_app, p_scope, p_effect_key, p_subject,
+                                       p_source, p_task_type, p_digest, p_input, p_priority,
+                                       p_max_attempts, p_on_restart, p_privacy,
+                                       p_lease_seconds, p_attempt_timeout_seconds,
+                                       p_deadline_seconds, p_resource, NULL::text)
+$$;
+
+-- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql
+CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text, p_traceparent text) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
     LANGUAGE plpgsql
     AS $$
 DECLARE
@@ -72,13 +83,14 @@ BEGIN
             id, app, scope_id, effect_key, usage_subject, source_id, task_type,
             request_digest, input, priority, max_attempts, on_restart, privacy,
             lease_seconds, attempt_timeout_seconds, deadline_at, event_seq, resource,
-            holds_capacity)
+            holds_capacity, traceparent)
         VALUES (p_id, p_app, p_scope, p_effect_key, p_subject, p_source, p_task_type,
                 p_digest, p_input, p_priority, p_max_attempts, p_on_restart, p_privacy,
                 p_lease_seconds, p_attempt_timeout_seconds,
                 now() + p_deadline_seconds * interval '1 second', 1, p_resource,
                 v_admitted AND EXISTS (SELECT 1 FROM tasklane.capacity_slots c
-                                       WHERE c.task_id = p_id))
+                                       WHERE c.task_id = p_id),
+                p_traceparent)
         ON CONFLICT ON CONSTRAINT tasks_identity DO NOTHING
         RETURNING ROW(t.id, t.app, t.scope_id, t.source_id, t.usage_subject, t.task_type,
                       t.state, t.priority, t.attempt, t.max_attempts, t.progress, t.phase,

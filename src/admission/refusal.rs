@@ -184,9 +184,12 @@ mod tests {
         let refusal = Refusal::new(RefusalCode::CapacityExhausted, Some(3), at, None);
         assert_eq!(refusal.retry_after_seconds(), 2);
         assert_eq!(refusal.to_string(), "capacity_exhausted: retry after 2s");
-        assert_eq!(
-            retry_after(RefusalCode::EmergencyStop, at, None),
-            EMERGENCY_RETRY_AFTER
-        );
+        // A stop waits a minute (a number, not EMERGENCY_RETRY_AFTER, which would make
+        // the test agree with any value), whatever the time and the reported free slot.
+        for (at, free_at) in [(at, None), (t("2026-03-31T23:59:30.5Z"), Some(at))] {
+            let stop = Refusal::new(RefusalCode::EmergencyStop, None, at, free_at);
+            assert_eq!(stop.retry_after_seconds(), 60);
+            assert_eq!(stop.to_string(), "emergency_stop: retry after 60s");
+        }
     }
 }

@@ -22,6 +22,7 @@
 mod cluster;
 mod databases;
 mod launcher;
+mod redact;
 mod sweep;
 
 use std::time::Duration;
@@ -34,6 +35,7 @@ pub use databases::{
     url_with_database,
 };
 pub use launcher::find_pg_dump;
+pub use redact::redacted_url;
 pub use sweep::{sweep_old_templates, sweep_stale_test_databases};
 
 /// How long a given `DATABASE_URL` gets to answer before we fall back to a private
@@ -242,7 +244,8 @@ mod tests {
         assert!(exists(template.clone()).await, "the kept template");
         drop(user);
         let mut swept = 0;
-        for _ in 0..100 {
+        // 500 × 20 ms: 10 s at least, for a loaded machine.
+        for _ in 0..500 {
             swept = sweep().await.unwrap();
             if swept == 1 {
                 break;
@@ -262,7 +265,8 @@ mod tests {
     /// Waits (bounded) until no session is connected to `name`: a closed client's
     /// backend exits a moment later.
     async fn wait_no_sessions(client: &tokio_postgres::Client, name: &str) {
-        for _ in 0..200 {
+        // 500 × 20 ms: 10 s at least, for a loaded machine.
+        for _ in 0..500 {
             let row = client
                 .query_one(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = $1",

@@ -73,7 +73,9 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 /// A caller whose token holds permission `P`, checked during extraction (401 without
-/// a valid token, 403 without `P`). Derefs to the [`Caller`].
+/// a valid token, 403 without `P`), whose query string names only parameters the route
+/// declares (422 `unknown_field` otherwise: checked here, after the permission, so a
+/// caller without it learns nothing about the route). Derefs to the [`Caller`].
 #[derive(Debug)]
 pub struct Allowed<P> {
     caller: Caller,
@@ -94,6 +96,7 @@ impl<P: perm::Required> FromRequestParts<AppState> for Allowed<P> {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let caller = Caller::from_request_parts(parts, state).await?;
         caller.require(P::PERMISSION)?;
+        super::extract::known_query(parts)?;
         Ok(Allowed {
             caller,
             _permission: PhantomData,

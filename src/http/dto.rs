@@ -30,7 +30,6 @@ pub struct SubmitBody {
     #[schema(min_length = 1, max_length = 200)]
     pub usage_subject: Option<String>,
     /// Any JSON value, bounded in size by the deployment.
-    #[schema(value_type = Object)]
     pub input: serde_json::Value,
     /// -100..100.
     #[serde(default)]
@@ -91,7 +90,6 @@ pub struct TaskView {
     pub finished_at: Option<DateTime<Utc>>,
     pub released_at: Option<DateTime<Utc>>,
     pub deadline_at: Option<DateTime<Utc>>,
-    #[schema(value_type = Option<Object>)]
     pub result: Option<serde_json::Value>,
     pub error: Option<ErrorView>,
     /// Provider, model and route of the last attempt; absent for scope tokens.
@@ -184,7 +182,6 @@ pub struct EventView {
     pub seq: i32,
     #[serde(rename = "type")]
     pub kind: String,
-    #[schema(value_type = Object)]
     pub data: serde_json::Value,
     pub at: DateTime<Utc>,
 }

@@ -50,6 +50,9 @@ pub enum ApiError {
     TooLarge,
     #[error("unknown field {0:?}")]
     UnknownField(String),
+    /// A query parameter the route does not declare.
+    #[error("unknown query parameter {0:?}")]
+    UnknownParameter(String),
     #[error("{0}")]
     Validation(Invalid),
     #[error("unknown task type {0:?}")]
@@ -102,7 +105,9 @@ impl ApiError {
                 refusal.code.as_str(),
             ),
             TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            UnknownField(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field"),
+            UnknownField(_) | UnknownParameter(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field")
+            }
             Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "validation_failed"),
             UnknownTaskType(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_task_type"),
             NotReady => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
@@ -128,7 +133,9 @@ impl IntoResponse for ApiError {
         };
         let field = match &self {
             ApiError::Validation(invalid) => Some(invalid.field.clone()),
-            ApiError::UnknownField(field) => Some(field.clone()),
+            ApiError::UnknownField(field) | ApiError::UnknownParameter(field) => {
+                Some(field.clone())
+            }
             _ => None,
         };
         let problem = Problem {

@@ -1,9 +1,13 @@
 //! Request extractors that answer with the API's own errors: a JSON body (malformed 400,
 //! unknown field 422 `unknown_field`, missing or mistyped field 422 `validation_failed`,
-//! over the limit 413), a query string, and a task id from the path.
+//! over the limit 413), a query string (a parameter the route does not declare is a 422
+//! `unknown_field`), and a task id from the path.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
@@ -108,6 +112,60 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryOf<T> {
                 ApiError::invalid(field, error.into_inner().to_string())
             })
     }
+}
+
+/// Refuses a query parameter that the matched route does not declare in the OpenAPI
+/// document (422 `unknown_field` naming it), as unknown body fields are refused: a
+/// misspelt or misplaced parameter (`GET /v1/tasks/{id}?wait=10`) would otherwise be
+/// ignored in silence. Called once the caller is authorized (see `auth::Allowed`), so
+/// the `/v1/` routes check it and the operations routes (probes, scrapers) stay lenient.
+pub fn known_query(parts: &Parts) -> Result<(), ApiError> {
+    let Some(query) = parts.uri.query() else {
+        return Ok(());
+    };
+    let Some(route) = parts.extensions.get::<MatchedPath>() else {
+        return Ok(());
+    };
+    let key = (
+        parts.method.as_str().to_ascii_lowercase(),
+        route.as_str().to_owned(),
+    );
+    let Some(declared) = declared_query_parameters().get(&key) else {
+        return Ok(());
+    };
+    match form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| !declared.contains(name.as_ref()))
+    {
+        Some((name, _)) => Err(ApiError::UnknownParameter(name.chars().take(64).collect())),
+        None => Ok(()),
+    }
+}
+
+/// `(method, route) -> query parameter names` of every operation of the document.
+type DeclaredQueries = HashMap<(String, String), HashSet<String>>;
+
+/// The query parameters of every route, read once from the OpenAPI document the
+/// handlers generate, so the check and the document cannot disagree.
+fn declared_query_parameters() -> &'static DeclaredQueries {
+    static DECLARED: OnceLock<DeclaredQueries> = OnceLock::new();
+    DECLARED.get_or_init(|| {
+        let doc = serde_json::to_value(super::api().1).unwrap_or_default();
+        let mut declared = DeclaredQueries::new();
+        let paths = doc["paths"].as_object().into_iter().flatten();
+        for (path, operations) in paths {
+            for (method, operation) in operations.as_object().into_iter().flatten() {
+                let names = operation["parameters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| p["in"] == "query")
+                    .filter_map(|p| p["name"].as_str().map(str::to_owned))
+                    .collect();
+                declared.insert((method.clone(), path.clone()), names);
+            }
+        }
+        declared
+    })
 }
 
 /// Parses a task id from the path: not a UUID is a 400.

@@ -1,7 +1,7 @@
-//! OpenTelemetry metrics of the HTTP layer, exported as Prometheus text at `/metrics`:
-//! requests by method, route and status, their latency, and the requests being answered
-//! now (a stream until it ends), which is also how tests know a long poll or a stream
-//! has reached the server.
+//! OpenTelemetry metrics of the HTTP layer (scraped with every other instrument at
+//! `/metrics`, see `telemetry`): requests by method, route and status, their latency,
+//! and the requests being answered now (a stream until it ends), which is also how
+//! tests know a long poll or a stream has reached the server.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,32 +12,22 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::Stream;
-use opentelemetry::metrics::{Counter, Histogram, MeterProvider, UpDownCounter};
+use opentelemetry::metrics::{Counter, Histogram, Meter, UpDownCounter};
 use opentelemetry::KeyValue;
-use opentelemetry_sdk::metrics::SdkMeterProvider;
 
 use super::AppState;
 
-/// The instruments and the registry they are scraped from.
+/// The HTTP instruments.
 #[derive(Clone)]
 pub struct Metrics {
-    registry: prometheus::Registry,
     requests: Counter<u64>,
     duration: Histogram<f64>,
     in_flight: UpDownCounter<i64>,
-    // Kept alive: dropping the provider stops collection.
-    _provider: SdkMeterProvider,
 }
 
 impl Metrics {
-    /// A fresh registry with the HTTP instruments.
-    pub fn new() -> anyhow::Result<Self> {
-        let registry = prometheus::Registry::new();
-        let exporter = opentelemetry_prometheus::exporter()
-            .with_registry(registry.clone())
-            .build()?;
-        let provider = SdkMeterProvider::builder().with_reader(exporter).build();
-        let meter = provider.meter("tasklane");
+    /// The HTTP instruments on `meter`.
+    pub fn new(meter: &Meter) -> Self {
         let requests = meter
             .u64_counter("tasklane_http_requests")
             .with_description("HTTP requests answered, by method, route and status")
@@ -53,24 +43,11 @@ impl Metrics {
                 "HTTP requests being answered, by method and route (a stream until it ends)",
             )
             .build();
-        Ok(Metrics {
-            registry,
+        Metrics {
             requests,
             duration,
             in_flight,
-            _provider: provider,
-        })
-    }
-
-    /// The Prometheus text exposition of every instrument.
-    pub fn render(&self) -> String {
-        let mut text = String::new();
-        if let Err(error) =
-            prometheus::TextEncoder::new().encode_utf8(&self.registry.gather(), &mut text)
-        {
-            tracing::warn!(%error, "encode metrics");
         }
-        text
     }
 }
 
@@ -154,8 +131,8 @@ impl<S: Stream + Unpin> Stream for Counted<S> {
 mod tests {
     use super::*;
 
-    fn in_flight(metrics: &Metrics) -> f64 {
-        metrics
+    fn in_flight(telemetry: &crate::telemetry::Telemetry) -> f64 {
+        telemetry
             .render()
             .lines()
             .filter(|l| l.starts_with("tasklane_http_requests_in_flight{"))
@@ -169,16 +146,17 @@ mod tests {
 
     #[test]
     fn a_streamed_body_counts_until_dropped_a_sized_one_not() {
-        let metrics = Metrics::new().unwrap();
+        let telemetry = crate::telemetry::Telemetry::local();
+        let metrics = Metrics::new(&telemetry.meter());
         let sized = InFlight::enter(&metrics, labels()).until_sent(Response::new(Body::from("{}")));
-        assert_eq!(in_flight(&metrics), 0.0);
+        assert_eq!(in_flight(&telemetry), 0.0);
         drop(sized);
 
         let chunks = futures_util::stream::iter([Ok::<_, std::io::Error>("a")]);
         let streamed = Response::new(Body::from_stream(chunks));
         let streamed = InFlight::enter(&metrics, labels()).until_sent(streamed);
-        assert_eq!(in_flight(&metrics), 1.0);
+        assert_eq!(in_flight(&telemetry), 1.0);
         drop(streamed);
-        assert_eq!(in_flight(&metrics), 0.0);
+        assert_eq!(in_flight(&telemetry), 0.0);
     }
 }

@@ -39,6 +39,8 @@ pub struct AppState {
     pub tasklane: Tasklane,
     pub watch: watch::TaskWatch,
     pub metrics: metrics::Metrics,
+    /// What `/metrics` renders: every instrument of the process.
+    pub telemetry: crate::telemetry::Telemetry,
     /// False from the start of a shutdown: `/readyz` answers 503.
     pub ready: Arc<AtomicBool>,
     /// Cancelled at shutdown: long polls, waits and streams end.
@@ -46,15 +48,27 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The API's shared listeners: task events for waiters and streams (LISTEN plus a
-    /// shared poll), and work wake-ups for claim long-polls when no in-process worker
-    /// listens already.
-    fn start_api_listeners(&self, config: &HttpConfig, stop: &CancellationToken) {
-        tokio::spawn(
-            self.watch
-                .clone()
-                .run(config.database_url.clone(), stop.clone()),
-        );
+    /// A ready state serving `tasklane`, rendering `telemetry` at `/metrics`. What
+    /// `?wait=`, streams and claim long polls learn from other replicas needs
+    /// [`AppState::spawn_sources`] too; public so tests can serve [`router`] in-process,
+    /// without a listener.
+    pub fn new(tasklane: Tasklane, telemetry: crate::telemetry::Telemetry) -> Self {
+        AppState {
+            tasklane,
+            watch: watch::TaskWatch::default(),
+            metrics: metrics::Metrics::new(&telemetry.meter()),
+            telemetry,
+            ready: Arc::new(AtomicBool::new(true)),
+            stopping: CancellationToken::new(),
+        }
+    }
+
+    /// The API's shared sources, running until `stop`: task events for waiters and
+    /// streams (the events LISTEN plus a shared poll), and work wake-ups for claim long
+    /// polls when no in-process worker listens already.
+    pub fn spawn_sources(&self, config: &HttpConfig, stop: CancellationToken) {
+        let url = &config.database_url;
+        tokio::spawn(self.watch.clone().run(url.clone(), stop.clone()));
         tokio::spawn(
             self.watch
                 .clone()
@@ -62,14 +76,14 @@ impl AppState {
         );
         if config.listen_wakeups {
             let wakeup = self.tasklane.wakeup().clone();
-            tokio::spawn(wakeup.run_listener(config.database_url.clone(), stop.clone()));
+            tokio::spawn(wakeup.run_listener(url.clone(), stop));
         }
     }
 }
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "tasklane", description = "A durable task platform on PostgreSQL (API.md)."),
+    info(title = "tasklane", description = "A durable task platform on PostgreSQL (reference: docs/api.md)."),
     modifiers(&BearerAuth),
     components(schemas(error::Problem))
 )]
@@ -218,23 +232,22 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `config.listen` and serves `tasklane`, with its own events listener.
-    pub async fn start(config: &HttpConfig, tasklane: Tasklane) -> anyhow::Result<Self> {
+    /// Binds `config.listen` and serves `tasklane`, with its own events listener;
+    /// `/metrics` renders `telemetry`.
+    pub async fn start(
+        config: &HttpConfig,
+        tasklane: Tasklane,
+        telemetry: crate::telemetry::Telemetry,
+    ) -> anyhow::Result<Self> {
         let listen = &config.listen;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("bind {listen}"))?;
         let local_addr = listener.local_addr()?;
-        let state = AppState {
-            tasklane,
-            watch: watch::TaskWatch::default(),
-            metrics: metrics::Metrics::new()?,
-            ready: Arc::new(AtomicBool::new(true)),
-            stopping: CancellationToken::new(),
-        };
+        let state = AppState::new(tasklane, telemetry);
         let listener_stop = CancellationToken::new();
         let app = if config.api {
-            state.start_api_listeners(config, &listener_stop);
+            state.spawn_sources(config, listener_stop.clone());
             router(state.clone(), config.body_limit)
         } else {
             operations_router(state.clone())

@@ -4,6 +4,7 @@
 pub mod admission_history;
 pub mod deadlines;
 pub mod pruner;
+pub mod queue_depth;
 pub mod replicas;
 pub mod rescuer;
 pub mod statistics;

@@ -27,6 +27,7 @@ pub struct Pruner {
     pub batch: i64,
     /// How long a task is kept after both its release and its finish.
     pub retention: Duration,
+    pub instruments: crate::telemetry::Instruments,
 }
 
 impl Pruner {
@@ -48,8 +49,7 @@ impl Pruner {
         if pruned > 0 {
             tracing::info!(pruned, "pruned released tasks past their retention");
         }
-        // Hook for admission: prune one bounded batch of rate history older than 24 h
-        // here too, and report full if either batch was.
+        self.instruments.pruned(pruned);
         Ok(pruned as i64 >= self.batch)
     }
 }

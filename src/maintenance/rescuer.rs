@@ -15,6 +15,7 @@ pub struct Rescuer {
     pub pool: deadpool_postgres::Pool,
     pub interval: Duration,
     pub wakeup: Wakeup,
+    pub instruments: crate::telemetry::Instruments,
 }
 
 impl Rescuer {
@@ -25,6 +26,7 @@ impl Rescuer {
     /// One batch; true when it was full.
     pub async fn pass(&self) -> anyhow::Result<bool> {
         let rescued = rescue(&self.pool, &Lost::Expired, BATCH).await?;
+        self.instruments.recovered("expired", rescued as u64);
         if rescued > 0 {
             tracing::info!(rescued, "rescued tasks with expired leases");
             self.wakeup.wake_all();

@@ -51,6 +51,12 @@ pub enum ServiceError {
 }
 
 impl ServiceError {
+    /// Whether the caller was refused (the request was understood and said no to), as
+    /// opposed to the service failing to answer.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, ServiceError::Pool(_) | ServiceError::Db(_))
+    }
+
     /// The stable machine-readable code of this error.
     pub fn code(&self) -> &'static str {
         use ServiceError::*;

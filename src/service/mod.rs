@@ -45,6 +45,7 @@ pub use tasks::{TaskEvents, TaskList};
 pub use wakeup::Wakeup;
 
 use crate::task::catalog::TaskTypes;
+use crate::telemetry::Instruments;
 
 /// A handle on tasklane for one process: the pool, the task types it knows, and its
 /// wake-up signal. Cloning shares all three.
@@ -54,6 +55,7 @@ pub struct Tasklane {
     task_types: Arc<TaskTypes>,
     wakeup: Wakeup,
     liveness: Liveness,
+    instruments: Instruments,
     max_input_bytes: usize,
 }
 
@@ -71,8 +73,20 @@ impl Tasklane {
             task_types,
             wakeup,
             liveness: Liveness::default(),
+            instruments: Instruments::noop(),
             max_input_bytes,
         }
+    }
+
+    /// The same service recording into `instruments` (a process's telemetry).
+    pub fn with_instruments(mut self, instruments: Instruments) -> Self {
+        self.instruments = instruments;
+        self
+    }
+
+    /// What this process records its metrics into.
+    pub fn instruments(&self) -> &Instruments {
+        &self.instruments
     }
 
     /// The task types this process knows.

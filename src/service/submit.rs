@@ -7,6 +7,7 @@ use super::{Owner, ServiceError, Tasklane};
 use crate::admission::Refusal;
 use crate::store::submit::{self, Submission, SubmitOutcome, Submitted};
 use crate::task::{NewTask, SubmitRequest};
+use crate::telemetry::spans;
 
 impl Tasklane {
     /// Validates `request` for `owner` against the task types and resolves its
@@ -28,19 +29,64 @@ impl Tasklane {
         owner: &Owner,
         request: &SubmitRequest,
     ) -> Result<Submitted, ServiceError> {
-        self.submit_observed(owner, request, || {}).await
+        self.submit_observed(owner, request, None, || {}).await
     }
 
-    /// [`Tasklane::submit`], calling `committed` between the commit and the wake-up: the
-    /// load generator's clock for pickup latency, which must start once the task is
-    /// visible and before any worker can have heard of it.
+    /// [`Tasklane::submit`] within the caller's trace: the task keeps the context of
+    /// the current span (when spans are exported), else `traceparent` as given (a W3C
+    /// header; an invalid one is ignored), and its attempts continue that trace.
+    pub async fn submit_traced(
+        &self,
+        owner: &Owner,
+        request: &SubmitRequest,
+        traceparent: Option<&str>,
+    ) -> Result<Submitted, ServiceError> {
+        self.submit_observed(owner, request, traceparent, || {})
+            .await
+    }
+
+    /// [`Tasklane::submit_traced`], calling `committed` between the commit and the
+    /// wake-up: the load generator's clock for pickup latency, which must start once the
+    /// task is visible and before any worker can have heard of it.
     pub async fn submit_observed(
         &self,
         owner: &Owner,
         request: &SubmitRequest,
+        traceparent: Option<&str>,
         committed: impl FnOnce(),
     ) -> Result<Submitted, ServiceError> {
-        let task = self.prepare(owner, request)?;
+        let answer = self
+            .submit_once(owner, request, traceparent, committed)
+            .await;
+        // Only registered types become attributes: a submit's own type name is not
+        // bounded until it is known.
+        if self.task_types.get(&request.task_type).is_some() {
+            match &answer {
+                Ok(submitted) => self
+                    .instruments
+                    .submitted(&request.task_type, outcome_name(submitted.outcome)),
+                Err(error) if error.is_refusal() => {
+                    self.instruments.refused(&request.task_type, error.code())
+                }
+                Err(_) => {}
+            }
+        }
+        answer
+    }
+
+    async fn submit_once(
+        &self,
+        owner: &Owner,
+        request: &SubmitRequest,
+        traceparent: Option<&str>,
+        committed: impl FnOnce(),
+    ) -> Result<Submitted, ServiceError> {
+        let mut task = self.prepare(owner, request)?;
+        task.traceparent = spans::traceparent_of(&tracing::Span::current()).or_else(|| {
+            traceparent
+                .and_then(spans::valid_traceparent)
+                .map(str::to_owned)
+        });
         let client = self.connection().await?;
         let submission = submit::submit_pooled(&client, crate::task::new_task_id(), &task).await?;
         let submitted = match accepted(submission) {
@@ -55,6 +101,14 @@ impl Tasklane {
             self.wakeup.wake_all();
         }
         Ok(submitted)
+    }
+}
+
+fn outcome_name(outcome: SubmitOutcome) -> &'static str {
+    match outcome {
+        SubmitOutcome::Created => "created",
+        SubmitOutcome::Joined => "joined",
+        SubmitOutcome::Existing => "existing",
     }
 }
 

@@ -16,6 +16,7 @@ use crate::store::recover::{self, Lost};
 use crate::store::{self, claim, complete_many, query};
 use crate::task::outcome::Report;
 use crate::task::{bounds, TaskState};
+use crate::telemetry::spans;
 
 /// Most task types one claim may name.
 pub const MAX_CLAIM_TYPES: usize = 100;
@@ -46,7 +47,36 @@ impl Tasklane {
             Slots::Plain
         };
         let client = self.connection().await?;
-        Ok(claim::claim_pooled(&client, claimant, slots, owner, task_types, limit).await?)
+        let mut claimed =
+            claim::claim_pooled(&client, claimant, slots, owner, task_types, limit).await?;
+        for task in &mut claimed {
+            self.claimed(claimant, task);
+        }
+        Ok(claimed)
+    }
+
+    /// Records one claim: the task's wait since it became claimable, and a
+    /// `tasklane.claim` span in the task's trace, which the attempt (here or on a remote
+    /// worker, whose claim answer carries it) continues.
+    fn claimed(&self, claimant: &Claimant<'_>, task: &mut ClaimedTask) {
+        let claimed_at =
+            task.lease_expires_at - chrono::Duration::seconds(i64::from(task.lease_seconds));
+        let waited = (claimed_at - task.claimable_at)
+            .num_microseconds()
+            .unwrap_or(0);
+        self.instruments
+            .queue_wait(&task.task_type, waited.max(0) as f64 / 1e6);
+        let span = tracing::info_span!(
+            "tasklane.claim",
+            task_type = %task.task_type,
+            attempt = task.attempt,
+            route = claimant.route.as_str(),
+            worker_id = claimant.worker_id,
+        );
+        spans::continue_trace(&span, task.traceparent.as_deref());
+        if let Some(traceparent) = spans::traceparent_of(&span) {
+            task.traceparent = Some(traceparent);
+        }
     }
 
     /// Extends the lease and records progress, phase, snapshot and events; answers
@@ -66,6 +96,7 @@ impl Tasklane {
 
     /// Settles the attempt as succeeded (also when cancellation was requested
     /// meanwhile: the work is done).
+    #[tracing::instrument(name = "tasklane.settle", skip_all, fields(task = %id))]
     pub async fn complete(
         &self,
         owner: Option<&Owner>,
@@ -96,6 +127,7 @@ impl Tasklane {
 
     /// Settles the attempt by the worker's `report` with the task type's backoff
     /// (`task::outcome::settle` decides); returns the task's new state.
+    #[tracing::instrument(name = "tasklane.settle", skip_all, fields(task = %id))]
     pub async fn settle(
         &self,
         owner: Option<&Owner>,
@@ -132,9 +164,10 @@ impl Tasklane {
             ids: &[id],
             lease_tokens: &[lease_token],
         };
-        recover::recover(&tx, &lost, 1).await?;
+        let recovered = recover::recover(&tx, &lost, 1).await?;
         store::notify::wake_replicas(&tx).await?;
         tx.commit().await?;
+        self.instruments.recovered("handed_back", recovered as u64);
         Ok(())
     }
 }

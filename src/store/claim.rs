@@ -1,4 +1,5 @@
-//! Claim: take a batch of claimable tasks in one statement (see `sql/claim_*.sql`).
+//! Claim: take a batch of claimable tasks in one statement. The statement is one template,
+//! `sql/claim.sql`, rendered by `build.rs` into a variant per route and [`Slots`].
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::{GenericClient, Row};
@@ -25,6 +26,11 @@ pub struct ClaimedTask {
     pub snapshot: Option<serde_json::Value>,
     pub deadline_at: Option<DateTime<Utc>>,
     pub privacy: Privacy,
+    /// Since when the task was claimable (queued, or its retry due): the pickup wait
+    /// ends at the claim.
+    pub claimable_at: DateTime<Utc>,
+    /// The submit's trace context, which the attempt's spans continue.
+    pub traceparent: Option<String>,
 }
 
 /// Who is claiming.
@@ -104,12 +110,25 @@ pub async fn claim_pooled(
     .await
 }
 
+/// The rendered claim variants by file name (tests prepare and check each one).
+pub const VARIANTS: [(&str, &str); 4] = [
+    ("claim_local.sql", LOCAL),
+    ("claim_external.sql", EXTERNAL),
+    ("claim_local_plain.sql", LOCAL_PLAIN),
+    ("claim_external_plain.sql", EXTERNAL_PLAIN),
+];
+
+const LOCAL: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_local.sql"));
+const EXTERNAL: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_external.sql"));
+const LOCAL_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_local_plain.sql"));
+const EXTERNAL_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_external_plain.sql"));
+
 fn sql(route: Route, slots: Slots) -> &'static str {
     match (route, slots) {
-        (Route::Local, Slots::Aware) => include_str!("../../sql/claim_local.sql"),
-        (Route::External, Slots::Aware) => include_str!("../../sql/claim_external.sql"),
-        (Route::Local, Slots::Plain) => include_str!("../../sql/claim_local_plain.sql"),
-        (Route::External, Slots::Plain) => include_str!("../../sql/claim_external_plain.sql"),
+        (Route::Local, Slots::Aware) => LOCAL,
+        (Route::External, Slots::Aware) => EXTERNAL,
+        (Route::Local, Slots::Plain) => LOCAL_PLAIN,
+        (Route::External, Slots::Plain) => EXTERNAL_PLAIN,
     }
 }
 
@@ -157,5 +176,7 @@ fn from_row(row: &Row) -> Result<ClaimedTask, DbError> {
         deadline_at: row.try_get("deadline_at")?,
         // The CHECK constraint on tasks.privacy admits only these two.
         privacy: Privacy::parse(privacy).unwrap_or(Privacy::LocalOnly),
+        claimable_at: row.try_get("claimable_at")?,
+        traceparent: row.try_get("traceparent")?,
     })
 }

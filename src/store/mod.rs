@@ -17,6 +17,7 @@ pub mod notify;
 pub mod overview;
 pub mod prune;
 pub mod query;
+pub mod queue;
 mod record;
 pub mod recover;
 pub mod replicas;

@@ -1,6 +1,7 @@
 //! Tasks whose worker is lost: expired leases (the rescuer), a cold start, a replica
 //! handing its leases back at shutdown, and passed queue deadlines. The decisions are
-//! `task::restart::decide`; this module only selects, locks and writes.
+//! `task::restart::decide`, turned into states by the transition table
+//! (`RestartDecision::apply`); this module only selects, locks and writes.
 
 use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
@@ -61,20 +62,21 @@ pub async fn recover<C: GenericClient + Sync>(
     let mut codes: Vec<Option<&str>> = Vec::new();
     let mut keep = Vec::new();
     for row in &rows {
-        let (id, decision) = decide(row, because)?;
-        let (state, code, keep_snapshot) = match decision {
-            RestartDecision::Keep => continue,
-            RestartDecision::Requeue {
-                keep_snapshot,
-                code,
-            } => (TaskState::Queued, Some(code), keep_snapshot),
-            RestartDecision::Fail { code } => (TaskState::Failed, Some(code), false),
-            RestartDecision::Cancel => (TaskState::Cancelled, None, false),
+        let (id, state, decision) = decide(row, because)?;
+        let recovery = match decision.apply(state) {
+            Ok(Some(recovery)) => recovery,
+            Ok(None) => continue,
+            // Unreachable while task::restart's tests pass; leave the row rather than
+            // write a move the table forbids.
+            Err(illegal) => {
+                tracing::error!(task = %id, %illegal, "restart decision refused");
+                continue;
+            }
         };
         ids.push(id);
-        states.push(state.as_str());
-        codes.push(code);
-        keep.push(keep_snapshot);
+        states.push(recovery.state.as_str());
+        codes.push(recovery.code);
+        keep.push(recovery.keep_snapshot);
     }
     if !ids.is_empty() {
         tx.query_one(
@@ -86,17 +88,20 @@ pub async fn recover<C: GenericClient + Sync>(
     Ok(selected)
 }
 
-fn decide(row: &Row, because: LostBecause) -> Result<(Uuid, RestartDecision), DbError> {
-    let state: &str = row.try_get("state")?;
+fn decide(row: &Row, because: LostBecause) -> Result<(Uuid, TaskState, RestartDecision), DbError> {
+    let state: TaskState = row
+        .try_get::<_, &str>("state")?
+        .parse()
+        .expect("tasks.state holds a known state");
     let policy: &str = row.try_get("on_restart")?;
     let decision = restart::decide(
-        state.parse().expect("tasks.state holds a known state"),
+        state,
         RestartPolicy::parse(policy).expect("tasks.on_restart holds a known policy"),
         row.try_get::<_, i32>("attempt")? as u32,
         row.try_get::<_, i32>("max_attempts")? as u32,
         because,
     );
-    Ok((row.try_get("id")?, decision))
+    Ok((row.try_get("id")?, state, decision))
 }
 
 /// Fails closed up to `limit` waiting tasks past their queue deadline; returns how many.

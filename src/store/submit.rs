@@ -114,8 +114,8 @@ impl<'a> Params<'a> {
         }
     }
 
-    /// In the order of `sql/submit.sql`'s `$1..$17`.
-    fn typed(&self) -> [(&(dyn ToSql + Sync), Type); 17] {
+    /// In the order of `sql/submit.sql`'s `$1..$18`.
+    fn typed(&self) -> [(&(dyn ToSql + Sync), Type); 18] {
         let task = self.task;
         [
             (&self.id, Type::UUID),
@@ -135,6 +135,7 @@ impl<'a> Params<'a> {
             (&self.attempt_timeout_seconds, Type::INT4),
             (&task.deadline_seconds, Type::INT8),
             (&task.resource, Type::TEXT),
+            (&task.traceparent, Type::TEXT),
         ]
     }
 }

@@ -1,6 +1,8 @@
 //! How an attempt ends: the worker's report turned into the task's next state. Pure, so
 //! the rules (cancel wins over errors, attempts are capped, fallback needs consent) are
-//! tested without a database and applied by `store::finish` under the row lock.
+//! tested without a database and applied by `store::lease::settle` under the row lock.
+//! The rules here choose a [`Transition`]; the state it leads to comes from
+//! [`TaskState::apply`], so a report can never move a task along an edge the table lacks.
 
 use std::time::Duration;
 
@@ -34,7 +36,10 @@ pub enum Report {
 /// What to write: the new state, its error code and message, and when it may run again.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settlement {
+    /// The state `transition` leads to from the leased state (the transition table's answer).
     pub state: TaskState,
+    /// The edge of the transition table this settlement takes.
+    pub transition: Transition,
     pub code: Option<&'static str>,
     pub message: Option<String>,
     /// For `waiting_for_retry`: the delay before it is claimable again.
@@ -51,30 +56,48 @@ pub struct Leased {
     pub route: Route,
 }
 
+/// A settlement before the table has named its target state.
+struct Step {
+    transition: Transition,
+    code: Option<&'static str>,
+    message: Option<String>,
+    delay: Option<Duration>,
+}
+
 /// Decides how `report` settles the task. A task whose cancellation was requested is
-/// cancelled by any report other than success: the owner asked it to stop.
+/// cancelled by any report other than success: the owner asked it to stop. Only a
+/// leased task has an attempt to end: any other state is refused (as `Fail`), even where
+/// the table would let it fail for another reason (a passed queue deadline).
 pub fn settle(
     task: Leased,
     report: Report,
     backoff: &Backoff,
 ) -> Result<Settlement, IllegalTransition> {
-    let refuse = |transition| IllegalTransition {
-        from: task.state,
-        transition,
-    };
-    if task.state == TaskState::Cancelling {
-        return Ok(Settlement {
-            state: TaskState::Cancelled,
-            code: None,
-            message: None,
-            delay: None,
+    if !task.state.is_leased() {
+        return Err(IllegalTransition {
+            from: task.state,
+            transition: Transition::Fail,
         });
     }
-    if task.state != TaskState::Running {
-        return Err(refuse(Transition::Fail));
+    let step = decide(task, report, backoff);
+    Ok(Settlement {
+        state: task.state.apply(step.transition)?,
+        transition: step.transition,
+        code: step.code,
+        message: step.message,
+        delay: step.delay,
+    })
+}
+
+/// The transition a report asks for, with what it records. Which of them the leased
+/// state allows is left to the table (a `cancelled` report from a running task, whose
+/// cancel nobody requested, is refused there).
+fn decide(task: Leased, report: Report, backoff: &Backoff) -> Step {
+    if task.state == TaskState::Cancelling {
+        return step(Transition::AckCancel, None, None);
     }
-    let settlement = match report {
-        Report::Cancelled => return Err(refuse(Transition::AckCancel)),
+    match report {
+        Report::Cancelled => step(Transition::AckCancel, None, None),
         Report::Error {
             code,
             message,
@@ -96,27 +119,25 @@ pub fn settle(
         Report::Fallback { reason } => {
             let message = bounds::truncate(&reason, bounds::ERROR_MESSAGE_BYTES).to_owned();
             if task.privacy == Privacy::ExternalAllowed && task.route == Route::Local {
-                Settlement {
-                    state: TaskState::WaitingForExternalFallback,
-                    code: None,
-                    message: Some(message),
-                    delay: None,
-                }
+                step(Transition::Fallback, None, Some(message))
             } else {
                 failed(codes::NO_FALLBACK_ALLOWED, message)
             }
         }
-    };
-    Ok(settlement)
+    }
 }
 
-fn failed(code: &'static str, message: String) -> Settlement {
-    Settlement {
-        state: TaskState::Failed,
-        code: Some(code),
-        message: Some(message),
+fn step(transition: Transition, code: Option<&'static str>, message: Option<String>) -> Step {
+    Step {
+        transition,
+        code,
+        message,
         delay: None,
     }
+}
+
+fn failed(code: &'static str, message: String) -> Step {
+    step(Transition::Fail, Some(code), Some(message))
 }
 
 /// Another attempt after the backoff, or `attempts_exhausted` once none are left.
@@ -126,12 +147,12 @@ fn retry_or_exhaust(
     message: String,
     delay: Option<Duration>,
     backoff: &Backoff,
-) -> Settlement {
+) -> Step {
     if task.attempt >= task.max_attempts {
         return failed(codes::ATTEMPTS_EXHAUSTED, message);
     }
-    Settlement {
-        state: TaskState::WaitingForRetry,
+    Step {
+        transition: Transition::RetryLater,
         code: Some(code),
         message: Some(message),
         delay: Some(delay.unwrap_or_else(|| backoff.jittered(task.attempt))),
@@ -277,5 +298,38 @@ mod tests {
         };
         let s = settle(running(1, 3), report, &Backoff::default()).unwrap();
         assert_eq!(s.message.unwrap().len(), bounds::ERROR_MESSAGE_BYTES);
+    }
+
+    #[test]
+    fn only_a_leased_task_can_be_settled() {
+        for state in TaskState::ALL.into_iter().filter(|s| !s.is_leased()) {
+            let mut task = running(1, 3);
+            task.state = state;
+            for report in [error(false), Report::TimedOut, Report::Cancelled] {
+                assert_eq!(
+                    settle(task, report, &Backoff::default()),
+                    Err(IllegalTransition {
+                        from: state,
+                        transition: Transition::Fail
+                    })
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn each_settlement_names_the_edge_it_takes() {
+        let backoff = Backoff::default();
+        let s = settle(running(1, 3), error(true), &backoff).unwrap();
+        assert_eq!(s.transition, Transition::RetryLater);
+        let s = settle(running(3, 3), error(true), &backoff).unwrap();
+        assert_eq!(s.transition, Transition::Fail);
+        let mut cancelling = running(1, 3);
+        cancelling.state = TaskState::Cancelling;
+        let s = settle(cancelling, Report::TimedOut, &backoff).unwrap();
+        assert_eq!(
+            (s.transition, s.state),
+            (Transition::AckCancel, TaskState::Cancelled)
+        );
     }
 }

@@ -54,6 +54,9 @@ pub struct NewTask {
     pub resource: Option<String>,
     /// SHA-256 of the canonical request.
     pub digest: [u8; 32],
+    /// The submit's W3C trace context, kept so attempts continue its trace; not part of
+    /// the request's meaning (the digest leaves it out).
+    pub traceparent: Option<String>,
 }
 
 impl SubmitRequest {
@@ -109,6 +112,7 @@ impl SubmitRequest {
             attempt_timeout_seconds: task_type.attempt_timeout_seconds,
             resource: task_type.resource.clone(),
             digest: [0; 32],
+            traceparent: None,
         };
         task.digest = task.canonical_digest();
         Ok(task)

@@ -1,8 +1,10 @@
 //! What happens to a task whose worker vanished: its lease expired, the replica handed
-//! it back at shutdown, or a cold start found it (the table in DESIGN §2).
+//! it back at shutdown, or a cold start found it (the table in DESIGN §2). [`decide`]
+//! picks a decision by policy; [`RestartDecision::apply`] turns it into the write, the
+//! new state taken from the transition table ([`TaskState::apply`]).
 
 use super::codes;
-use super::state::TaskState;
+use super::state::{IllegalTransition, TaskState, Transition};
 
 /// Per-task policy for a lost worker, snapshotted at submit from the task type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -55,6 +57,53 @@ pub enum RestartDecision {
     Fail { code: &'static str },
     /// A cancel was requested: honour it.
     Cancel,
+}
+
+impl RestartDecision {
+    /// The edge of the transition table this decision takes; `None` for [`Keep`].
+    ///
+    /// [`Keep`]: RestartDecision::Keep
+    pub fn transition(self) -> Option<Transition> {
+        match self {
+            RestartDecision::Keep => None,
+            RestartDecision::Requeue { .. } => Some(Transition::Requeue),
+            RestartDecision::Fail { .. } => Some(Transition::Fail),
+            // The worker can no longer acknowledge the cancel; its loss does.
+            RestartDecision::Cancel => Some(Transition::AckCancel),
+        }
+    }
+
+    /// What to write for a task in `from`: `None` to leave it alone, else the state the
+    /// table gives for [`Self::transition`], the code, and whether the snapshot stays.
+    pub fn apply(self, from: TaskState) -> Result<Option<Recovery>, IllegalTransition> {
+        let Some(transition) = self.transition() else {
+            return Ok(None);
+        };
+        let state = from.apply(transition)?;
+        let (code, keep_snapshot) = match self {
+            RestartDecision::Requeue {
+                keep_snapshot,
+                code,
+            } => (Some(code), keep_snapshot),
+            RestartDecision::Fail { code } => (Some(code), false),
+            RestartDecision::Cancel | RestartDecision::Keep => (None, false),
+        };
+        Ok(Some(Recovery {
+            state,
+            code,
+            keep_snapshot,
+        }))
+    }
+}
+
+/// The write for one recovered task (`sql/recover.sql`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recovery {
+    pub state: TaskState,
+    /// Why, for the task's error code and its event; `None` for an acknowledged cancel.
+    pub code: Option<&'static str>,
+    /// Whether the task keeps its snapshot (policy `resume`).
+    pub keep_snapshot: bool,
 }
 
 /// Decides the fate of a task found without a live worker. `attempt` is the attempt that
@@ -175,5 +224,49 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_decision_is_an_edge_of_the_transition_table() {
+        for state in TaskState::ALL {
+            for policy in [Fail, Retry, Resume] {
+                for because in [LeaseExpired, ServerRestarted] {
+                    for attempt in [0, 1, 3] {
+                        let decision = decide(state, policy, attempt, 3, because);
+                        let recovery = decision.apply(state);
+                        assert!(
+                            recovery.is_ok(),
+                            "{state} {policy:?} {because:?} attempt {attempt}: {decision:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn decisions_write_the_state_the_table_gives() {
+        let requeue = RestartDecision::Requeue {
+            keep_snapshot: true,
+            code: "lease_expired",
+        };
+        assert_eq!(
+            requeue.apply(TaskState::Running),
+            Ok(Some(Recovery {
+                state: TaskState::Queued,
+                code: Some("lease_expired"),
+                keep_snapshot: true
+            }))
+        );
+        assert_eq!(
+            RestartDecision::Cancel.apply(TaskState::Cancelling),
+            Ok(Some(Recovery {
+                state: TaskState::Cancelled,
+                code: None,
+                keep_snapshot: false
+            }))
+        );
+        assert_eq!(RestartDecision::Keep.apply(TaskState::Running), Ok(None));
+        assert!(requeue.apply(TaskState::Cancelling).is_err());
     }
 }

@@ -1,6 +1,9 @@
 //! Task states and the transition table of DESIGN §2. Every write in `store` that changes
 //! a state corresponds to one [`Transition`] here, and [`TaskState::apply`] is the single
-//! place that says which ones are legal.
+//! place that says which ones are legal: `task::outcome` and `task::restart` take their
+//! new states from it, and every statement in `sql/` that changes a state names its
+//! transitions in a `-- transition:` header, its `state IN (...)` guard checked against
+//! [`Transition::sources`] by `tests/sql_statements`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,6 +43,29 @@ pub enum Transition {
     Requeue,
     /// The owner asked for a fresh attempt budget on a failed or cancelled task.
     Retry,
+}
+
+impl Transition {
+    pub const ALL: [Transition; 9] = [
+        Transition::Claim,
+        Transition::Cancel,
+        Transition::Succeed,
+        Transition::RetryLater,
+        Transition::Fail,
+        Transition::Fallback,
+        Transition::AckCancel,
+        Transition::Requeue,
+        Transition::Retry,
+    ];
+
+    /// The states this transition leaves from: the table's column for it. Every SQL
+    /// statement that makes it guards on these, or on fewer that its header names with a
+    /// reason (checked by `tests/sql_statements`).
+    pub fn sources(self) -> impl Iterator<Item = TaskState> {
+        TaskState::ALL
+            .into_iter()
+            .filter(move |state| state.apply(self).is_ok())
+    }
 }
 
 /// A transition that the current state does not allow.
@@ -161,14 +187,10 @@ mod tests {
     use TaskState::*;
     use Transition::*;
 
-    const TRANSITIONS: [Transition; 9] = [
-        Claim, Cancel, Succeed, RetryLater, Fail, Fallback, AckCancel, Requeue, Retry,
-    ];
-
     #[test]
     fn terminal_states_only_leave_through_an_explicit_retry() {
         for state in [Succeeded, Failed, Cancelled] {
-            for transition in TRANSITIONS {
+            for transition in Transition::ALL {
                 let result = state.apply(transition);
                 match (state, transition) {
                     (Failed | Cancelled, Retry) => assert_eq!(result, Ok(Queued)),
@@ -190,10 +212,7 @@ mod tests {
 
     #[test]
     fn only_unleased_waiting_states_can_be_claimed() {
-        let claimable: Vec<_> = TaskState::ALL
-            .into_iter()
-            .filter(|s| s.apply(Claim).is_ok())
-            .collect();
+        let claimable: Vec<_> = Claim.sources().collect();
         assert_eq!(
             claimable,
             vec![Queued, WaitingForRetry, WaitingForExternalFallback]

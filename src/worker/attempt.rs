@@ -4,12 +4,15 @@
 //! its grace period hands the lease back so another replica takes the task at once.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::service::{Beat, ClaimedTask, ServiceError, Success, Tasklane};
 use crate::task::outcome::Report;
+use crate::task::{Route, TaskState};
+use crate::telemetry::spans;
 
 use super::completer::Completer;
 use super::handler::{HandlerError, TaskContext};
@@ -21,6 +24,7 @@ pub struct Attempt {
     handlers: Arc<Handlers>,
     abort: CancellationToken,
     completer: Completer,
+    route: Route,
 }
 
 /// How the handler's run ended, as seen by the runner.
@@ -38,6 +42,7 @@ impl Attempt {
         handlers: Arc<Handlers>,
         abort: CancellationToken,
         completer: Completer,
+        route: Route,
     ) -> Self {
         Attempt {
             task: Arc::new(task),
@@ -45,14 +50,39 @@ impl Attempt {
             handlers,
             abort,
             completer,
+            route,
         }
     }
 
+    /// Runs the attempt in a `tasklane.attempt` span of the task's trace and records
+    /// its duration and outcome.
     pub async fn run(self) {
+        let span = tracing::info_span!(
+            "tasklane.attempt",
+            task = %self.task.id,
+            task_type = %self.task.task_type,
+            attempt = self.task.attempt,
+            route = self.route.as_str(),
+            outcome = tracing::field::Empty,
+        );
+        spans::continue_trace(&span, self.task.traceparent.as_deref());
+        let started = Instant::now();
+        let outcome = self.attempt().instrument(span.clone()).await;
+        span.record("outcome", outcome);
+        let instruments = self.tasklane.instruments();
+        let seconds = started.elapsed().as_secs_f64();
+        instruments.attempt(&self.task.task_type, self.route.as_str(), outcome, seconds);
+        if outcome == "lost" {
+            instruments.lease_lost(&self.task.task_type);
+        }
+    }
+
+    /// The attempt itself; its outcome as an attempt-duration label.
+    async fn attempt(&self) -> &'static str {
         let Some(handler) = self.handlers.get(&self.task.task_type).cloned() else {
             // Claims only name types this worker has handlers for; anything else is a bug.
             tracing::error!(task_type = %self.task.task_type, "claimed a task without a handler");
-            return;
+            return "error";
         };
         let ctx = TaskContext {
             task: self.task.clone(),
@@ -75,25 +105,37 @@ impl Attempt {
             _ = self.abort.cancelled() => Ending::Aborted,
         };
         heartbeat.abort();
-        if let Err(error) = self.settle(ending).await {
-            match error {
-                ServiceError::LeaseLost | ServiceError::TaskGone => {
-                    tracing::debug!(task = %self.task.id, %error, "late write refused");
-                }
-                error => tracing::warn!(task = %self.task.id, %error, "settle task"),
+        match self.settle(ending).await {
+            Ok(outcome) => outcome,
+            Err(error @ (ServiceError::LeaseLost | ServiceError::TaskGone)) => {
+                tracing::debug!(task = %self.task.id, %error, "late write refused");
+                "lost"
+            }
+            Err(error) => {
+                tracing::warn!(task = %self.task.id, %error, "settle task");
+                "error"
             }
         }
     }
 
-    async fn settle(&self, ending: Ending) -> Result<(), ServiceError> {
+    async fn settle(&self, ending: Ending) -> Result<&'static str, ServiceError> {
         let id = self.task.id;
         let token = self.task.lease_token;
+        let timed_out = matches!(ending, Ending::TimedOut);
         let report = match ending {
-            Ending::Lost => return Ok(()),
-            Ending::Aborted => return self.tasklane.hand_back(id, token).await,
+            Ending::Lost => return Ok("lost"),
+            Ending::Aborted => {
+                self.tasklane.hand_back(id, token).await?;
+                return Ok("handed_back");
+            }
             // Group commit with the other attempts finishing now (see completer.rs).
             Ending::Finished(Ok(success)) => {
-                return self.completer.complete(id, token, success).await
+                let span = tracing::info_span!("tasklane.settle", task = %id);
+                self.completer
+                    .complete(id, token, success)
+                    .instrument(span)
+                    .await?;
+                return Ok("succeeded");
             }
             Ending::Finished(Err(HandlerError::Retryable {
                 code,
@@ -115,10 +157,15 @@ impl Attempt {
             Ending::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
             Ending::TimedOut => Report::TimedOut,
         };
-        self.tasklane
-            .settle(None, id, token, report)
-            .await
-            .map(|_| ())
+        let state = self.tasklane.settle(None, id, token, report).await?;
+        Ok(match state {
+            _ if timed_out => "timed_out",
+            TaskState::WaitingForRetry => "retry",
+            TaskState::WaitingForExternalFallback => "fallback",
+            TaskState::Cancelled => "cancelled",
+            TaskState::Succeeded => "succeeded",
+            _ => "failed",
+        })
     }
 }
 

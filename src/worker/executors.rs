@@ -3,8 +3,11 @@
 
 use std::time::Duration;
 
+use tracing::Instrument as _;
+
 use crate::service::{Beat, Success};
 use crate::task::TaskType;
+use crate::telemetry::GenAiCall;
 
 use super::handler::{Handler, HandlerError, Stop, TaskContext};
 
@@ -109,7 +112,52 @@ impl Http {
 
 #[async_trait::async_trait]
 impl Handler for Http {
+    /// One upstream call in a `tasklane.upstream` span, recorded in the GenAI client
+    /// instruments (provider: the upstream's host; model: what the answer names).
     async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
+        let host = reqwest::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        let span = tracing::info_span!("tasklane.upstream", server.address = %host);
+        let started = std::time::Instant::now();
+        let result = self.call(&ctx).instrument(span).await;
+        let (model, input_tokens, output_tokens) = match &result {
+            Ok(success) => (
+                success.model.clone().unwrap_or_default(),
+                usage(&success.result, "prompt_tokens"),
+                usage(&success.result, "completion_tokens"),
+            ),
+            Err(_) => (String::new(), None, None),
+        };
+        let error_type = match &result {
+            Err(HandlerError::Retryable { code, .. } | HandlerError::Permanent { code, .. }) => {
+                Some(code.as_str())
+            }
+            Err(HandlerError::Cancelled) => Some("cancelled"),
+            Err(HandlerError::Fallback { .. }) => Some("fallback"),
+            Ok(_) => None,
+        };
+        ctx.tasklane.instruments().genai_call(&GenAiCall {
+            operation: "chat",
+            provider: &host,
+            model: &model,
+            seconds: started.elapsed().as_secs_f64(),
+            input_tokens,
+            output_tokens,
+            error_type,
+        });
+        result
+    }
+}
+
+/// A token count of an OpenAI-style `usage` object.
+fn usage(result: &serde_json::Value, field: &str) -> Option<u64> {
+    result.get("usage")?.get(field)?.as_u64()
+}
+
+impl Http {
+    async fn call(&self, ctx: &TaskContext) -> Result<Success, HandlerError> {
         let request = self.client.post(&self.url).json(ctx.input()).send();
         let response = tokio::select! {
             response = request => response,

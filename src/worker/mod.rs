@@ -153,6 +153,7 @@ impl Worker {
                     self.handlers.clone(),
                     abort.clone(),
                     completer.clone(),
+                    self.config.route,
                 );
                 attempts.spawn(async move {
                     runner.run().await;

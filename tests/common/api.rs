@@ -1,11 +1,15 @@
-//! A small HTTP client for the replicas of [`super::serve`]: tokens made with the
-//! library, requests with a bearer token, answers as status, headers and JSON.
+//! A small HTTP client for the replicas of [`super::serve`] (over a socket) and of
+//! [`super::in_process`] (handed to the router): tokens made with the library,
+//! requests with a bearer token, answers as status, headers and JSON.
 
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
+
+use super::eventually;
+use super::in_process::oneshot;
 
 /// Creates a token with the library (the CLI is tested on its own).
 pub async fn token(database_url: &str, app: &str, scope: Option<&str>, perms: &[&str]) -> String {
@@ -39,12 +43,16 @@ impl Answer {
     }
 }
 
-/// A small HTTP client bound to one replica and one token.
+/// A small HTTP client bound to one replica and one token. Tests build requests with
+/// `http` against `base` and run them with [`Api::send`] or [`Api::execute`], which
+/// reach either replica the same way.
 #[derive(Clone)]
 pub struct Api {
     pub base: String,
     pub token: String,
     pub http: reqwest::Client,
+    /// The router of an in-process replica; `None` for a process.
+    pub router: Option<axum::Router>,
 }
 
 impl Api {
@@ -74,13 +82,22 @@ impl Api {
         self.send(request.body(body)).await
     }
 
-    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+    /// Runs `request` with this client's token; the response as it arrives (a stream
+    /// can be read chunk by chunk).
+    pub async fn execute(&self, request: reqwest::RequestBuilder) -> reqwest::Response {
         let request = if self.token.is_empty() {
             request
         } else {
             request.bearer_auth(&self.token)
         };
-        let response = request.send().await.expect("send request");
+        match &self.router {
+            None => request.send().await.expect("send request"),
+            Some(router) => oneshot(router, request.build().expect("build request")).await,
+        }
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = self.execute(request).await;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let bytes = response.bytes().await.expect("read body");
@@ -107,12 +124,11 @@ impl Api {
     /// now, from `tasklane_http_requests_in_flight` in `/metrics` (a stream counts until
     /// it ends).
     pub async fn in_flight(&self, route: &str) -> u64 {
+        let scrape = self.http.get(format!("{}/metrics", self.base));
         let text = self
-            .http
-            .get(format!("{}/metrics", self.base))
-            .send()
+            .with_token("")
+            .execute(scrape)
             .await
-            .expect("scrape /metrics")
             .text()
             .await
             .expect("read /metrics");
@@ -127,34 +143,29 @@ impl Api {
     /// Waits (bounded) until this replica is answering at least `n` requests to `route`:
     /// how a test knows that a long poll it started has reached the server.
     pub async fn until_in_flight(&self, route: &str, n: u64) {
-        let started = Instant::now();
-        loop {
+        let what = format!("{n} requests to {route} in flight");
+        eventually(Duration::from_secs(10), &what, || async {
             let now = self.in_flight(route).await;
             if now >= n {
-                return;
+                Ok(())
+            } else {
+                Err(now)
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{now} requests to {route} in flight, expected {n}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        })
+        .await
     }
 
     /// Reads a task until `done` holds for it (bounded).
     pub async fn wait_for(&self, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let started = Instant::now();
-        loop {
+        let what = format!("task {id} to get there");
+        eventually(Duration::from_secs(20), &what, || async {
             let answer = self.get(&format!("/v1/tasks/{id}")).await;
             if done(&answer.body) {
-                return answer.body;
+                Ok(answer.body)
+            } else {
+                Err(answer.body)
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "task {id} never got there: {}",
-                answer.body
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 }

@@ -115,6 +115,11 @@ pub async fn event_types(c: &Client, id: Uuid) -> Vec<String> {
     rows.iter().map(|r| r.get(0)).collect()
 }
 
+/// The single `bigint` that `sql` (no parameters) selects, e.g. a `count(*)`.
+pub async fn count(c: &Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).await.expect(sql).get(0)
+}
+
 /// Makes a waiting task claimable now.
 pub async fn make_due(c: &Client, id: Uuid) {
     c.execute(

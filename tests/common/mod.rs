@@ -101,6 +101,24 @@ pub async fn test_db() -> TestDb {
     TestDb { url, pool, name }
 }
 
+/// Creates an empty database for one test (a copy of `template0`: no tasklane schema),
+/// for tests of what happens before or during a migration.
+pub async fn empty_db() -> TestDb {
+    let shared = tokio::task::spawn_blocking(shared)
+        .await
+        .expect("test database setup thread");
+    let name = format!(
+        "{TEST_DB_PREFIX}_{}_{}",
+        std::process::id(),
+        NEXT_DB.fetch_add(1, Ordering::Relaxed)
+    );
+    let url = devdb::create_database_from_template(shared.server.url(), "template0", &name)
+        .await
+        .unwrap_or_else(|e| panic!("create empty database {name}: {e:#}"));
+    let pool = pool(&url, 2);
+    TestDb { url, pool, name }
+}
+
 /// URL of the server the test databases live on, for tests that create databases
 /// of their own. Blocks for the one-time setup if no test has run it yet.
 pub fn server_url() -> String {
@@ -228,8 +246,12 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
 
 pub mod api;
 pub mod fixtures;
+pub mod in_process;
 pub mod serve;
 pub mod service;
+pub mod wait;
+
+pub use wait::eventually;
 
 impl TestDb {
     /// A dedicated connection (not from the pool), for tests that drive transactions

@@ -11,11 +11,12 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tasklane::task::task_type::DEMO_TASK_TYPES;
 
 use super::api::Api;
+use super::eventually;
 
 /// How long a replica with the API gets to answer `/readyz` with 200.
 const READY_WITHIN: Duration = Duration::from_secs(60);
@@ -113,20 +114,16 @@ impl Serve {
 
     async fn wait_ready(&self, bound: Duration) {
         let client = reqwest::Client::new();
-        let started = Instant::now();
-        loop {
-            if let Ok(response) = client.get(format!("{}/readyz", self.base)).send().await {
-                if response.status() == 200 {
-                    return;
-                }
+        let url = format!("{}/readyz", self.base);
+        let what = format!("replica at {} ready", self.base);
+        eventually(bound, &what, || async {
+            let status = client.get(&url).send().await.map(|r| r.status());
+            match status {
+                Ok(status) if status == 200 => Ok(()),
+                other => Err(other.map_err(|e| e.to_string())),
             }
-            assert!(
-                started.elapsed() < bound,
-                "replica at {} not ready within {bound:?}",
-                self.base
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     /// The process id, e.g. to signal it.
@@ -145,16 +142,13 @@ impl Serve {
         let _ = self.child.wait();
     }
 
-    /// Waits (bounded) for the process to exit; its exit status if it did.
-    pub async fn wait_exit(&mut self, bound: Duration) -> Option<ExitStatus> {
-        let started = Instant::now();
-        while started.elapsed() < bound {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        None
+    /// Waits (bounded) for the process to exit; its exit status.
+    pub async fn wait_exit(&mut self, bound: Duration) -> ExitStatus {
+        let child = &mut self.child;
+        eventually(bound, "the replica to exit", || {
+            std::future::ready(child.try_wait().expect("poll the child"))
+        })
+        .await
     }
 
     /// A client of this replica using `token`.
@@ -163,6 +157,7 @@ impl Serve {
             base: self.base.clone(),
             token: token.to_owned(),
             http: reqwest::Client::new(),
+            router: None,
         }
     }
 }
@@ -193,12 +188,12 @@ fn free_port() -> u16 {
 }
 
 /// A task-types file in the temp dir, removed on drop.
-struct TypesFile {
-    path: PathBuf,
+pub struct TypesFile {
+    pub path: PathBuf,
 }
 
 impl TypesFile {
-    fn new(toml: &str) -> TypesFile {
+    pub fn new(toml: &str) -> TypesFile {
         let path = std::env::temp_dir().join(format!(
             "tasklane-types-{}-{}.toml",
             std::process::id(),

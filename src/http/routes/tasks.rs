@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use uuid::Uuid;
@@ -16,6 +16,8 @@ use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body, QueryOf};
 use crate::http::AppState;
 use crate::service::{ListFilter, Owner, ServiceError, SubmitOutcome, TaskRecord};
+use crate::telemetry::spans;
+use tracing::Instrument as _;
 
 /// The longest `?wait=` in seconds.
 pub const MAX_WAIT_SECONDS: u64 = 60;
@@ -38,7 +40,27 @@ pub async fn submit(
     State(state): State<AppState>,
     caller: Allowed<perm::Submit>,
     QueryOf(query): QueryOf<SubmitQuery>,
+    headers: HeaderMap,
     Body(body): Body<SubmitBody>,
+) -> Result<Response, ApiError> {
+    // The submit joins the caller's trace (W3C `traceparent`), and the task keeps it.
+    let traceparent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let span = tracing::info_span!("tasklane.submit", task_type = %body.task_type);
+    spans::continue_trace(&span, traceparent.as_deref());
+    submit_in_span(state, caller, query, traceparent, body)
+        .instrument(span)
+        .await
+}
+
+async fn submit_in_span(
+    state: AppState,
+    caller: Allowed<perm::Submit>,
+    query: SubmitQuery,
+    traceparent: Option<String>,
+    body: SubmitBody,
 ) -> Result<Response, ApiError> {
     let wait = query.wait.unwrap_or(0);
     if wait > MAX_WAIT_SECONDS {
@@ -47,7 +69,10 @@ pub async fn submit(
             format!("must be between 0 and {MAX_WAIT_SECONDS}"),
         ));
     }
-    let submitted = state.tasklane.submit(&caller.owner, &body.into()).await?;
+    let submitted = state
+        .tasklane
+        .submit_traced(&caller.owner, &body.into(), traceparent.as_deref())
+        .await?;
     let mut task = submitted.task;
     if wait > 0 && !task.state.is_terminal() {
         let owner = Owner {

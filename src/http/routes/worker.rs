@@ -94,6 +94,7 @@ impl From<ClaimedTask> for ClaimedView {
             input: task.input,
             snapshot: task.snapshot,
             deadline_at: task.deadline_at,
+            traceparent: task.traceparent,
         }
     }
 }

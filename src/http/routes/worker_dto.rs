@@ -36,12 +36,13 @@ pub struct ClaimedView {
     /// The fencing token: every later write of this attempt carries it.
     pub lease_token: Uuid,
     pub lease_expires_at: DateTime<Utc>,
-    #[schema(value_type = Object)]
     pub input: serde_json::Value,
     /// The last snapshot of a resumed task.
-    #[schema(value_type = Option<Object>)]
     pub snapshot: Option<serde_json::Value>,
     pub deadline_at: Option<DateTime<Utc>>,
+    /// W3C trace context of this claim, in the trace of the task's submit: a worker
+    /// that starts its spans as its children continues the submitter's trace.
+    pub traceparent: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -59,7 +60,6 @@ pub struct WorkerEvent {
     pub kind: String,
     /// At most 64 KiB.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub data: Option<serde_json::Value>,
 }
 
@@ -77,7 +77,6 @@ pub struct HeartbeatBody {
     pub phase: Option<String>,
     /// A resume snapshot, at most 1 MiB.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub snapshot: Option<serde_json::Value>,
     /// At most 100.
     #[serde(default)]
@@ -115,7 +114,6 @@ pub struct ProvenanceBody {
 #[serde(deny_unknown_fields)]
 pub struct CompleteBody {
     pub lease_token: Uuid,
-    #[schema(value_type = Object)]
     pub result: serde_json::Value,
     #[serde(default)]
     pub usage: Option<Usage>,

@@ -1,0 +1,133 @@
+--# The claim, as one template: build.rs renders it into four statements, one per route
+--# (local, external) and slot handling (aware, plain), written to OUT_DIR as
+--# claim_<route>[_plain].sql; src/store/claim.rs picks one. Template lines start with
+--# `--#` and are dropped: `--#if TAG` / `--#else` / `--#end` keep the lines between them
+--# only in the variants with TAG (local, external, aware, plain); `--#set NAME TAG VALUE`
+--# makes `{NAME}` read VALUE in the variants with TAG.
+--#
+--#set route      local     local
+--#set route      external  external
+--#set slots      aware     aware
+--#set slots      plain     plain
+--#set claimable  local     'queued', 'waiting_for_retry'
+--#set claimable  external  'queued', 'waiting_for_retry', 'waiting_for_external_fallback'
+--#
+--#if local
+-- transition: Claim
+--   except waiting_for_external_fallback
+--   (local route: a task that fell back waits for an external worker)
+-- Claims up to $3 tasks for a local worker: queued and retrying tasks of any privacy.
+--#else
+-- transition: Claim
+-- Claims up to $3 tasks for an external worker: only tasks whose privacy is
+-- external_allowed, including those waiting for an external fallback.
+--#end
+-- One statement: the SKIP LOCKED selection sits in a CTE so LIMIT bounds what is
+-- updated. Each claim gets a fresh random lease token, counts an attempt and writes its
+-- task.running event. Rendered from sql/claim.sql: the {route}, {slots} variant.
+-- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
+-- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
+--#if aware
+-- Resource slots (DESIGN §4): a task whose type names a configured resource is claimed
+-- only with a free slot of it, taken in this statement (so a resource's cluster-wide
+-- limit always holds); tasks without one pay only for an empty-table probe. A resource
+-- with retired slots (lowered below what runs) hands out none until they are gone; a
+-- resource with no row in tasklane.resources is unlimited.
+-- Locks: the claimed rows and up to $3 free slots (FOR UPDATE SKIP LOCKED: never waits
+-- on another claimer).
+WITH slots AS (
+    SELECT s.resource, s.slot
+    FROM tasklane.resource_slots s
+    WHERE s.task_id IS NULL
+      AND NOT EXISTS (SELECT 1 FROM tasklane.resource_slots r WHERE r.resource = s.resource AND r.retired)
+      AND EXISTS (SELECT 1 FROM tasklane.tasks t
+                  WHERE t.resource = s.resource AND t.state IN ({claimable})
+                    AND t.task_type = ANY($1) AND t.run_at <= now()
+                    AND ($5::text IS NULL OR t.app = $5) AND ($6::text IS NULL OR t.scope_id = $6)
+--#if external
+                    AND t.privacy = 'external_allowed'
+--#end
+                 )
+    LIMIT $3
+    FOR UPDATE OF s SKIP LOCKED
+), picked AS (
+    SELECT id, resource, priority, run_at
+--#else
+-- The variant for claimers none of whose task types names a resource: tasks holding a
+-- resource are left to resource-aware claimers, so this stays as cheap as a claim
+-- without resources.
+-- Locks: the claimed rows (FOR UPDATE SKIP LOCKED: never waits on another claimer).
+WITH picked AS (
+    SELECT id
+--#end
+    FROM tasklane.tasks
+    WHERE state IN ({claimable})
+      AND run_at <= now()
+      AND task_type = ANY($1)
+      AND ($5::text IS NULL OR app = $5)
+      AND ($6::text IS NULL OR scope_id = $6)
+      AND (deadline_at IS NULL OR deadline_at > now())
+--#if plain
+      AND resource IS NULL
+--#end
+--#if external
+      AND privacy = 'external_allowed'
+--#end
+--#if aware
+      AND (resource IS NULL
+           OR resource IN (SELECT resource FROM slots)
+           OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = tasks.resource))
+--#end
+    ORDER BY priority DESC, run_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+--#if aware
+), granted AS (
+    -- The n-th picked task of a resource gets its n-th free slot; the rest wait.
+    SELECT p.id, s.resource AS slot_resource, s.slot
+    FROM (SELECT id, resource,
+                 row_number() OVER (PARTITION BY resource ORDER BY priority DESC, run_at, id) AS n
+          FROM picked) p
+    LEFT JOIN (SELECT resource, slot, row_number() OVER (PARTITION BY resource ORDER BY slot) AS n
+               FROM slots) s ON s.resource = p.resource AND s.n = p.n
+    WHERE p.resource IS NULL OR s.slot IS NOT NULL
+       OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = p.resource)
+), taken AS (
+    UPDATE tasklane.resource_slots rs SET task_id = g.id
+    FROM granted g
+    WHERE rs.resource = g.slot_resource AND rs.slot = g.slot
+--#end
+), claimed AS (
+    UPDATE tasklane.tasks t
+    SET state = 'running',
+        attempt = t.attempt + 1,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + t.lease_seconds * interval '1 second',
+        worker_id = $2,
+        replica_id = $4,
+        route = '{route}',
+        started_at = coalesce(t.started_at, now()),
+        phase = NULL,
+        progress = CASE WHEN t.snapshot IS NULL THEN NULL ELSE t.progress END,
+--#if aware
+        resource_slot = g.slot,
+        event_seq = t.event_seq + 1
+    FROM granted g
+    WHERE t.id = g.id
+--#else
+        event_seq = t.event_seq + 1
+    FROM picked
+    WHERE t.id = picked.id
+--#end
+    RETURNING t.id, t.app, t.scope_id, t.task_type, t.attempt, t.max_attempts, t.lease_token,
+              t.lease_expires_at, t.lease_seconds, t.attempt_timeout_seconds, t.input,
+              t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent
+), events AS (
+    INSERT INTO tasklane.task_events (task_id, seq, type, data)
+    SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', '{route}')
+    FROM claimed
+)
+SELECT id, app, scope_id, task_type, attempt, max_attempts, lease_token, lease_expires_at,
+       lease_seconds, attempt_timeout_seconds, input, snapshot, deadline_at, privacy,
+       run_at AS claimable_at, traceparent
+FROM claimed

@@ -1,0 +1,56 @@
+//! Queue depth for metrics: non-terminal tasks by type and state, sampled by one
+//! replica of the cluster at a time (a session advisory lock elects it), so scrapes of
+//! any number of replicas cost one query per interval, not one per scrape.
+
+use tokio_postgres::Client;
+
+use super::DbError;
+
+/// The sampler election's advisory lock key ("tlqueue" in ASCII).
+pub const SAMPLER_LOCK: i64 = 0x0074_6c71_7565_7565;
+
+/// Non-terminal tasks of one type in one state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Depth {
+    pub task_type: String,
+    pub state: String,
+    pub count: i64,
+}
+
+/// Tries to become the sampler on this (dedicated) connection; true once it is.
+pub async fn elect(client: &Client) -> Result<bool, DbError> {
+    client
+        .query_one(
+            include_str!("../../sql/queue_sampler_lock.sql"),
+            &[&SAMPLER_LOCK],
+        )
+        .await?
+        .try_get(0)
+}
+
+/// The current queue depth (the admin overview's statement).
+pub async fn depth(client: &Client) -> Result<Vec<Depth>, DbError> {
+    let rows = client
+        .query(include_str!("../../sql/overview_queue.sql"), &[])
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Depth {
+                task_type: row.try_get("task_type")?,
+                state: row.try_get("state")?,
+                count: row.try_get("count")?,
+            })
+        })
+        .collect()
+}
+
+/// A dedicated connection for the sampler (its session holds the election lock).
+pub async fn connect(database_url: &str) -> Result<Client, DbError> {
+    let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::debug!(%error, "queue sampler connection ended");
+        }
+    });
+    Ok(client)
+}

@@ -1,0 +1,160 @@
+//! Telemetry of one process: logs, metrics and traces through OpenTelemetry.
+//!
+//! Metrics are always scraped as Prometheus text at `/metrics` (every role serves it);
+//! with `OTEL_EXPORTER_OTLP_ENDPOINT` set they are also pushed over OTLP/HTTP
+//! (protobuf), and spans are exported the same way. Export runs on the SDK's own
+//! threads with bounded queues: a collector that is down or slow drops spans (counted
+//! in `tasklane.telemetry.spans_dropped`) and never blocks or slows task work.
+//!
+//! | variable | default |
+//! |---|---|
+//! | `OTEL_EXPORTER_OTLP_ENDPOINT` | none: no OTLP export (`http://host:4318`; signals go to `/v1/metrics`, `/v1/traces`) |
+//! | `OTEL_SERVICE_NAME` | `tasklane` |
+//! | `TASKLANE_LOG` | `info` (a `tracing` filter) |
+
+pub mod instruments;
+mod otlp;
+pub mod spans;
+
+use std::sync::Arc;
+
+use opentelemetry::metrics::{Meter, MeterProvider as _};
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+pub use instruments::{GenAiCall, Instruments};
+
+/// The variable naming the OTLP collector.
+pub const OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+
+/// The meter and tracer providers of a process and the registry `/metrics` renders.
+/// Cloning shares them.
+#[derive(Clone)]
+pub struct Telemetry {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: prometheus::Registry,
+    meter_provider: SdkMeterProvider,
+    tracer_provider: Option<SdkTracerProvider>,
+    instruments: Instruments,
+}
+
+impl Telemetry {
+    /// The process's telemetry: installs the log subscriber (with an OpenTelemetry layer
+    /// when a collector is named), the trace-context propagator, and the meter provider
+    /// (Prometheus, plus OTLP when named). A malformed endpoint is refused here, at
+    /// start, naming the variable.
+    pub fn start() -> anyhow::Result<Telemetry> {
+        let endpoint = otlp::endpoint_from_env()?;
+        let service = std::env::var("OTEL_SERVICE_NAME")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "tasklane".to_owned());
+        let resource = otlp::resource(&service);
+        let (registry, prometheus) = prometheus_reader()?;
+        let mut meters = SdkMeterProvider::builder()
+            .with_resource(resource.clone())
+            .with_reader(prometheus);
+        if let Some(endpoint) = &endpoint {
+            meters = meters.with_reader(otlp::metric_reader(endpoint)?);
+        }
+        let meter_provider = meters.build();
+        opentelemetry::global::set_meter_provider(meter_provider.clone());
+        let tracer_provider = match &endpoint {
+            Some(endpoint) => Some(otlp::tracer_provider(endpoint, resource)?),
+            None => None,
+        };
+        opentelemetry::global::set_text_map_propagator(
+            opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+        );
+        let filter = tracing_subscriber::EnvFilter::try_from_env("TASKLANE_LOG")
+            .unwrap_or_else(|_| "info".into());
+        let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        let spans = tracer_provider.as_ref().map(|provider| {
+            use opentelemetry::trace::TracerProvider as _;
+            tracing_opentelemetry::layer().with_tracer(provider.tracer("tasklane"))
+        });
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(fmt)
+            .with(spans)
+            .try_init()
+            .ok();
+        if let Some(endpoint) = &endpoint {
+            tracing::info!(endpoint = %endpoint, "exporting metrics and traces over OTLP/HTTP");
+        }
+        Ok(Telemetry::from_parts(
+            registry,
+            meter_provider,
+            tracer_provider,
+        ))
+    }
+
+    /// Telemetry private to the caller: Prometheus only, nothing installed globally.
+    /// For tests and in-process tools.
+    pub fn local() -> Telemetry {
+        let (registry, reader) = prometheus_reader().expect("a fresh Prometheus registry");
+        let provider = SdkMeterProvider::builder().with_reader(reader).build();
+        Telemetry::from_parts(registry, provider, None)
+    }
+
+    fn from_parts(
+        registry: prometheus::Registry,
+        meter_provider: SdkMeterProvider,
+        tracer_provider: Option<SdkTracerProvider>,
+    ) -> Telemetry {
+        let instruments = Instruments::new(&meter_provider.meter("tasklane"));
+        Telemetry {
+            inner: Arc::new(Inner {
+                registry,
+                meter_provider,
+                tracer_provider,
+                instruments,
+            }),
+        }
+    }
+
+    /// The meter every tasklane instrument is created from.
+    pub fn meter(&self) -> Meter {
+        self.inner.meter_provider.meter("tasklane")
+    }
+
+    /// The instruments the service, workers and maintenance record.
+    pub fn instruments(&self) -> &Instruments {
+        &self.inner.instruments
+    }
+
+    /// The Prometheus text exposition of every instrument.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        if let Err(error) =
+            prometheus::TextEncoder::new().encode_utf8(&self.inner.registry.gather(), &mut text)
+        {
+            tracing::warn!(%error, "encode metrics");
+        }
+        text
+    }
+
+    /// Flushes what is buffered for export (bounded by the exporters' timeouts).
+    pub fn shutdown(&self) {
+        if let Some(provider) = &self.inner.tracer_provider {
+            let _ = provider.shutdown();
+        }
+        let _ = self.inner.meter_provider.shutdown();
+    }
+}
+
+fn prometheus_reader() -> anyhow::Result<(
+    prometheus::Registry,
+    opentelemetry_prometheus::PrometheusExporter,
+)> {
+    let registry = prometheus::Registry::new();
+    let exporter = opentelemetry_prometheus::exporter()
+        .with_registry(registry.clone())
+        .build()?;
+    Ok((registry, exporter))
+}

@@ -1,0 +1,161 @@
+//! The group commit of completions (`store::complete_many`, `worker::completer`) must
+//! answer each task exactly as the one-at-a-time completion would: settled with one
+//! event, lease lost (stale token, even beside the fresh one in the same batch), or gone.
+
+use crate::common;
+
+use common::fixtures::*;
+use tasklane::service::ServiceError;
+use tasklane::store::complete_many::{complete_many, Completion};
+use tasklane::store::lease::{LeaseError, Success};
+use tasklane::task::TaskState;
+use tasklane::worker::completer::Completer;
+
+fn done(id: uuid::Uuid, lease_token: uuid::Uuid, result: serde_json::Value) -> Completion {
+    Completion {
+        id,
+        lease_token,
+        success: Success {
+            result,
+            ..Default::default()
+        },
+    }
+}
+
+#[tokio::test]
+async fn batch_answers_each_task_like_a_single_completion() {
+    let db = common::test_db().await;
+    let object = db.pool.get().await.unwrap();
+    let c: &tokio_postgres::Client = &object;
+    let ok = submit(c, "ok", serde_json::json!({})).await;
+    let stale = submit(c, "stale", serde_json::json!({})).await;
+    let gone = submit(c, "gone", serde_json::json!({})).await;
+    let claimed = claim(c, 3).await;
+    let token = |id| claimed.iter().find(|t| t.id == id).unwrap().lease_token;
+    // `stale` is rescued and re-claimed: its first token is stale, the new one fresh.
+    expire_lease(c, stale.id).await;
+    rescue_expired(c).await;
+    let fresh = claim_one(c).await;
+    assert_eq!(fresh.id, stale.id);
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&gone.id])
+        .await
+        .unwrap();
+    let events_before = event_types(c, stale.id).await;
+
+    let mut batch = vec![
+        done(ok.id, token(ok.id), serde_json::json!("ok")),
+        done(stale.id, token(stale.id), serde_json::json!("stale")),
+        done(fresh.id, fresh.lease_token, serde_json::json!("fresh")),
+        done(gone.id, token(gone.id), serde_json::json!("gone")),
+    ];
+    batch.sort_by_key(|c| c.id);
+    let answers = complete_many(&object, &batch).await.unwrap();
+    for (completion, answer) in batch.iter().zip(&answers) {
+        let expected = match completion.success.result.as_str() {
+            Some("ok") | Some("fresh") => "ok",
+            Some("stale") => "lost",
+            _ => "gone",
+        };
+        let got = match answer {
+            Ok(()) => "ok",
+            Err(LeaseError::Lost) => "lost",
+            Err(LeaseError::Gone) => "gone",
+            Err(error) => panic!("unexpected {error}"),
+        };
+        assert_eq!(got, expected, "{:?}", completion.success.result);
+    }
+    let ok_now = get(c, ok.id).await;
+    assert_eq!(
+        (ok_now.state, ok_now.result),
+        (TaskState::Succeeded, Some(serde_json::json!("ok")))
+    );
+    assert_eq!(
+        event_types(c, ok.id).await,
+        vec!["task.queued", "task.running", "task.succeeded"]
+    );
+    let fresh_now = get(c, fresh.id).await;
+    assert_eq!(
+        (fresh_now.state, fresh_now.result),
+        (TaskState::Succeeded, Some(serde_json::json!("fresh")))
+    );
+    let mut expected = events_before.clone();
+    expected.push("task.succeeded".into());
+    assert_eq!(
+        event_types(c, stale.id).await,
+        expected,
+        "exactly one settlement event"
+    );
+    let seqs: Vec<i32> = c
+        .query(
+            "SELECT seq FROM tasklane.task_events WHERE task_id = $1 ORDER BY seq",
+            &[&stale.id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as i32).collect::<Vec<_>>(),
+        "contiguous seqs"
+    );
+    let count: i64 = c
+        .query_one(
+            "SELECT count(*) FROM tasklane.tasks WHERE id = $1",
+            &[&gone.id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 0, "a late write recreates nothing");
+}
+
+#[tokio::test]
+async fn completer_settles_concurrent_attempts_each_once() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    for n in 0..60 {
+        submit(&c, &format!("k{n}"), serde_json::json!({"n": n})).await;
+    }
+    let claimed = claim(&c, 60).await;
+    assert_eq!(claimed.len(), 60);
+    let tasklane = common::service::tasklane(db.pool.clone(), [common::fixtures::task_type()]);
+    let completer = Completer::start(tasklane, 16, 2);
+    let mut attempts = tokio::task::JoinSet::new();
+    for task in &claimed {
+        let (completer, id, token, input) = (
+            completer.clone(),
+            task.id,
+            task.lease_token,
+            task.input.clone(),
+        );
+        attempts.spawn(async move {
+            completer
+                .complete(
+                    id,
+                    token,
+                    Success {
+                        result: input,
+                        ..Default::default()
+                    },
+                )
+                .await
+        });
+    }
+    while let Some(answer) = attempts.join_next().await {
+        answer.unwrap().unwrap();
+    }
+    // A second completion of the same attempt is a lost lease, as for the single path.
+    let again = completer
+        .complete(claimed[0].id, claimed[0].lease_token, Success::default())
+        .await;
+    assert!(matches!(again, Err(ServiceError::LeaseLost)));
+    for task in &claimed {
+        assert_eq!(
+            event_types(&c, task.id).await,
+            vec!["task.queued", "task.running", "task.succeeded"]
+        );
+        assert_eq!(get(&c, task.id).await.result, Some(task.input.clone()));
+    }
+}

@@ -1,0 +1,40 @@
+//! The integration suite as one test binary, a module per concern.
+//!
+//! One binary, not one per file: each binary links the whole crate (seconds each) and
+//! starts its own private PostgreSQL cluster (`initdb`, start, migrate the template:
+//! seconds again), and cargo runs binaries one after the other, so a binary whose last
+//! test is long left the second test thread idle. Here the cluster starts once and
+//! every test of every concern shares the test threads. Tests share nothing else: each
+//! gets its own database (`common::test_db`), nothing sets environment variables, and
+//! replicas run in-process (`common::in_process`) or as child processes
+//! (`common::serve`), each on its own database.
+//!
+//! To add a file: put it here as `tests/it/x.rs`, declare `mod x;` below, and write
+//! `use crate::common;` where a file of its own would write `mod common;`. Run one
+//! concern with `cargo test --test it x::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod admission_capacity;
+mod admission_limits;
+mod admission_replicas;
+mod admission_support;
+mod group_commit;
+mod http_admin;
+mod http_api;
+mod http_auth;
+mod http_cluster;
+mod http_lifecycle;
+mod lifecycle;
+mod operations;
+mod races;
+mod replicas;
+mod resource_replicas;
+mod resources;
+mod restart_policy;
+mod schema;
+mod sql_statements;
+mod statistics;
+mod transitions;
+mod worker_runtime;

@@ -1,0 +1,385 @@
+//! The SQL copy of the transition table, checked against the one in Rust. Every statement
+//! that writes `tasks.state` carries a header naming the transitions it makes:
+//!
+//! ```text
+//! -- transition: Claim
+//! -- transition: RetryLater, Fail, Fallback, AckCancel
+//! --   except queued, waiting_for_retry, waiting_for_external_fallback
+//! --   (ends an attempt: only a leased task has one)
+//! -- transition: Fail only queued (a cold start fails the queued tasks of policy fail)
+//! -- transition: Requeue, Fail, AckCancel via lost_expired.sql, lost_handback.sql
+//! ```
+//!
+//! (lines indented under a header continue it). The sources a header expects are the
+//! states any named transition leaves from (`Transition::sources`), minus the `except`
+//! states, or just the `only` states; both narrowings need a reason in parentheses and
+//! may only name states the table allows. Every `state IN (...)` or `state = '...'` guard
+//! on the tasks table (after WHERE, AND, OR or an opening parenthesis) must equal what
+//! one header expects, and each header must match a guard. A statement that writes rows
+//! another statement locked (`via`) has no guard of its own: the named statements carry
+//! it, and their headers may only name transitions it makes. Statements that lock rows
+//! for a transition (lease_lock.sql, lost_*.sql) carry headers too.
+
+use std::collections::BTreeMap;
+
+use tasklane::task::{TaskState, Transition};
+
+use super::files::{self, SqlFile};
+use super::tokens::{is_word, tokens, Token};
+
+/// One `-- transition:` header, parsed.
+#[derive(Debug)]
+struct Header {
+    transitions: Vec<Transition>,
+    /// The guard it expects, in `TaskState::ALL` order; `None` for `via`.
+    expects: Option<Vec<TaskState>>,
+    via: Vec<String>,
+}
+
+#[test]
+fn every_state_guard_in_sql_equals_the_transition_table() {
+    let files = files::all();
+    let problems = check(&files);
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn every_transition_is_made_by_some_statement() {
+    let mut named: Vec<Transition> = Vec::new();
+    for file in files::all() {
+        for header in headers(&file.text).unwrap() {
+            named.extend(header.transitions);
+        }
+    }
+    for transition in Transition::ALL {
+        assert!(
+            named.contains(&transition),
+            "no statement makes {transition:?}"
+        );
+    }
+}
+
+/// The check bites: an edited guard, a stale narrowing and a missing header each fail.
+#[test]
+fn the_check_refuses_drift() {
+    let cancel = files::all()
+        .into_iter()
+        .find(|f| f.name == "cancel.sql")
+        .unwrap();
+    assert!(check(std::slice::from_ref(&cancel)).is_empty());
+    let doctored = |from: &str, to: &str| {
+        assert!(
+            cancel.text.contains(from),
+            "cancel.sql no longer has {from:?}"
+        );
+        vec![SqlFile {
+            name: cancel.name.clone(),
+            text: cancel.text.replace(from, to),
+        }]
+    };
+    let widened = doctored("'running')", "'running', 'cancelling')");
+    assert_eq!(check(&widened).len(), 1, "a widened guard");
+    let unnamed = doctored("-- transition: Cancel\n", "");
+    assert_eq!(check(&unnamed).len(), 1, "a write without a header");
+    let stale = doctored(
+        "-- transition: Cancel\n",
+        "-- transition: Cancel except succeeded (not a source)\n",
+    );
+    assert!(
+        !check(&stale).is_empty(),
+        "an exception the table does not have"
+    );
+    let unexplained = doctored(
+        "-- transition: Cancel\n",
+        "-- transition: Cancel except running\n",
+    );
+    assert!(
+        !check(&unexplained).is_empty(),
+        "a narrowing without a reason"
+    );
+}
+
+/// Every problem in `files`, one line each.
+fn check(files: &[SqlFile]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut parsed = BTreeMap::new();
+    for file in files {
+        match headers(&file.text) {
+            Ok(h) => {
+                parsed.insert(file.name.as_str(), h);
+            }
+            Err(e) => problems.push(format!("{}: {e}", file.name)),
+        }
+    }
+    for file in files {
+        let Some(headers) = parsed.get(file.name.as_str()) else {
+            continue;
+        };
+        if let Err(e) = check_file(file, headers, &parsed) {
+            problems.push(format!("{}: {e}", file.name));
+        }
+    }
+    problems
+}
+
+fn check_file(
+    file: &SqlFile,
+    headers: &[Header],
+    all: &BTreeMap<&str, Vec<Header>>,
+) -> Result<(), String> {
+    let tokens = tokens(&file.text);
+    if headers.is_empty() {
+        return match writes_state(&tokens) {
+            true => Err("writes tasks.state without a `-- transition:` header".into()),
+            false => Ok(()),
+        };
+    }
+    let guards = guards(&tokens)?;
+    for guard in &guards {
+        if !headers.iter().any(|h| h.expects.as_ref() == Some(guard)) {
+            return Err(format!(
+                "guard {} matches no header (expected {})",
+                names(guard),
+                expectations(headers)
+            ));
+        }
+    }
+    for header in headers {
+        match &header.expects {
+            Some(expects) if !guards.contains(expects) => {
+                return Err(format!("no guard {} as a header expects", names(expects)));
+            }
+            Some(_) => {}
+            None => check_via(header, &guards, all)?,
+        }
+    }
+    Ok(())
+}
+
+/// A `via` header: no guard here; the named statements exist and make only these.
+fn check_via(
+    header: &Header,
+    guards: &[Vec<TaskState>],
+    all: &BTreeMap<&str, Vec<Header>>,
+) -> Result<(), String> {
+    if !guards.is_empty() {
+        return Err("a `via` statement has guards of its own".into());
+    }
+    for name in &header.via {
+        let Some(theirs) = all.get(name.as_str()).filter(|h| !h.is_empty()) else {
+            return Err(format!("via {name}: no such statement with a header"));
+        };
+        for transition in theirs.iter().flat_map(|h| &h.transitions) {
+            if !header.transitions.contains(transition) {
+                return Err(format!(
+                    "via {name}: it names {transition:?}, this does not"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `-- transition:` headers of a file, continuation lines joined.
+fn headers(text: &str) -> Result<Vec<Header>, String> {
+    let mut joined: Vec<String> = Vec::new();
+    let mut continuing = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("-- transition:") {
+            joined.push(rest.trim().to_owned());
+            continuing = true;
+        } else if continuing && line.starts_with("--  ") {
+            let last = joined.last_mut().unwrap();
+            last.push(' ');
+            last.push_str(line[2..].trim());
+        } else {
+            continuing = false;
+        }
+    }
+    joined.iter().map(|h| parse_header(h)).collect()
+}
+
+fn parse_header(text: &str) -> Result<Header, String> {
+    let (head, reason) = match text.find('(') {
+        Some(at) if text.ends_with(')') => (&text[..at], Some(&text[at + 1..text.len() - 1])),
+        _ => (text, None),
+    };
+    let (names_part, modifier, operand) = ["except", "only", "via"]
+        .into_iter()
+        .find_map(|word| {
+            let at = head.find(&format!(" {word} "))?;
+            Some((&head[..at], Some(word), &head[at + word.len() + 2..]))
+        })
+        .unwrap_or((head, None, ""));
+    let transitions = list(names_part)
+        .map(transition)
+        .collect::<Result<Vec<_>, _>>()?;
+    if transitions.is_empty() {
+        return Err(format!("header {text:?} names no transition"));
+    }
+    let sources = in_order(|s| transitions.iter().any(|t| t.sources().any(|f| f == *s)));
+    let narrowing = || {
+        let states = list(operand).map(state).collect::<Result<Vec<_>, _>>()?;
+        if reason.is_none_or(|r| r.trim().is_empty()) {
+            return Err(format!("{text:?} narrows the table without a (reason)"));
+        }
+        match states.iter().find(|s| !sources.contains(s)) {
+            Some(s) => Err(format!("{text:?}: {s} is not a source of these")),
+            None => Ok(states),
+        }
+    };
+    let expects = match modifier {
+        None => Some(sources.clone()),
+        Some("except") => {
+            let except = narrowing()?;
+            Some(in_order(|s| sources.contains(s) && !except.contains(s)))
+        }
+        Some("only") => {
+            let only = narrowing()?;
+            Some(in_order(|s| only.contains(s)))
+        }
+        _ => None,
+    };
+    let via = match modifier {
+        Some("via") => list(operand).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    };
+    Ok(Header {
+        transitions,
+        expects,
+        via,
+    })
+}
+
+/// The states `keep` accepts, in `TaskState::ALL` order (so sets compare as vectors).
+fn in_order(keep: impl Fn(&TaskState) -> bool) -> Vec<TaskState> {
+    TaskState::ALL.into_iter().filter(|s| keep(s)).collect()
+}
+
+fn list(text: &str) -> impl Iterator<Item = &str> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn transition(name: &str) -> Result<Transition, String> {
+    Transition::ALL
+        .into_iter()
+        .find(|t| format!("{t:?}") == name)
+        .ok_or_else(|| format!("unknown transition {name:?}"))
+}
+
+fn state(name: &str) -> Result<TaskState, String> {
+    name.parse().map_err(|e| format!("{e}"))
+}
+
+/// Each guard on the tasks table's state, as a set in `TaskState::ALL` order.
+fn guards(tokens: &[Token]) -> Result<Vec<Vec<TaskState>>, String> {
+    let aliases = task_aliases(tokens);
+    let mut guards = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if !is_word(token, "state") {
+            continue;
+        }
+        let qualified = i >= 2 && tokens[i - 1] == Token::Punct('.');
+        let before = if qualified {
+            i.checked_sub(3)
+        } else {
+            i.checked_sub(1)
+        };
+        let opens_condition = before.is_some_and(|b| {
+            let t = &tokens[b];
+            ["WHERE", "AND", "OR"].iter().any(|w| is_word(t, w)) || *t == Token::Punct('(')
+        });
+        let on_tasks =
+            !qualified || matches!(&tokens[i - 2], Token::Word(q) if aliases.contains(q));
+        if !opens_condition || !on_tasks {
+            continue; // a SET target, a CASE, or another relation's column
+        }
+        let states = listed(&tokens[i + 1..])?
+            .into_iter()
+            .map(state)
+            .collect::<Result<Vec<_>, _>>()?;
+        guards.push(in_order(|s| states.contains(s)));
+    }
+    Ok(guards)
+}
+
+/// The states after `state` in a guard: `= 'x'` or `IN ('x', 'y')`.
+fn listed(after: &[Token]) -> Result<Vec<&str>, String> {
+    let mut listed = Vec::new();
+    match after {
+        [Token::Punct('='), Token::Str(s), ..] => listed.push(s.as_str()),
+        [Token::Word(w), Token::Punct('('), rest @ ..] if w.eq_ignore_ascii_case("IN") => {
+            for t in rest {
+                match t {
+                    Token::Str(s) => listed.push(s.as_str()),
+                    Token::Punct(',') => {}
+                    Token::Punct(')') => break,
+                    other => return Err(format!("unexpected {other:?} in a state list")),
+                }
+            }
+        }
+        rest => {
+            return Err(format!(
+                "a state guard that is not `IN (...)` or `= '...'`: {:?}; write the \
+                 allowed sources as a positive list",
+                &rest[..rest.len().min(3)]
+            ))
+        }
+    }
+    Ok(listed)
+}
+
+/// The names `tasklane.tasks` goes by in the statement (`t` in `tasklane.tasks t`).
+fn task_aliases(tokens: &[Token]) -> Vec<String> {
+    const NOT_ALIASES: [&str; 12] = [
+        "WHERE",
+        "SET",
+        "JOIN",
+        "USING",
+        "ON",
+        "LEFT",
+        "INNER",
+        "FOR",
+        "ORDER",
+        "LIMIT",
+        "GROUP",
+        "RETURNING",
+    ];
+    let mut aliases = vec!["tasks".to_owned()];
+    for window in tokens.windows(5) {
+        if let [Token::Word(schema), Token::Punct('.'), Token::Word(table), next, after] = window {
+            if schema == "tasklane" && table == "tasks" {
+                let alias = if is_word(next, "AS") { after } else { next };
+                if let Token::Word(a) = alias {
+                    if !NOT_ALIASES.iter().any(|k| a.eq_ignore_ascii_case(k)) {
+                        aliases.push(a.clone());
+                    }
+                }
+            }
+        }
+    }
+    aliases
+}
+
+/// Whether the statement assigns `state` (`SET state =` or `, state =` in a SET list).
+fn writes_state(tokens: &[Token]) -> bool {
+    tokens.windows(3).any(|w| {
+        (is_word(&w[0], "SET") || w[0] == Token::Punct(','))
+            && is_word(&w[1], "state")
+            && w[2] == Token::Punct('=')
+    })
+}
+
+fn names(states: &[TaskState]) -> String {
+    let names: Vec<_> = states.iter().map(|s| s.as_str()).collect();
+    format!("({})", names.join(", "))
+}
+
+fn expectations(headers: &[Header]) -> String {
+    let all: Vec<_> = headers
+        .iter()
+        .filter_map(|h| h.expects.as_deref())
+        .map(names)
+        .collect();
+    all.join(" or ")
+}
