@@ -199,10 +199,10 @@ cp "$WORK/out" "$WORK/serve-help.txt"
 
 # Structural checks and the TASKLANE_* drift check.
 "$PY" - "$WORK" "$CONFIG_RS" "$CHART/values.yaml" "$DOC" "$DEMO_TYPES" "$DOCKERFILE" "$CARGO_TOML" \
-    "$CHART/Chart.yaml" "$ROOT/src/main.rs" "$CHART/values.schema.json" >"$WORK/py.log" 2>&1 <<'PY'
+    "$CHART/Chart.yaml" "$ROOT/src/telemetry/mod.rs" "$CHART/values.schema.json" >"$WORK/py.log" 2>&1 <<'PY'
 import json, re, sys, tomllib, yaml
 
-work, config_rs, values_path, doc_path, demo_path, dockerfile_path, cargo_path, chart_path, main_rs, schema_path = sys.argv[1:11]
+work, config_rs, values_path, doc_path, demo_path, dockerfile_path, cargo_path, chart_path, telemetry_rs, schema_path = sys.argv[1:11]
 results = []
 
 def check(name, ok, detail=""):
@@ -230,7 +230,7 @@ pending = set()
 # TASKLANE_DATABASE_URL is an alias of DATABASE_URL (config.rs resolve_env); the chart
 # sets DATABASE_URL from the Secret, which `tasklane migrate` reads too.
 aliases = {"TASKLANE_DATABASE_URL": "DATABASE_URL"}
-# Read by main.rs, not ServeConfig; mapped from values.logLevel.
+# Read by src/telemetry, not ServeConfig; mapped from values.logLevel.
 extra_known = {"TASKLANE_LOG"}
 expected = (named | pending)
 check(f"src/config.rs names {len(named)} TASKLANE_* variables", len(named) >= 15, sorted(named))
@@ -510,8 +510,8 @@ def serve_defaults(text):
 
 binary = serve_defaults(open(f"{work}/serve-help.txt").read())
 check(f"tasklane serve --help names {len(binary)} variables with their defaults", len(binary) >= 20, binary)
-# TASKLANE_LOG is read by main.rs (tracing's EnvFilter), not a `serve` flag.
-log_default = re.search(r'try_from_env\("TASKLANE_LOG"\)\s*\.unwrap_or_else\(\|_\| "([^"]*)"', open(main_rs).read())
+# TASKLANE_LOG is read by src/telemetry (tracing's EnvFilter), not a `serve` flag.
+log_default = re.search(r'try_from_env\("TASKLANE_LOG"\)\s*\.unwrap_or_else\(\|_\| "([^"]*)"', open(telemetry_rs).read())
 binary["TASKLANE_LOG"] = log_default.group(1) if log_default else None
 input_default = int(binary.get("TASKLANE_MAX_INPUT_BYTES") or 0)
 # variable -> (what the default render sets, why it differs from the binary)
