@@ -14,31 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SERVER_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
-PRIVATE_PG=""
-
-# initdb and postgres refuse root: run them as postgres (or nobody) when we are root.
-as_pg_user() {
-    if [[ "$(id -u)" == 0 ]]; then
-        local user=postgres
-        id -u postgres >/dev/null 2>&1 || user=nobody
-        runuser -u "$user" -- "$@"
-    else
-        "$@"
-    fi
-}
-
-start_private_cluster() {
-    local bin port
-    bin="$(dirname "$(command -v initdb 2>/dev/null || ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")"
-    PRIVATE_PG="$(mktemp -d /tmp/tasklane-fuzz-pg.XXXXXX)"
-    [[ "$(id -u)" == 0 ]] && chown "$(id -u postgres >/dev/null 2>&1 && echo postgres || echo nobody)" "$PRIVATE_PG"
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    as_pg_user "$bin/initdb" -D "$PRIVATE_PG/data" -A trust -U postgres --no-sync -E UTF8 --locale=C >/dev/null
-    as_pg_user "$bin/pg_ctl" -w -D "$PRIVATE_PG/data" -l "$PRIVATE_PG/log" \
-        -o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$PRIVATE_PG -c fsync=off" start >/dev/null
-    PG_BIN="$bin"
-    SERVER_URL="postgres://postgres@127.0.0.1:$port/postgres"
-}
+# start_private_cluster / stop_private_cluster (shared with scripts/check-helm.sh).
+source scripts/lib/private-pg.sh
 
 EXAMPLES="${FUZZ_EXAMPLES:-100}"
 PORT="${FUZZ_PORT:-18431}"
@@ -53,10 +30,7 @@ cargo build --locked --quiet --bin tasklane
 cleanup() {
     if [[ -n "${SERVE_PID:-}" ]]; then kill "$SERVE_PID" 2>/dev/null || true; wait "$SERVE_PID" 2>/dev/null || true; fi
     psql "$SERVER_URL" -q -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
-    if [[ -n "$PRIVATE_PG" ]]; then
-        as_pg_user "$PG_BIN/pg_ctl" -D "$PRIVATE_PG/data" -m immediate stop >/dev/null 2>&1 || true
-        rm -rf "$PRIVATE_PG"
-    fi
+    stop_private_cluster
     rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -80,6 +80,51 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if hasKey .Values.workers.config "roles" }}
 {{- fail "workers.config.roles is not used: set workers.roles" }}
 {{- end }}
+{{- if and .Values.workers.keda.enabled (not .Values.workers.enabled) }}
+{{- fail "workers.keda.enabled scales the worker Deployment: set workers.enabled too" }}
+{{- end }}
+{{- if and .Values.workers.autoscaling.enabled (not .Values.workers.enabled) }}
+{{- fail "workers.autoscaling.enabled scales the worker Deployment: set workers.enabled too" }}
+{{- end }}
+{{- if and .Values.workers.keda.enabled .Values.workers.autoscaling.enabled }}
+{{- fail "workers.keda.enabled and workers.autoscaling.enabled both make an HPA for the worker Deployment: choose one" }}
+{{- end }}
+{{- range $name, $a := dict "autoscaling" .Values.autoscaling "workers.autoscaling" .Values.workers.autoscaling }}
+{{- if and $a.enabled (gt (int $a.minReplicas) (int $a.maxReplicas)) }}
+{{- fail (printf "%s.minReplicas (%v) must not exceed maxReplicas (%v)" $name $a.minReplicas $a.maxReplicas) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.autoscaling.enabled (not (dig "requests" "cpu" "" .Values.resources)) }}
+{{- fail "autoscaling.enabled scales on CPU utilization, which needs resources.requests.cpu" }}
+{{- end }}
+{{- if and .Values.workers.autoscaling.enabled (not (dig "requests" "cpu" "" (.Values.workers.resources | default .Values.resources))) }}
+{{- fail "workers.autoscaling.enabled scales on CPU utilization, which needs workers.resources.requests.cpu (or resources.requests.cpu)" }}
+{{- end }}
+{{- end }}
+
+{{/*
+terminationGracePeriodSeconds of a pod with config .config: on SIGTERM the binary first
+answers /readyz 503 for readinessDrainMs (rounded up to whole seconds), then gives
+requests and running attempts shutdownGraceSeconds, then hands back leases and closes
+the pool; the margin covers that last step and a slow node.
+*/}}
+{{- define "tasklane.terminationGrace" -}}
+{{- $drainSeconds := div (add (int64 .config.readinessDrainMs) 999) 1000 }}
+{{- add (int64 .config.shutdownGraceSeconds) $drainSeconds (int64 .root.Values.terminationGraceMarginSeconds) }}
+{{- end }}
+
+{{/*
+Fewest pods a Deployment runs: its replica count, or the autoscaler's minimum.
+Takes a dict: replicas, autoscaling (an HPA values block), keda (optional).
+*/}}
+{{- define "tasklane.minReplicas" -}}
+{{- if and .keda .keda.enabled }}
+{{- .keda.minReplicaCount | int }}
+{{- else if .autoscaling.enabled }}
+{{- .autoscaling.minReplicas | int }}
+{{- else }}
+{{- .replicas | int }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -187,9 +232,10 @@ spec:
   {{- with $root.Values.priorityClassName }}
   priorityClassName: {{ . }}
   {{- end }}
-  # SIGTERM: readiness goes false, HTTP drains, workers finish or hand back their
-  # leases within the shutdown grace; the margin covers the drain and closing the pool.
-  terminationGracePeriodSeconds: {{ add (int64 .config.shutdownGraceSeconds) (int64 $root.Values.terminationGraceMarginSeconds) }}
+  # SIGTERM: readiness goes false for the readiness drain, HTTP drains, workers finish
+  # or hand back their leases within the shutdown grace; the margin covers closing the
+  # pool. So: ceil(readinessDrainMs / 1000) + shutdownGraceSeconds + margin.
+  terminationGracePeriodSeconds: {{ include "tasklane.terminationGrace" (dict "root" $root "config" .config) }}
   securityContext:
     {{- toYaml $root.Values.podSecurityContext | nindent 4 }}
   containers:
@@ -265,4 +311,21 @@ spec:
   tolerations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+{{- end }}
+
+{{/*
+Claimable tasks of the route in-process workers serve: the WHERE clause of
+sql/claim_local_plain.sql (local) or sql/claim_external_plain.sql (external) without the
+per-claimer filters (task types, app, scope, resource). The state filter implies the
+predicate of the partial index tasks_claimable (external: tasks_claimable OR
+tasks_fallback, written as an OR so the planner can combine the two), so the count
+visits claimable rows only, however many finished tasks the table holds.
+Takes a dict: route.
+*/}}
+{{- define "tasklane.claimableQuery" -}}
+{{- if eq (toString .route) "external" -}}
+SELECT count(*) FROM tasklane.tasks WHERE (state IN ('queued', 'waiting_for_retry') OR state = 'waiting_for_external_fallback') AND run_at <= now() AND (deadline_at IS NULL OR deadline_at > now()) AND privacy = 'external_allowed'
+{{- else -}}
+SELECT count(*) FROM tasklane.tasks WHERE state IN ('queued', 'waiting_for_retry') AND run_at <= now() AND (deadline_at IS NULL OR deadline_at > now())
+{{- end }}
 {{- end }}
