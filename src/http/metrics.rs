@@ -36,6 +36,7 @@ impl Metrics {
             .f64_histogram("tasklane_http_request_duration")
             .with_unit("s")
             .with_description("Time to answer HTTP requests (for streams: to start the stream)")
+            .with_boundaries(crate::telemetry::instruments::SECONDS.to_vec())
             .build();
         let in_flight = meter
             .i64_up_down_counter("tasklane_http_requests_in_flight")

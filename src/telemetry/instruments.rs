@@ -8,7 +8,7 @@ use opentelemetry::KeyValue;
 
 /// Bucket bounds (seconds) of the duration histograms: from a millisecond (a noop
 /// attempt, a pickup on an idle worker) to ten minutes (a long inference call).
-const SECONDS: &[f64] = &[
+pub const SECONDS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
     120.0, 300.0, 600.0,
 ];

@@ -36,6 +36,7 @@ mod restart_policy;
 mod schema;
 mod sql_statements;
 mod statistics;
+mod telemetry;
 mod tls;
 mod transitions;
 mod worker_runtime;
