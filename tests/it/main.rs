@@ -33,6 +33,7 @@ mod replicas;
 mod resource_replicas;
 mod resources;
 mod restart_policy;
+mod rolling_restart;
 mod schema;
 mod sql_statements;
 mod statistics;

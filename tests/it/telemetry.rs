@@ -18,6 +18,7 @@ use serde_json::json;
 
 use crate::common;
 use common::api::{self, ALL};
+use common::fixtures::count;
 use common::serve::{binary, Options, Serve};
 
 /// One exported span, as the receiver decoded it.
@@ -224,7 +225,7 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
         }
     })
     .await;
-    let expected: [(&str, &[(&str, &str)], Option<f64>); 7] = [
+    let expected: [Expected; 7] = [
         (
             "tasklane_tasks_submitted_total",
             &[("task_type", "noop"), ("outcome", "created")],
@@ -310,6 +311,9 @@ async fn a_malformed_collector_endpoint_is_refused_at_start() {
     );
 }
 
+/// A metric name, labels its sample must have, and its value when it is known.
+type Expected<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<f64>);
+
 /// The value of the sample of metric `name` whose labels include `labels` (in any order).
 fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     text.lines().find_map(|line| {
@@ -328,4 +332,58 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
         .split(':')
         .map(|dir| std::path::Path::new(dir).join(program))
         .find(|path| path.is_file())
+}
+
+/// A collector that takes connections and never answers: span export waits out its
+/// timeout while the bounded queue fills, and the replica drops spans (counting them)
+/// rather than holding up the tasks that ended them.
+#[tokio::test]
+async fn a_collector_that_hangs_costs_spans_not_tasks() {
+    let db = common::test_db().await;
+    let hanging = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", hanging.local_addr().unwrap());
+    let c = db.client().await;
+    // 2,000 noop tasks, three spans each (claim, attempt, settle): more than the export
+    // queue holds while the first export hangs.
+    tasklane::load::drain::enqueue(&c, "mail", "noop", 2_000, &json!({}))
+        .await
+        .unwrap();
+    let serve = Serve::start(
+        &db.url,
+        Options {
+            env: vec![("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)],
+            args: vec!["--concurrency=256".into(), "--claim-batch=100".into()],
+            ..Options::default()
+        },
+    )
+    .await;
+    common::eventually(
+        Duration::from_secs(120),
+        "every task to succeed",
+        || async {
+            let done = count(
+                &c,
+                "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'",
+            )
+            .await;
+            if done == 2_000 {
+                Ok(())
+            } else {
+                Err(done)
+            }
+        },
+    )
+    .await;
+    let text = reqwest::get(format!("{}/metrics", serve.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let dropped = sample(&text, "tasklane_telemetry_spans_dropped_total", &[]);
+    assert!(
+        dropped.is_some_and(|d| d > 0.0),
+        "spans were dropped and counted: {dropped:?}"
+    );
+    drop(hanging);
 }
