@@ -270,6 +270,23 @@ check("all-features: existing Secret and key used, no chart-made database Secret
       env_of(api)["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "tasklane-db", "key": "DATABASE_URL"}
       and "rel-tasklane-database" not in objs(all_f, "Secret"))
 check("migrate.onStart=false sets TASKLANE_NO_MIGRATE=true", envval(api, "TASKLANE_NO_MIGRATE") == "true")
+
+def mounts_ca(pod_spec):
+    """The pod mounts database.caSecret's key at /etc/tasklane-db in its container."""
+    volumes = {v["name"]: v for v in pod_spec.get("volumes", [])}
+    mount = [m for m in pod_spec["containers"][0].get("volumeMounts", [])
+             if m["mountPath"] == "/etc/tasklane-db"]
+    if len(mount) != 1 or not mount[0].get("readOnly"):
+        return False
+    secret = volumes.get(mount[0]["name"], {}).get("secret", {})
+    return secret.get("secretName") == "tasklane-db-ca" and \
+        secret.get("items") == [{"key": "provider-ca.pem", "path": "provider-ca.pem"}]
+ca_pods = [d["spec"]["template"]["spec"] for d in deps.values()] + \
+    [j["spec"]["template"]["spec"] for j in objs(all_f, "Job").values()]
+check(f"all-features: database.caSecret mounted read-only at /etc/tasklane-db in all {len(ca_pods)} pods",
+      len(ca_pods) >= 3 and all(mounts_ca(p) for p in ca_pods))
+check("default: no database CA mount",
+      not any("/etc/tasklane-db" in str(d) for d in objs(load("default"), "Deployment").values()))
 check("all-features: autoscaling on, so the API Deployment has no replicas (replicaCount 1 unused)",
       "replicas" not in api["spec"])
 check("all-features: PodDisruptionBudgets from the autoscalers' minimums (API 2, workers 2)",

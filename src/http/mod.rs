@@ -172,7 +172,14 @@ fn finish(routes: Router<AppState>, state: AppState, body_limit: usize) -> Route
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(body_limit))
         .layer(axum::middleware::map_response(error::normalize))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        // Request spans and failures at DEBUG: a 5xx with a cause is logged once, with
+        // that cause, where it is answered (`error`); a 503 from /readyz while a
+        // replica drains is expected and no error at all.
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http().on_failure(
+                tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG),
+            ),
+        )
         .with_state(state)
 }
 

@@ -84,38 +84,36 @@ impl Drop for TestDb {
 
 /// Creates a database for one test: a copy of the migrated template, with a pool.
 pub async fn test_db() -> TestDb {
-    // The first call blocks for the setup (a few seconds); keep that off the test's
-    // runtime thread.
-    let shared = tokio::task::spawn_blocking(shared)
-        .await
-        .expect("test database setup thread");
-    let name = format!(
-        "{TEST_DB_PREFIX}_{}_{}",
-        std::process::id(),
-        NEXT_DB.fetch_add(1, Ordering::Relaxed)
-    );
-    let url = devdb::create_database_from_template(shared.server.url(), &shared.template, &name)
-        .await
-        .unwrap_or_else(|e| panic!("create test database {name}: {e:#}"));
-    let pool = pool(&url, DEFAULT_POOL_SIZE);
-    TestDb { url, pool, name }
+    let template = shared_setup().await.template.clone();
+    db_from(&template).await
 }
 
 /// Creates an empty database for one test (a copy of `template0`: no tasklane schema),
 /// for tests of what happens before or during a migration.
 pub async fn empty_db() -> TestDb {
-    let shared = tokio::task::spawn_blocking(shared)
+    db_from("template0").await
+}
+
+/// The process-wide setup (server and template), made by the first caller. The first
+/// call blocks for a few seconds; that stays off the test's runtime thread.
+async fn shared_setup() -> &'static Shared {
+    tokio::task::spawn_blocking(shared)
         .await
-        .expect("test database setup thread");
+        .expect("test database setup thread")
+}
+
+/// A database named for this process and test, copied from `template`, with a pool.
+async fn db_from(template: &str) -> TestDb {
+    let shared = shared_setup().await;
     let name = format!(
         "{TEST_DB_PREFIX}_{}_{}",
         std::process::id(),
         NEXT_DB.fetch_add(1, Ordering::Relaxed)
     );
-    let url = devdb::create_database_from_template(shared.server.url(), "template0", &name)
+    let url = devdb::create_database_from_template(shared.server.url(), template, &name)
         .await
-        .unwrap_or_else(|e| panic!("create empty database {name}: {e:#}"));
-    let pool = pool(&url, 2);
+        .unwrap_or_else(|e| panic!("create test database {name}: {e:#}"));
+    let pool = pool(&url, DEFAULT_POOL_SIZE);
     TestDb { url, pool, name }
 }
 

@@ -212,12 +212,7 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
     assert_eq!(refused.code(), "idempotency_conflict");
 
     let text = common::eventually(Duration::from_secs(30), "the queue depth gauge", || async {
-        let text = reqwest::get(format!("{}/metrics", serve.base))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = scrape(&serve.base).await;
         if text.contains("tasklane_queue_depth") {
             Ok(text)
         } else {
@@ -311,6 +306,12 @@ async fn a_malformed_collector_endpoint_is_refused_at_start() {
     );
 }
 
+/// The replica's `/metrics` text.
+async fn scrape(base: &str) -> String {
+    let answer = reqwest::get(format!("{base}/metrics")).await.unwrap();
+    answer.text().await.unwrap()
+}
+
 /// A metric name, labels its sample must have, and its value when it is known.
 type Expected<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<f64>);
 
@@ -374,12 +375,7 @@ async fn a_collector_that_hangs_costs_spans_not_tasks() {
         },
     )
     .await;
-    let text = reqwest::get(format!("{}/metrics", serve.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = scrape(&serve.base).await;
     let dropped = sample(&text, "tasklane_telemetry_spans_dropped_total", &[]);
     assert!(
         dropped.is_some_and(|d| d > 0.0),

@@ -51,6 +51,27 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
 {{- end }}
 
+{{/* The database CA certificate's mount (database.caSecret), or nothing. */}}
+{{- define "tasklane.databaseCaMount" -}}
+{{- if .Values.database.caSecret }}
+- name: database-ca
+  mountPath: /etc/tasklane-db
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* The database CA certificate's volume, or nothing. */}}
+{{- define "tasklane.databaseCaVolume" -}}
+{{- if .Values.database.caSecret }}
+- name: database-ca
+  secret:
+    secretName: {{ .Values.database.caSecret }}
+    items:
+      - key: {{ .Values.database.caSecretKey }}
+        path: {{ .Values.database.caSecretKey }}
+{{- end }}
+{{- end }}
+
 {{/* Secret holding the database URL. */}}
 {{- define "tasklane.databaseSecretName" -}}
 {{- if .Values.database.existingSecret }}
@@ -276,9 +297,11 @@ spec:
           mountPath: /etc/tasklane
           readOnly: true
         {{- end }}
+        {{- include "tasklane.databaseCaMount" $root | nindent 8 }}
   volumes:
     - name: tmp
       emptyDir: {}
+    {{- include "tasklane.databaseCaVolume" $root | nindent 4 }}
     {{- if $root.Values.taskTypes }}
     - name: task-types
       configMap:
