@@ -7,8 +7,15 @@
 --   replicas of the previous version keep submitting during a rolling upgrade (a
 --   default on the new parameter would make 17-argument calls ambiguous).
 
-ALTER TABLE tasklane.tasks
-    ADD COLUMN traceparent text CHECK (traceparent IS NULL OR length(traceparent) <= 128);
+-- Both ALTERs take the table's ACCESS EXCLUSIVE lock, held to the end of this
+-- migration's transaction: wait for it at most 5 s (a long application transaction
+-- fails the migration, retried at the next start, instead of stalling every submit and
+-- claim queued behind it). The column is added bare (no rewrite, no scan) and its
+-- bound as NOT VALID: new rows are checked, existing ones, all NULL, are not scanned.
+SET LOCAL lock_timeout = '5s';
+ALTER TABLE tasklane.tasks ADD COLUMN traceparent text;
+ALTER TABLE tasklane.tasks ADD CONSTRAINT tasks_traceparent_length
+    CHECK (length(traceparent) <= 128) NOT VALID;
 
 CREATE FUNCTION tasklane.submit_task(
     p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text,

@@ -27,6 +27,7 @@
 -- task.running event. Rendered from sql/claim.sql: the {route}, {slots} variant.
 -- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
 -- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
+-- Tasks of a paused type (tasklane.paused_task_types) are left queued.
 --#if aware
 -- Resource slots (DESIGN §4): a task whose type names a configured resource is claimed
 -- only with a free slot of it, taken in this statement (so a resource's cluster-wide
@@ -44,6 +45,8 @@ WITH slots AS (
                   WHERE t.resource = s.resource AND t.state IN ({claimable})
                     AND t.task_type = ANY($1) AND t.run_at <= now()
                     AND ($5::text IS NULL OR t.app = $5) AND ($6::text IS NULL OR t.scope_id = $6)
+                    AND NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p
+                                    WHERE p.task_type = t.task_type)
 --#if external
                     AND t.privacy = 'external_allowed'
 --#end
@@ -67,6 +70,8 @@ WITH picked AS (
       AND ($5::text IS NULL OR app = $5)
       AND ($6::text IS NULL OR scope_id = $6)
       AND (deadline_at IS NULL OR deadline_at > now())
+      AND NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p
+                      WHERE p.task_type = tasks.task_type)
 --#if plain
       AND resource IS NULL
 --#end

@@ -11,6 +11,10 @@
 CREATE SCHEMA tasklane;
 
 
+ALTER TABLE tasklane.tasks
+    ADD CONSTRAINT tasks_traceparent_length CHECK ((length(traceparent) <= 128)) NOT VALID;
+
+
 -- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
@@ -58,8 +62,7 @@ CREATE TABLE tasklane.tasks (
     CONSTRAINT tasks_on_restart_check CHECK ((on_restart = ANY (ARRAY['fail'::text, 'retry'::text, 'resume'::text]))),
     CONSTRAINT tasks_privacy_check CHECK ((privacy = ANY (ARRAY['local_only'::text, 'external_allowed'::text]))),
     CONSTRAINT tasks_progress_check CHECK (((progress >= 0) AND (progress <= 100))),
-    CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'cancelling'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
-    CONSTRAINT tasks_traceparent_check CHECK (((traceparent IS NULL) OR (length(traceparent) <= 128)))
+    CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'cancelling'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
 
 ALTER TABLE ONLY tasklane.tasks
@@ -252,6 +255,17 @@ ALTER TABLE ONLY tasklane.limits
 
 ALTER TABLE ONLY tasklane.limits
     ADD CONSTRAINT limits_pkey PRIMARY KEY (id);
+
+
+-- table paused_task_types: migrations/V8__paused_task_types.sql
+CREATE TABLE tasklane.paused_task_types (
+    task_type text NOT NULL,
+    paused_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT paused_task_types_task_type_check CHECK (((length(task_type) >= 1) AND (length(task_type) <= 200)))
+);
+
+ALTER TABLE ONLY tasklane.paused_task_types
+    ADD CONSTRAINT paused_task_types_pkey PRIMARY KEY (task_type);
 
 
 -- table rate_tokens: migrations/V3__admission.sql

@@ -43,6 +43,7 @@ pub struct ServeConfig {
     #[arg(
         long,
         env = "DATABASE_URL",
+        hide_env_values = true,
         default_value = "postgres://postgres@127.0.0.1:5432/postgres"
     )]
     pub database_url: String,

@@ -29,6 +29,7 @@ enum Command {
         #[arg(
             long,
             env = "DATABASE_URL",
+            hide_env_values = true,
             default_value = "postgres://postgres@127.0.0.1:5432/postgres"
         )]
         database_url: String,
@@ -60,6 +61,7 @@ enum TokenCommand {
         #[arg(
             long,
             env = "DATABASE_URL",
+            hide_env_values = true,
             default_value = "postgres://postgres@127.0.0.1:5432/postgres"
         )]
         database_url: String,
@@ -70,6 +72,7 @@ enum TokenCommand {
         #[arg(
             long,
             env = "DATABASE_URL",
+            hide_env_values = true,
             default_value = "postgres://postgres@127.0.0.1:5432/postgres"
         )]
         database_url: String,

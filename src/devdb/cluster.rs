@@ -28,7 +28,7 @@ rm -rf "$dir"
 "#;
 
 /// Extra server settings and files for a cluster that must differ from the default
-/// (tests/tls.rs starts one with `ssl=on`, its certificate and a `hostssl`-only
+/// (tests/it/tls.rs starts one with `ssl=on`, its certificate and a `hostssl`-only
 /// pg_hba.conf). The default is empty and costs nothing.
 #[derive(Debug, Default, Clone)]
 pub struct ClusterOptions {

@@ -22,6 +22,8 @@ pub enum ApiError {
     Unauthorized,
     #[error("the token lacks the {0:?} permission")]
     Forbidden(&'static str),
+    #[error("a scope token may act on its own scope only")]
+    OtherScope,
     #[error("no such task")]
     NotFound,
     #[error("no such route")]
@@ -88,7 +90,7 @@ impl ApiError {
             BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
             Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Forbidden(_) | OtherScope => (StatusCode::FORBIDDEN, "forbidden"),
             NotFound => (StatusCode::NOT_FOUND, "not_found"),
             NoRoute => (StatusCode::NOT_FOUND, "no_route"),
             MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
@@ -169,7 +171,7 @@ impl From<ServiceError> for ApiError {
     fn from(error: ServiceError) -> Self {
         match error {
             ServiceError::NotFound => ApiError::NotFound,
-            ServiceError::OtherScope => ApiError::Forbidden("another scope"),
+            ServiceError::OtherScope => ApiError::OtherScope,
             ServiceError::UnknownTaskType(name) => ApiError::UnknownTaskType(name),
             ServiceError::Invalid(invalid) => ApiError::Validation(invalid),
             ServiceError::IdempotencyConflict => ApiError::IdempotencyConflict,

@@ -29,17 +29,17 @@ impl Metrics {
     /// The HTTP instruments on `meter`.
     pub fn new(meter: &Meter) -> Self {
         let requests = meter
-            .u64_counter("tasklane_http_requests")
+            .u64_counter("tasklane.http.requests")
             .with_description("HTTP requests answered, by method, route and status")
             .build();
         let duration = meter
-            .f64_histogram("tasklane_http_request_duration")
+            .f64_histogram("tasklane.http.request_duration")
             .with_unit("s")
             .with_description("Time to answer HTTP requests (for streams: to start the stream)")
             .with_boundaries(crate::telemetry::instruments::SECONDS.to_vec())
             .build();
         let in_flight = meter
-            .i64_up_down_counter("tasklane_http_requests_in_flight")
+            .i64_up_down_counter("tasklane.http.requests_in_flight")
             .with_description(
                 "HTTP requests being answered, by method and route (a stream until it ends)",
             )

@@ -55,11 +55,19 @@ impl QueueDepthSampler {
 
     pub async fn run(self, shutdown: CancellationToken) {
         let mut session = None;
+        let mut failing = false;
         loop {
-            if let Err(error) = self.pass(&mut session).await {
-                tracing::debug!(error = %format!("{error:#}"), "queue depth sample");
-                session = None;
-                self.sample.lock().expect("queue sample lock").clear();
+            match self.pass(&mut session).await {
+                Ok(()) => failing = false,
+                Err(error) => {
+                    // Said once per failure streak, not every interval.
+                    if !failing {
+                        tracing::warn!(error = %format!("{error:#}"), "queue depth sample");
+                    }
+                    failing = true;
+                    session = None;
+                    self.sample.lock().expect("queue sample lock").clear();
+                }
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.interval) => {}

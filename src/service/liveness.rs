@@ -1,42 +1,42 @@
 //! Whether this process's claim loops are running: part of a worker replica's
 //! readiness. Each loop holds a [`LoopGuard`] for as long as it runs, so a loop that
 //! ended (a panic, a bug) turns readiness false and Kubernetes stops counting the pod.
+//! A loop that is stuck rather than ended is not seen here; its tasks' leases expire
+//! and the rescuer hands them to other replicas.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// The claim loops this process started, and how many of them still run.
+/// How many of this process's claim loops have ended. Cloning shares it.
 #[derive(Debug, Clone, Default)]
 pub struct Liveness {
-    expected: Arc<AtomicUsize>,
-    running: Arc<AtomicUsize>,
+    ended: Arc<AtomicUsize>,
 }
 
 impl Liveness {
-    /// Counts one more loop that must be running; hold the guard while it runs.
+    /// A loop starts; hold the guard while it runs.
     pub fn enter(&self) -> LoopGuard {
-        self.expected.fetch_add(1, Ordering::SeqCst);
-        self.running.fetch_add(1, Ordering::SeqCst);
         LoopGuard {
-            running: self.running.clone(),
+            ended: self.ended.clone(),
         }
     }
 
-    /// True while every loop that entered still runs (and trivially with none).
+    /// True while no loop that entered has ended (one counter, so no reader can catch
+    /// a loop half-registered).
     pub fn all_running(&self) -> bool {
-        self.running.load(Ordering::SeqCst) == self.expected.load(Ordering::SeqCst)
+        self.ended.load(Ordering::SeqCst) == 0
     }
 }
 
-/// Held by a running claim loop; dropping it marks the loop gone.
+/// Held by a running claim loop; dropping it marks the loop ended.
 #[derive(Debug)]
 pub struct LoopGuard {
-    running: Arc<AtomicUsize>,
+    ended: Arc<AtomicUsize>,
 }
 
 impl Drop for LoopGuard {
     fn drop(&mut self) {
-        self.running.fetch_sub(1, Ordering::SeqCst);
+        self.ended.fetch_add(1, Ordering::SeqCst);
     }
 }
 

@@ -12,11 +12,13 @@ use super::{
     Tasklane,
 };
 use crate::store::lease::{self, LeaseError};
+use crate::store::query::TaskOwner;
 use crate::store::recover::{self, Lost};
 use crate::store::{self, claim, complete_many, query};
 use crate::task::outcome::Report;
 use crate::task::{bounds, TaskState};
 use crate::telemetry::spans;
+use tracing::Instrument as _;
 
 /// Most task types one claim may name.
 pub const MAX_CLAIM_TYPES: usize = 100;
@@ -125,26 +127,47 @@ impl Tasklane {
             .collect())
     }
 
-    /// Settles the attempt by the worker's `report` with the task type's backoff
-    /// (`task::outcome::settle` decides); returns the task's new state.
+    /// A remote worker's settlement by its `report`: the task must be `owner`'s. Its
+    /// span continues the task's trace.
     #[tracing::instrument(name = "tasklane.settle", skip_all, fields(task = %id))]
     pub async fn settle(
         &self,
-        owner: Option<&Owner>,
+        owner: &Owner,
         id: Uuid,
         lease_token: Uuid,
         report: Report,
     ) -> Result<TaskState, ServiceError> {
+        let client = self.connection().await?;
+        let task = check_owner(store::client(&client), Some(owner), id).await?;
+        drop(client);
+        let task_type = task.map(|t| t.task_type).unwrap_or_default();
+        self.settle_as(&task_type, id, lease_token, report).await
+    }
+
+    /// The in-process worker's settlement of `task` (claimed by this process, so its
+    /// type is known and no owner needs checking).
+    pub async fn settle_claimed(
+        &self,
+        task: &ClaimedTask,
+        report: Report,
+    ) -> Result<TaskState, ServiceError> {
+        let span = tracing::info_span!("tasklane.settle", task = %task.id);
+        self.settle_as(&task.task_type, task.id, task.lease_token, report)
+            .instrument(span)
+            .await
+    }
+
+    /// Settles by `report` with `task_type`'s backoff (`task::outcome::settle` decides);
+    /// wakes workers when the task is left waiting. Returns the new state.
+    async fn settle_as(
+        &self,
+        task_type: &str,
+        id: Uuid,
+        lease_token: Uuid,
+        report: Report,
+    ) -> Result<TaskState, ServiceError> {
+        let backoff = self.task_types.backoff(task_type);
         let mut object = self.connection().await?;
-        let task_type = check_owner(store::client(&object), owner, id).await?;
-        let backoff = match task_type {
-            Some(name) => self.task_types.backoff(&name),
-            None => {
-                let owner = query::owner_of(store::client(&object), id).await?;
-                let name = owner.map(|o| o.task_type).unwrap_or_default();
-                self.task_types.backoff(&name)
-            }
-        };
         let client: &mut tokio_postgres::Client = &mut object;
         let state = lease::settle(client, id, lease_token, report, &backoff).await?;
         if !state.is_terminal() {
@@ -173,18 +196,22 @@ impl Tasklane {
 }
 
 /// For a remote worker: the task must exist (else it was deleted: `task_gone`) and be
-/// its owner's (else `not_found`). Returns the task's type when it looked.
+/// its owner's (else `not_found`). The current span (the settlement's) then continues
+/// the task's trace. Returns the task's owner row when it looked.
 async fn check_owner(
     client: &tokio_postgres::Client,
     owner: Option<&Owner>,
     id: Uuid,
-) -> Result<Option<String>, ServiceError> {
+) -> Result<Option<TaskOwner>, ServiceError> {
     let Some(owner) = owner else {
         return Ok(None);
     };
     match query::owner_of(client, id).await? {
         None => Err(LeaseError::Gone.into()),
         Some(task) if !task.visible_to(owner) => Err(ServiceError::NotFound),
-        Some(task) => Ok(Some(task.task_type)),
+        Some(task) => {
+            spans::continue_trace(&tracing::Span::current(), task.traceparent.as_deref());
+            Ok(Some(task))
+        }
     }
 }

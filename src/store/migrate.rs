@@ -32,7 +32,11 @@ pub async fn run(database_url: &str) -> anyhow::Result<()> {
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await
         .context("take the migration lock")?;
+    // A database migrated by a newer release has versions this binary lacks; that is
+    // a rolling upgrade or a rollback in progress, not an error: the newer migrations
+    // keep older replicas working (see V7), so an older pod that restarts must start.
     let result = embedded::migrations::runner()
+        .set_abort_missing(false)
         .set_migration_table_name(HISTORY_TABLE)
         .run_async(&mut client)
         .await

@@ -87,6 +87,8 @@ pub struct TaskOwner {
     pub app: String,
     pub scope_id: String,
     pub task_type: String,
+    /// The submit's trace context, which a remote worker's settlement continues.
+    pub traceparent: Option<String>,
 }
 
 impl TaskOwner {
@@ -113,6 +115,7 @@ pub async fn owner_of<C: GenericClient + Sync>(
             app: row.try_get("app")?,
             scope_id: row.try_get("scope_id")?,
             task_type: row.try_get("task_type")?,
+            traceparent: row.try_get("traceparent")?,
         })
     })
     .transpose()

@@ -44,13 +44,8 @@ pub async fn depth(client: &Client) -> Result<Vec<Depth>, DbError> {
         .collect()
 }
 
-/// A dedicated connection for the sampler (its session holds the election lock).
-pub async fn connect(database_url: &str) -> Result<Client, DbError> {
-    let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            tracing::debug!(%error, "queue sampler connection ended");
-        }
-    });
-    Ok(client)
+/// A dedicated connection for the sampler (its session holds the election lock), TLS
+/// as the URL says.
+pub async fn connect(database_url: &str) -> anyhow::Result<Client> {
+    super::connect::connect(database_url).await
 }

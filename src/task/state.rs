@@ -3,7 +3,7 @@
 //! place that says which ones are legal: `task::outcome` and `task::restart` take their
 //! new states from it, and every statement in `sql/` that changes a state names its
 //! transitions in a `-- transition:` header, its `state IN (...)` guard checked against
-//! [`Transition::sources`] by `tests/sql_statements`.
+//! [`Transition::sources`] by `tests/it/sql_statements`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -60,7 +60,7 @@ impl Transition {
 
     /// The states this transition leaves from: the table's column for it. Every SQL
     /// statement that makes it guards on these, or on fewer that its header names with a
-    /// reason (checked by `tests/sql_statements`).
+    /// reason (checked by `tests/it/sql_statements`).
     pub fn sources(self) -> impl Iterator<Item = TaskState> {
         TaskState::ALL
             .into_iter()

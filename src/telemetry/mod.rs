@@ -94,7 +94,8 @@ impl Telemetry {
             .try_init()
             .ok();
         if let Some(endpoint) = &endpoint {
-            tracing::info!(endpoint = %endpoint, "exporting metrics and traces over OTLP/HTTP");
+            let collector = otlp::origin(endpoint);
+            tracing::info!(%collector, "exporting metrics and traces over OTLP/HTTP");
         }
         Ok(Telemetry::from_parts(
             registry,

@@ -37,15 +37,31 @@ pub fn endpoint_from_env() -> anyhow::Result<Option<String>> {
     }
 }
 
-/// `value` as a base URL without a trailing slash, or why it is not one.
+/// `value` as a base URL without a trailing slash, or why it is not one. Messages show
+/// at most the URL's origin: the rest (a path token, user info) may be a secret.
 pub fn check_endpoint(value: &str) -> anyhow::Result<String> {
     let url = reqwest::Url::parse(value)
-        .with_context(|| format!("{OTLP_ENDPOINT}={value:?} is not a URL"))?;
+        .ok()
+        .filter(|url| url.host_str().is_some())
+        .with_context(|| {
+            format!("{OTLP_ENDPOINT} is not a URL with a host (e.g. http://otel-collector:4318)")
+        })?;
+    // The OTLP exporter here is built without a TLS client: an https collector would
+    // fail every export, quietly. Refused at start instead.
     anyhow::ensure!(
-        matches!(url.scheme(), "http" | "https") && url.host_str().is_some(),
-        "{OTLP_ENDPOINT}={value:?} must be an http:// or https:// URL with a host (OTLP over HTTP)"
+        url.scheme() == "http",
+        "{OTLP_ENDPOINT} must be an http:// URL (OTLP over HTTP without TLS, e.g. to a \
+         collector on the node or in the pod); {} is not supported",
+        url.origin().ascii_serialization()
     );
     Ok(value.trim_end_matches('/').to_owned())
+}
+
+/// What may be logged of an endpoint: its origin.
+pub fn origin(endpoint: &str) -> String {
+    reqwest::Url::parse(endpoint)
+        .map(|url| url.origin().ascii_serialization())
+        .unwrap_or_default()
 }
 
 pub fn resource(service: &str) -> Resource {

@@ -157,7 +157,7 @@ impl Attempt {
             Ending::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
             Ending::TimedOut => Report::TimedOut,
         };
-        let state = self.tasklane.settle(None, id, token, report).await?;
+        let state = self.tasklane.settle_claimed(&self.task, report).await?;
         Ok(match state {
             _ if timed_out => "timed_out",
             TaskState::WaitingForRetry => "retry",

@@ -48,7 +48,7 @@ impl Completer {
     }
 
     /// Settles one attempt as succeeded, fenced on its lease; resolves once the batch
-    /// carrying it has committed. Same answers as [`lease::complete`].
+    /// carrying it has committed. Same answers as [`Tasklane::complete`].
     pub async fn complete(
         &self,
         id: Uuid,

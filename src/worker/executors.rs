@@ -163,9 +163,10 @@ impl Http {
             response = request => response,
             _ = ctx.cancelled() => return Err(HandlerError::Cancelled),
         };
+        // `without_url`: the upstream's URL may carry a key, and the message is stored.
         let response = response.map_err(|e| HandlerError::Retryable {
             code: "upstream_unreachable".into(),
-            message: e.to_string(),
+            message: e.without_url().to_string(),
             retry_after: None,
         })?;
         let status = response.status();
@@ -178,7 +179,7 @@ impl Http {
         let body = response
             .bytes()
             .await
-            .map_err(|e| HandlerError::retryable(e.to_string()))?;
+            .map_err(|e| HandlerError::retryable(e.without_url().to_string()))?;
         let text = String::from_utf8_lossy(&body);
         if !status.is_success() {
             let code = format!("upstream_{}", status.as_u16());

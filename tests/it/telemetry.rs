@@ -301,9 +301,27 @@ async fn a_malformed_collector_endpoint_is_refused_at_start() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT") && stderr.contains("collector:4318"),
+        stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL"),
         "{stderr}"
     );
+    // An https collector would fail every export: refused too, showing only its origin.
+    let output = Command::new(binary())
+        .args(["serve", "--no-migrate"])
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "https://otel.example:4318/v1?key=SECRET",
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("must be an http:// URL") && stderr.contains("https://otel.example:4318"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("SECRET"), "{stderr}");
 }
 
 /// The replica's `/metrics` text.

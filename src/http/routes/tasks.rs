@@ -48,7 +48,9 @@ pub async fn submit(
         .get("traceparent")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let span = tracing::info_span!("tasklane.submit", task_type = %body.task_type);
+    // The type is not validated yet: what the span carries is bounded.
+    let task_type = crate::task::bounds::truncate(&body.task_type, 200);
+    let span = tracing::info_span!("tasklane.submit", task_type = %task_type);
     spans::continue_trace(&span, traceparent.as_deref());
     submit_in_span(state, caller, query, traceparent, body)
         .instrument(span)

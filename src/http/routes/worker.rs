@@ -317,7 +317,7 @@ async fn settle(
 ) -> Result<Json<Settled>, ApiError> {
     let settled = state
         .tasklane
-        .settle(Some(&caller.owner), id, lease_token, report)
+        .settle(&caller.owner, id, lease_token, report)
         .await?;
     Ok(Json(Settled {
         state: settled.as_str().to_owned(),

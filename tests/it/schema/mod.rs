@@ -210,3 +210,26 @@ fn bless(root: &Path, generated: &BTreeMap<String, String>) {
 fn crate_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// A database a newer release already migrated (it has a version this binary lacks):
+/// an older replica restarting during a rolling upgrade or a rollback still starts.
+#[tokio::test]
+async fn an_older_binary_starts_on_a_database_a_newer_release_migrated() {
+    let db = common::test_db().await;
+    let client = db.client().await;
+    let newer = tasklane::store::migrate::latest_version() + 1;
+    client
+        .execute(
+            "INSERT INTO tasklane_schema_history (version, name, applied_on, checksum) \
+             SELECT $1, 'from_a_newer_release', applied_on, '0' \
+             FROM tasklane_schema_history ORDER BY version DESC LIMIT 1",
+            &[&newer],
+        )
+        .await
+        .unwrap();
+    tasklane::store::migrate::run(&db.url)
+        .await
+        .expect("migrate with a newer version applied");
+    let current = tasklane::store::migrate::is_current(&client).await;
+    assert!(current, "and it is ready: the schema is at least its own");
+}
