@@ -118,6 +118,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::set_emergency_stop))
         .routes(routes!(admin::set_resource))
         .routes(routes!(admin::overview))
+        .routes(routes!(admin::pause_task_type))
         .routes(routes!(worker::claim_tasks))
         .routes(routes!(worker::heartbeat))
         .routes(routes!(worker::complete))

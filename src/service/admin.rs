@@ -17,6 +17,18 @@ impl Tasklane {
         Ok(crate::admission::set_emergency_stop(store::client(&client), spec).await?)
     }
 
+    /// Pauses or resumes task type `name` cluster-wide: while paused no replica and no
+    /// remote worker claims its tasks; submits are still queued and queue deadlines
+    /// still apply. The type must be one this replica knows.
+    pub async fn set_paused(&self, name: &str, paused: bool) -> Result<(), ServiceError> {
+        if self.task_types.get(name).is_none() {
+            return Err(ServiceError::UnknownTaskType(name.to_owned()));
+        }
+        let client = self.connection().await?;
+        crate::store::limits::set_paused(store::client(&client), name, paused).await?;
+        Ok(())
+    }
+
     /// Sets how many tasks of resource `name` may run at once across the cluster.
     pub async fn set_resource(&self, name: &str, slots: i64) -> Result<(), ServiceError> {
         let client = self.connection().await?;

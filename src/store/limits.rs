@@ -67,6 +67,21 @@ pub async fn set_emergency_stop<C: GenericClient + Sync>(
     Ok(())
 }
 
+/// Pauses (`paused`) or resumes task type `task_type` for every claim; returns whether
+/// that changed anything.
+pub async fn set_paused<C: GenericClient + Sync>(
+    client: &C,
+    task_type: &str,
+    paused: bool,
+) -> Result<bool, DbError> {
+    let sql = if paused {
+        include_str!("../../sql/task_type_pause.sql")
+    } else {
+        include_str!("../../sql/task_type_resume.sql")
+    };
+    Ok(client.execute(sql, &[&task_type]).await? > 0)
+}
+
 /// Sets the slot count of a resource.
 pub async fn set_resource<C: GenericClient + Sync>(
     client: &C,

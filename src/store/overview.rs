@@ -1,6 +1,6 @@
 //! The admin overview (`GET /v1/admin/overview`): queue depth by state and type, live
 //! replicas, resources in use, every admission limit with its current use, emergency
-//! stops and today's refusals. Read-only; each part is one statement.
+//! stops, paused task types and today's refusals. Read-only; each part is one statement.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
@@ -15,7 +15,15 @@ pub struct Overview {
     pub resources: Vec<ResourceUse>,
     pub limits: Vec<LimitUse>,
     pub emergency_stops: Vec<EmergencyStop>,
+    pub paused_task_types: Vec<PausedType>,
     pub refusals_today: Vec<RefusalCount>,
+}
+
+/// A task type whose tasks no claim takes until it is resumed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct PausedType {
+    pub task_type: String,
+    pub paused_at: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
@@ -92,6 +100,9 @@ pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, D
     let refusals = client
         .query(include_str!("../../sql/overview_refusals.sql"), &[])
         .await?;
+    let paused = client
+        .query(include_str!("../../sql/overview_paused.sql"), &[])
+        .await?;
     Ok(Overview {
         queue: queue
             .iter()
@@ -134,6 +145,15 @@ pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, D
                 Ok(EmergencyStop {
                     app: non_empty(r.try_get(0)?),
                     enabled_at: r.try_get(1)?,
+                })
+            })
+            .collect::<Result<_, DbError>>()?,
+        paused_task_types: paused
+            .iter()
+            .map(|r| {
+                Ok(PausedType {
+                    task_type: r.try_get(0)?,
+                    paused_at: r.try_get(1)?,
                 })
             })
             .collect::<Result<_, DbError>>()?,

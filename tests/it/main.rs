@@ -28,6 +28,7 @@ mod http_cluster;
 mod http_lifecycle;
 mod lifecycle;
 mod operations;
+mod pause;
 mod races;
 mod replicas;
 mod resource_replicas;

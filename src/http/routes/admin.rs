@@ -84,8 +84,43 @@ pub async fn set_resource(
     }))
 }
 
+/// Body of `PUT /v1/admin/task-types/{name}/pause`, and its answer with the name.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PauseBody {
+    /// true: no claim takes the type's tasks (they stay queued); false: resume.
+    pub paused: bool,
+}
+
+/// A task type and whether it is paused.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TypePaused {
+    pub task_type: String,
+    pub paused: bool,
+}
+
+/// Pause or resume a task type: while paused no replica or remote worker claims it;
+/// submits are still accepted and queued, and the queue deadline still applies.
+#[utoipa::path(put, path = "/v1/admin/task-types/{name}/pause", tag = "admin",
+    params(("name" = String, Path)), request_body = PauseBody, security(("bearer" = [])),
+    responses((status = 200, description = "the type's state now", body = TypePaused),
+        (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 422, description = "unknown_task_type", body = Problem)))]
+pub async fn pause_task_type(
+    State(state): State<AppState>,
+    _admin: Allowed<perm::Admin>,
+    Path(name): Path<String>,
+    Body(body): Body<PauseBody>,
+) -> Result<Json<TypePaused>, ApiError> {
+    state.tasklane.set_paused(&name, body.paused).await?;
+    Ok(Json(TypePaused {
+        task_type: name,
+        paused: body.paused,
+    }))
+}
+
 /// Queue depth by state and type, live replicas, resources in use, usage against every
-/// limit, emergency stops and today's refusals.
+/// limit, emergency stops, paused task types and today's refusals.
 #[utoipa::path(get, path = "/v1/admin/overview", tag = "admin", security(("bearer" = [])),
     responses((status = 200, body = Overview), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub async fn overview(
