@@ -102,8 +102,26 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
-/// The routes and their OpenAPI document.
+/// How many times a single request's body limit a batch submit may carry (its 1,000
+/// items each have the single submit's input bound).
+pub const BATCH_BODY_FACTOR: usize = 16;
+
+/// The routes and the OpenAPI document of the whole API (the batch route's included).
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (routes, mut doc) = single_api();
+    doc.merge(batch_api().1);
+    (routes, doc)
+}
+
+/// The batch submit route, apart: its body limit is larger.
+fn batch_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::new()
+        .routes(routes!(routes::batch::submit_batch))
+        .split_for_parts()
+}
+
+/// Every route but the batch submit.
+fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(tasks::submit, tasks::list_tasks))
         .routes(routes!(tasks::get_task))
@@ -136,10 +154,13 @@ pub fn openapi_json() -> String {
     api().1.to_pretty_json().unwrap_or_default()
 }
 
-/// The whole application: routes, `/openapi.json`, metrics, and a body limit that
-/// applies to every route (413 before any handler reads a byte too many).
+/// The whole application: routes, `/openapi.json`, metrics, and a body limit on every
+/// route (413 before any handler reads a byte too many): `body_limit`, and
+/// [`BATCH_BODY_FACTOR`] times that for the batch submit.
 pub fn router(state: AppState, body_limit: usize) -> Router {
-    let (routes, openapi) = api();
+    let (routes, mut openapi) = single_api();
+    let (batch, batch_doc) = batch_api();
+    openapi.merge(batch_doc);
     let openapi = Arc::new(with_task_types(
         &openapi,
         &state.tasklane.task_types().names(),
@@ -148,7 +169,16 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         "/openapi.json",
         get(move || async move { Json(openapi.as_ref().clone()) }),
     );
-    finish(routes, state, body_limit)
+    let routes = limited(routes, body_limit)
+        .merge(limited(batch, body_limit.saturating_mul(BATCH_BODY_FACTOR)));
+    finish(routes, state)
+}
+
+/// `routes` with a body limit of `limit` bytes, whether or not a handler reads it.
+fn limited(routes: Router<AppState>, limit: usize) -> Router<AppState> {
+    routes
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(limit))
 }
 
 /// The operations routes alone (`/healthz`, `/readyz`, `/metrics`): what a replica
@@ -158,20 +188,18 @@ pub fn operations_router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics));
-    finish(routes, state, 0)
+    finish(limited(routes, 0), state)
 }
 
 /// The layers every router shares: metrics, the problem+json fallback and shapes,
-/// the body limit, tracing.
-fn finish(routes: Router<AppState>, state: AppState, body_limit: usize) -> Router {
+/// tracing.
+fn finish(routes: Router<AppState>, state: AppState) -> Router {
     routes
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
         ))
         .fallback(|| async { error::ApiError::NoRoute })
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(body_limit))
         .layer(axum::middleware::map_response(error::normalize))
         // Request spans and failures at DEBUG: a 5xx with a cause is logged once, with
         // that cause, where it is answered (`error`); a 503 from /readyz while a

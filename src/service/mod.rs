@@ -40,7 +40,7 @@ pub use crate::store::{SubmitOutcome, Submitted, TaskRecord};
 pub use error::ServiceError;
 pub use lifecycle::MAX_SOURCE_PAGE;
 pub use liveness::Liveness;
-pub use submit::{accepted, submit_in};
+pub use submit::{accepted, submit_in, MAX_BATCH};
 pub use tasks::{TaskEvents, TaskList};
 pub use wakeup::Wakeup;
 

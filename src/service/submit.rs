@@ -6,6 +6,7 @@ use tokio_postgres::GenericClient;
 use super::{Owner, ServiceError, Tasklane};
 use crate::admission::Refusal;
 use crate::store::submit::{self, Submission, SubmitOutcome, Submitted};
+use crate::store::submit_batch;
 use crate::task::{NewTask, SubmitRequest};
 use crate::telemetry::spans;
 
@@ -104,6 +105,97 @@ impl Tasklane {
     }
 }
 
+/// Most items one batch submit takes.
+pub const MAX_BATCH: usize = 1000;
+
+impl Tasklane {
+    /// Submits every request of `requests` (1..=[`MAX_BATCH`]) in one statement, each
+    /// answered exactly as [`Tasklane::submit`] would answer it alone, in order: items
+    /// are independent (one refused or invalid item does not affect another). Workers
+    /// are woken once.
+    pub async fn submit_batch(
+        &self,
+        owner: &Owner,
+        requests: &[SubmitRequest],
+        traceparent: Option<&str>,
+    ) -> Result<Vec<Result<Submitted, ServiceError>>, ServiceError> {
+        if requests.is_empty() || requests.len() > MAX_BATCH {
+            let message = format!("must hold 1 to {MAX_BATCH} tasks");
+            return Err(crate::task::bounds::Invalid::new("tasks", message).into());
+        }
+        let traceparent = spans::traceparent_of(&tracing::Span::current()).or_else(|| {
+            traceparent
+                .and_then(spans::valid_traceparent)
+                .map(str::to_owned)
+        });
+        let mut answers: Vec<Option<Result<Submitted, ServiceError>>> = Vec::new();
+        let mut prepared = Vec::new();
+        for (n, request) in requests.iter().enumerate() {
+            let task = self.prepare(owner, request).map(|mut task| {
+                task.traceparent = traceparent.clone();
+                task
+            });
+            match task {
+                Ok(task) => {
+                    prepared.push((n, crate::task::new_task_id(), task));
+                    answers.push(None);
+                }
+                Err(error) => answers.push(Some(Err(error))),
+            }
+        }
+        if !prepared.is_empty() {
+            let client = self.connection().await?;
+            let items: Vec<_> = prepared.iter().map(|(_, id, task)| (*id, task)).collect();
+            let decided = submit_batch::submit_many(&client, &items).await?;
+            let mut refused: std::collections::BTreeMap<&'static str, i64> = Default::default();
+            for ((n, _, _), submission) in prepared.iter().zip(decided) {
+                let answer = match submission {
+                    Ok(submission) => accepted(submission).map_err(|refusal| {
+                        *refused.entry(refusal.code.as_str()).or_default() += 1;
+                        ServiceError::Refused(refusal)
+                    }),
+                    Err(error) => Err(error.into()),
+                };
+                answers[*n] = Some(answer);
+            }
+            for (code, count) in refused {
+                count_refusals(&client, code, &owner.app, count).await;
+            }
+        }
+        let answers: Vec<_> = answers
+            .into_iter()
+            .map(|a| a.expect("every item is answered"))
+            .collect();
+        for (request, answer) in requests.iter().zip(&answers) {
+            self.record(request, answer);
+        }
+        if answers.iter().any(|a| {
+            a.as_ref()
+                .is_ok_and(|s| s.outcome == SubmitOutcome::Created)
+        }) {
+            self.wakeup.wake_all();
+        }
+        Ok(answers)
+    }
+
+    /// Counts one submit's answer by type and outcome or code (registered types only:
+    /// a submit's own type name is not bounded until it is known).
+    fn record(&self, request: &SubmitRequest, answer: &Result<Submitted, ServiceError>) {
+        if self.task_types.get(&request.task_type).is_none() {
+            return;
+        }
+        match answer {
+            Ok(submitted) => self
+                .instruments
+                .submitted(&request.task_type, outcome_name(submitted.outcome)),
+            Err(error) if error.is_refusal() => {
+                self.instruments.refused(&request.task_type, error.code())
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 fn outcome_name(outcome: SubmitOutcome) -> &'static str {
     match outcome {
         SubmitOutcome::Created => "created",
@@ -114,10 +206,13 @@ fn outcome_name(outcome: SubmitOutcome) -> &'static str {
 
 /// Best effort: a refusal count that fails to write is logged, never turned into an error.
 async fn count_refusal(client: &tokio_postgres::Client, refusal: &Refusal, app: &str) {
-    if let Err(error) =
-        crate::store::admission::record_refusal(client, refusal.code.as_str(), app).await
-    {
-        tracing::warn!(%error, "count a refusal");
+    count_refusals(client, refusal.code.as_str(), app, 1).await
+}
+
+/// `count` refusals of `code` for `app`, best effort as [`count_refusal`].
+async fn count_refusals(client: &tokio_postgres::Client, code: &str, app: &str, count: i64) {
+    if let Err(error) = crate::store::admission::record_refusal(client, code, app, count).await {
+        tracing::warn!(%error, "count refusals");
     }
 }
 

@@ -58,9 +58,13 @@ pub async fn record_refusal<C: GenericClient + Sync>(
     client: &C,
     code: &str,
     app: &str,
+    count: i64,
 ) -> Result<(), DbError> {
     client
-        .execute(include_str!("../../sql/refusal_record.sql"), &[&code, &app])
+        .execute(
+            include_str!("../../sql/refusal_record.sql"),
+            &[&code, &app, &count],
+        )
         .await?;
     Ok(())
 }

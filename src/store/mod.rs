@@ -25,6 +25,7 @@ pub mod replicas;
 pub mod retry;
 pub mod statistics;
 pub mod submit;
+pub mod submit_batch;
 pub mod tokens;
 
 pub use claim::ClaimedTask;

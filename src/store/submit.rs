@@ -141,11 +141,14 @@ impl<'a> Params<'a> {
 }
 
 /// Reads `tasklane.submit_task`'s answer.
-fn decide(row: Option<tokio_postgres::Row>) -> Result<Submission, SubmitError> {
+pub(super) fn decide(row: Option<tokio_postgres::Row>) -> Result<Submission, SubmitError> {
     let Some(row) = row else {
         return Err(SubmitError::Raced);
     };
-    let outcome: String = row.try_get("outcome")?;
+    // A batch answers a vanished identity with a row whose outcome is NULL.
+    let Some(outcome): Option<String> = row.try_get("outcome")? else {
+        return Err(SubmitError::Raced);
+    };
     match outcome.as_str() {
         "created" | "found" => {
             let task = TaskRecord::from_row(&row)?;

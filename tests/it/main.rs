@@ -20,6 +20,7 @@ mod admission_capacity;
 mod admission_limits;
 mod admission_replicas;
 mod admission_support;
+mod batch;
 mod group_commit;
 mod http_admin;
 mod http_api;

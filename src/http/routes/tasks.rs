@@ -15,7 +15,7 @@ use crate::http::dto::{location, ListQuery, SubmitBody, SubmitQuery, TaskPage, T
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body, QueryOf};
 use crate::http::AppState;
-use crate::service::{ListFilter, Owner, ServiceError, SubmitOutcome, TaskRecord};
+use crate::service::{ListFilter, Owner, ServiceError, SubmitOutcome, Submitted, TaskRecord};
 use crate::telemetry::spans;
 use tracing::Instrument as _;
 
@@ -86,12 +86,7 @@ async fn submit_in_span(
             None => return Err(ApiError::NotFound),
         }
     }
-    let terminal = task.state.is_terminal();
-    let status = if terminal || submitted.outcome == SubmitOutcome::Existing {
-        StatusCode::OK
-    } else {
-        StatusCode::ACCEPTED
-    };
+    let status = status_of(task.state.is_terminal(), submitted.outcome);
     let id = task.id;
     let mut response = (status, Json(TaskView::new(task, caller.is_scoped()))).into_response();
     if status == StatusCode::ACCEPTED {
@@ -101,6 +96,21 @@ async fn submit_in_span(
         response.headers_mut().insert(header::LOCATION, value);
     }
     Ok(response)
+}
+
+/// A submit's status: 200 for a terminal task (a replay, or finished within `wait`),
+/// 202 for one created or in flight.
+fn status_of(terminal: bool, outcome: SubmitOutcome) -> StatusCode {
+    if terminal || outcome == SubmitOutcome::Existing {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    }
+}
+
+/// The status `POST /v1/tasks` without `wait` answers `submitted` with.
+pub fn submit_status(submitted: &Submitted) -> StatusCode {
+    status_of(submitted.task.state.is_terminal(), submitted.outcome)
 }
 
 /// Re-reads the task until it is terminal, `wait` passes, or the server stops; `None`

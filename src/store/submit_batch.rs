@@ -1,0 +1,124 @@
+//! Batch submit: many submits in one statement (`sql/submit_batch.sql`), each item
+//! answered exactly as [`super::submit::submit`] would answer it alone. One round trip
+//! and one transaction per batch instead of one per task.
+
+use tokio_postgres::types::{ToSql, Type};
+
+use super::submit::{decide, Submission, SubmitError};
+use super::DbError;
+use crate::task::{NewTask, TaskId};
+
+/// Submits `tasks` (each with the id it gets if created) in one statement, on a pooled
+/// connection (the statement prepared once per connection). The answers are in `tasks`'
+/// order. An `Err` of the whole call means nothing of the batch was written.
+pub async fn submit_many(
+    client: &deadpool_postgres::Object,
+    tasks: &[(TaskId, &NewTask)],
+) -> Result<Vec<Result<Submission, SubmitError>>, DbError> {
+    let columns = Columns::of(tasks);
+    let statement = client
+        .prepare_typed_cached(include_str!("../../sql/submit_batch.sql"), &Columns::TYPES)
+        .await?;
+    let rows = client.query(&statement, &columns.params()).await?;
+    Ok(rows.into_iter().map(|row| decide(Some(row))).collect())
+}
+
+/// The batch as one array per column, in `sql/submit_batch.sql`'s `$1..$18` order.
+struct Columns<'a> {
+    id: Vec<TaskId>,
+    app: Vec<&'a str>,
+    scope_id: Vec<&'a str>,
+    effect_key: Vec<&'a str>,
+    usage_subject: Vec<Option<&'a str>>,
+    source_id: Vec<Option<&'a str>>,
+    task_type: Vec<&'a str>,
+    digest: Vec<&'a [u8]>,
+    input: Vec<&'a serde_json::Value>,
+    priority: Vec<i16>,
+    max_attempts: Vec<i32>,
+    on_restart: Vec<&'static str>,
+    privacy: Vec<&'static str>,
+    lease_seconds: Vec<i32>,
+    attempt_timeout_seconds: Vec<i32>,
+    deadline_seconds: Vec<Option<i64>>,
+    resource: Vec<Option<&'a str>>,
+    traceparent: Vec<Option<&'a str>>,
+}
+
+impl<'a> Columns<'a> {
+    const TYPES: [Type; 18] = [
+        Type::UUID_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::BYTEA_ARRAY,
+        Type::JSONB_ARRAY,
+        Type::INT2_ARRAY,
+        Type::INT4_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::INT4_ARRAY,
+        Type::INT4_ARRAY,
+        Type::INT8_ARRAY,
+        Type::TEXT_ARRAY,
+        Type::TEXT_ARRAY,
+    ];
+
+    fn of(tasks: &'a [(TaskId, &'a NewTask)]) -> Self {
+        Columns {
+            id: tasks.iter().map(|(id, _)| *id).collect(),
+            app: tasks.iter().map(|(_, t)| t.app.as_str()).collect(),
+            scope_id: tasks.iter().map(|(_, t)| t.scope_id.as_str()).collect(),
+            effect_key: tasks.iter().map(|(_, t)| t.effect_key.as_str()).collect(),
+            usage_subject: tasks
+                .iter()
+                .map(|(_, t)| t.usage_subject.as_deref())
+                .collect(),
+            source_id: tasks.iter().map(|(_, t)| t.source_id.as_deref()).collect(),
+            task_type: tasks.iter().map(|(_, t)| t.task_type.as_str()).collect(),
+            digest: tasks.iter().map(|(_, t)| t.digest.as_slice()).collect(),
+            input: tasks.iter().map(|(_, t)| &t.input).collect(),
+            priority: tasks.iter().map(|(_, t)| t.priority as i16).collect(),
+            max_attempts: tasks.iter().map(|(_, t)| t.max_attempts).collect(),
+            on_restart: tasks.iter().map(|(_, t)| t.on_restart.as_str()).collect(),
+            privacy: tasks.iter().map(|(_, t)| t.privacy.as_str()).collect(),
+            lease_seconds: tasks.iter().map(|(_, t)| t.lease_seconds as i32).collect(),
+            attempt_timeout_seconds: tasks
+                .iter()
+                .map(|(_, t)| t.attempt_timeout_seconds as i32)
+                .collect(),
+            deadline_seconds: tasks.iter().map(|(_, t)| t.deadline_seconds).collect(),
+            resource: tasks.iter().map(|(_, t)| t.resource.as_deref()).collect(),
+            traceparent: tasks
+                .iter()
+                .map(|(_, t)| t.traceparent.as_deref())
+                .collect(),
+        }
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 18] {
+        [
+            &self.id,
+            &self.app,
+            &self.scope_id,
+            &self.effect_key,
+            &self.usage_subject,
+            &self.source_id,
+            &self.task_type,
+            &self.digest,
+            &self.input,
+            &self.priority,
+            &self.max_attempts,
+            &self.on_restart,
+            &self.privacy,
+            &self.lease_seconds,
+            &self.attempt_timeout_seconds,
+            &self.deadline_seconds,
+            &self.resource,
+            &self.traceparent,
+        ]
+    }
+}

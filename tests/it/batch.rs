@@ -1,0 +1,183 @@
+//! Batch submit (`POST /v1/tasks/batch`): each item is answered exactly as a single
+//! submit of it would be, items are independent, admission applies per item, and the
+//! whole batch is written by one statement (one transaction).
+
+use serde_json::{json, Value};
+
+use crate::common;
+use common::api::{self, Api, ALL};
+use common::in_process::InProcess;
+use common::serve::Options;
+
+async fn batch(api: &Api, tasks: Vec<Value>) -> api::Answer {
+    api.post("/v1/tasks/batch", &json!({ "tasks": tasks }))
+        .await
+}
+
+fn task(kind: &str, key: &str, input: Value) -> Value {
+    json!({"task_type": kind, "scope_id": "s", "effect_key": key, "input": input})
+}
+
+#[tokio::test]
+async fn each_item_is_answered_as_a_single_submit_would_be() {
+    let db = common::test_db().await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
+    let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
+    let answer = batch(
+        &mail,
+        vec![
+            task("remote", "a", json!({"n": 1})),
+            task("remote", "a", json!({"n": 1})),
+            task("remote", "a", json!({"n": 2})),
+            task("nope", "b", json!({})),
+            json!({"task_type": "remote", "scope_id": "s", "effect_key": "c", "input": {}, "colour": "red"}),
+            json!({"task_type": "remote", "scope_id": "s", "effect_key": "d", "input": {}, "priority": 1000}),
+            task("remote", "e", json!({})),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let items = answer.body["items"].as_array().unwrap();
+    let shape: Vec<(u64, Option<&str>)> = items
+        .iter()
+        .map(|i| (i["status"].as_u64().unwrap(), i["code"].as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (202, None),
+            (202, None),
+            (409, Some("idempotency_conflict")),
+            (422, Some("unknown_task_type")),
+            (422, Some("unknown_field")),
+            (422, Some("validation_failed")),
+            (202, None),
+        ]
+    );
+    assert_eq!(
+        items[0]["id"], items[1]["id"],
+        "the repeat joins the first item's task"
+    );
+    assert_ne!(items[0]["id"], items[6]["id"]);
+
+    // The same answers a single submit gives: a join is 202 with the same id.
+    let single = mail
+        .submit("remote", "s", "a", json!({"input": {"n": 1}}))
+        .await;
+    assert_eq!((single.status, &single.body["id"]), (202, &items[0]["id"]));
+
+    // One statement, so one transaction: every created task has the same xmin.
+    let ids: Vec<uuid::Uuid> = [&items[0], &items[6]]
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().parse().unwrap())
+        .collect();
+    let c = db.client().await;
+    let transactions: i64 = c
+        .query_one(
+            "SELECT count(DISTINCT xmin::text) FROM tasklane.tasks WHERE id = ANY($1)",
+            &[&ids],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(transactions, 1);
+
+    // A finished task is replayed (200) by a batch as by a single submit.
+    let done = batch(&mail, vec![task("noop", "f", json!({}))]).await;
+    let id = done.body["items"][0]["id"].as_str().unwrap().to_owned();
+    mail.wait_for(&id, |t| t["state"] == "succeeded").await;
+    let replay = batch(&mail, vec![task("noop", "f", json!({}))]).await;
+    assert_eq!(replay.body["items"][0], json!({"status": 200, "id": id}));
+}
+
+#[tokio::test]
+async fn admission_applies_per_item() {
+    let db = common::test_db().await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
+    let admin = serve.api(&api::token(&db.url, "ops", None, &["admin"]).await);
+    let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
+    let limit = admin
+        .send(
+            admin
+                .http
+                .put(format!("{}/v1/admin/limits", admin.base))
+                .json(&json!({"kind": "capacity", "app": "mail", "limit": 2})),
+        )
+        .await;
+    assert_eq!(limit.status, 200, "{:?}", limit.body);
+    let answer = batch(
+        &mail,
+        (0..4)
+            .map(|n| task("remote", &format!("k{n}"), json!({})))
+            .collect(),
+    )
+    .await;
+    let items = answer.body["items"].as_array().unwrap();
+    let statuses: Vec<u64> = items
+        .iter()
+        .map(|i| i["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [202, 202, 429, 429]);
+    assert_eq!(items[2]["code"], "capacity_exhausted");
+    assert!(items[3]["retry_after"].as_u64().unwrap() >= 1);
+    let overview = admin.get("/v1/admin/overview").await;
+    let refusals = &overview.body["refusals_today"];
+    assert_eq!(
+        refusals,
+        &json!([{"code": "capacity_exhausted", "app": "mail", "count": 2}])
+    );
+
+    let stop = admin
+        .send(
+            admin
+                .http
+                .put(format!("{}/v1/admin/emergency-stop", admin.base))
+                .json(&json!({"enabled": true, "app": "mail"})),
+        )
+        .await;
+    assert_eq!(stop.status, 200);
+    let stopped = batch(&mail, vec![task("remote", "k9", json!({}))]).await;
+    assert_eq!(stopped.body["items"][0]["status"], 503);
+    assert_eq!(stopped.body["items"][0]["code"], "emergency_stop");
+}
+
+#[tokio::test]
+async fn a_batch_is_bounded_in_items_and_bytes() {
+    let db = common::test_db().await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
+    let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
+    let empty = batch(&mail, vec![]).await;
+    assert_eq!((empty.status, empty.code()), (422, "validation_failed"));
+    let many = batch(
+        &mail,
+        (0..1001)
+            .map(|n| task("remote", &format!("k{n}"), json!({})))
+            .collect(),
+    )
+    .await;
+    assert_eq!((many.status, many.code()), (422, "validation_failed"));
+    // More than one request's body limit (about 1.06 MiB), within the batch's.
+    let blob = "x".repeat(100 * 1024);
+    let big = batch(
+        &mail,
+        (0..20)
+            .map(|n| task("remote", &format!("b{n}"), json!({"blob": blob})))
+            .collect(),
+    )
+    .await;
+    assert_eq!(big.status, 200, "{:?}", big.body["code"]);
+    assert!(big.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| i["status"] == 202));
+    let refused = mail
+        .submit(
+            "remote",
+            "s",
+            "one",
+            json!({"input": {"blob": "x".repeat(1_200_000)}}),
+        )
+        .await;
+    assert_eq!(refused.status, 413, "a single submit keeps its own limit");
+}
