@@ -6,6 +6,7 @@
 //! from outside.
 
 pub mod admission;
+pub mod cli;
 pub mod config;
 pub mod devdb;
 pub mod http;

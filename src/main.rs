@@ -42,6 +42,13 @@ enum Command {
     Token(TokenCommand),
     /// Serve with demo task types, on a private throwaway database when none is reachable.
     Dev(ServeConfig),
+    /// Tasks over the HTTP API: list, get, events (--follow), cancel, retry.
+    #[command(subcommand)]
+    Tasks(tasklane::cli::TasksCommand),
+    /// Operator settings over the HTTP API (an admin token): overview, limits, stop,
+    /// resources, pause, resume.
+    #[command(subcommand)]
+    Admin(tasklane::cli::AdminCommand),
 }
 
 #[derive(Subcommand)]
@@ -82,6 +89,17 @@ enum TokenCommand {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let command = Cli::parse().command;
+    // The API's command-line clients say what went wrong themselves, with an exit code
+    // scripts can test; their logs stay quiet.
+    let outcome = match command {
+        Command::Tasks(command) => command.run().await,
+        Command::Admin(command) => command.run().await,
+        other => return run(other).await,
+    };
+    std::process::exit(tasklane::cli::exit_code(outcome));
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
     let telemetry = Telemetry::start()?;
     let result = match command {
         Command::Serve(config) => serve(config.resolve_env(), &telemetry).await,
@@ -89,6 +107,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Dev(config) => dev(config.resolve_env(), &telemetry).await,
         Command::Load(config) => tasklane::load::run(config).await.map(drop),
         Command::Token(command) => token(command).await,
+        Command::Tasks(_) | Command::Admin(_) => unreachable!("answered before telemetry"),
     };
     telemetry.shutdown();
     result

@@ -21,6 +21,7 @@ mod admission_limits;
 mod admission_replicas;
 mod admission_support;
 mod batch;
+mod cli;
 mod group_commit;
 mod http_admin;
 mod http_api;

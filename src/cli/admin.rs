@@ -1,0 +1,182 @@
+//! `tasklane admin overview|limits|stop|resources|pause|resume` (an `admin` token).
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use super::client::{encode, Endpoint, Failure};
+use super::table::{self, cell};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum AdminCommand {
+    /// Queue depth, replicas, resources, limits, stops, paused types, refusals.
+    Overview {
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Set a capacity, rate or budget limit (no `--app`: global).
+    Limits {
+        #[arg(long, value_parser = ["capacity", "rate", "budget"])]
+        kind: String,
+        #[arg(long)]
+        limit: i64,
+        #[arg(long)]
+        app: Option<String>,
+        #[arg(long)]
+        subject: Option<String>,
+        /// For rate limits: the sliding window in seconds.
+        #[arg(long)]
+        window: Option<i64>,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Turn the emergency stop on or off, globally or for one app.
+    Stop {
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+        #[arg(long)]
+        app: Option<String>,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Set how many tasks of a resource may run at once across the cluster.
+    Resources {
+        name: String,
+        slots: i64,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Pause a task type: no claim takes its tasks; submits still queue.
+    Pause {
+        task_type: String,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Resume a paused task type.
+    Resume {
+        task_type: String,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+}
+
+impl AdminCommand {
+    pub async fn run(self) -> Result<(), Failure> {
+        match self {
+            AdminCommand::Overview { endpoint } => {
+                let overview = endpoint
+                    .call(Method::GET, "/v1/admin/overview", None)
+                    .await?;
+                endpoint.print(&overview, print_overview);
+            }
+            AdminCommand::Limits {
+                kind,
+                limit,
+                app,
+                subject,
+                window,
+                endpoint,
+            } => {
+                let body = json!({"kind": kind, "limit": limit, "app": app,
+                                  "usage_subject": subject, "window_seconds": window});
+                let body = without_nulls(body);
+                let set = endpoint
+                    .call(Method::PUT, "/v1/admin/limits", Some(&body))
+                    .await?;
+                endpoint.print(&set, |set| println!("limit {} set", cell(&set["id"])));
+            }
+            AdminCommand::Stop {
+                state,
+                app,
+                endpoint,
+            } => {
+                let body = without_nulls(json!({"enabled": state == "on", "app": app}));
+                let set = endpoint
+                    .call(Method::PUT, "/v1/admin/emergency-stop", Some(&body))
+                    .await?;
+                endpoint.print(&set, |_| println!("emergency stop {state}"));
+            }
+            AdminCommand::Resources {
+                name,
+                slots,
+                endpoint,
+            } => {
+                let path = format!("/v1/admin/resources/{}", encode(&name));
+                let set = endpoint
+                    .call(Method::PUT, &path, Some(&json!({ "slots": slots })))
+                    .await?;
+                endpoint.print(&set, |_| println!("{name}: {slots} slots"));
+            }
+            AdminCommand::Pause {
+                task_type,
+                endpoint,
+            } => pause(&endpoint, &task_type, true).await?,
+            AdminCommand::Resume {
+                task_type,
+                endpoint,
+            } => pause(&endpoint, &task_type, false).await?,
+        }
+        Ok(())
+    }
+}
+
+async fn pause(endpoint: &Endpoint, task_type: &str, paused: bool) -> Result<(), Failure> {
+    let path = format!("/v1/admin/task-types/{}/pause", encode(task_type));
+    let set = endpoint
+        .call(Method::PUT, &path, Some(&json!({ "paused": paused })))
+        .await?;
+    endpoint.print(&set, |_| {
+        println!("{task_type}: {}", if paused { "paused" } else { "resumed" })
+    });
+    Ok(())
+}
+
+/// The body without its null fields (absent means "none" to the API).
+fn without_nulls(mut body: Value) -> Value {
+    if let Some(object) = body.as_object_mut() {
+        object.retain(|_, v| !v.is_null());
+    }
+    body
+}
+
+fn print_overview(o: &Value) {
+    let rows = |key: &str, fields: &[&str]| -> Vec<Vec<String>> {
+        o[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|item| fields.iter().map(|f| cell(&item[*f])).collect())
+            .collect()
+    };
+    let sections: [(&str, &str, &[&str]); 7] = [
+        ("Queue", "queue", &["task_type", "state", "count"]),
+        (
+            "Replicas",
+            "replicas",
+            &["name", "started_at", "heartbeat_at"],
+        ),
+        ("Resources", "resources", &["name", "slots", "in_use"]),
+        (
+            "Limits",
+            "limits",
+            &["id", "kind", "app", "usage_subject", "limit", "used"],
+        ),
+        ("Emergency stops", "emergency_stops", &["app", "enabled_at"]),
+        (
+            "Paused task types",
+            "paused_task_types",
+            &["task_type", "paused_at"],
+        ),
+        (
+            "Refusals today",
+            "refusals_today",
+            &["code", "app", "count"],
+        ),
+    ];
+    for (n, (title, key, fields)) in sections.into_iter().enumerate() {
+        if n > 0 {
+            println!();
+        }
+        println!("{title}");
+        table::print(fields, &rows(key, fields));
+    }
+}
