@@ -5,6 +5,7 @@
 use crate::common;
 
 mod files;
+mod plans;
 mod prepare;
 mod tokens;
 mod transitions;
