@@ -11,8 +11,8 @@
 --#set slots      plain     plain
 --#set claimable  local     'queued', 'waiting_for_retry'
 --#set claimable  external  'queued', 'waiting_for_retry', 'waiting_for_external_fallback'
---#set unpaused   local     ARRAY(SELECT t FROM unnest($1::text[]) t WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = t))
---#set unpaused   external  ARRAY(SELECT t FROM unnest($1::text[]) t WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = t))
+--#set unpaused   local     ARRAY(SELECT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
+--#set unpaused   external  ARRAY(SELECT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#
 --#if local
 -- transition: Claim

@@ -82,7 +82,7 @@ impl Endpoint {
         let text = |key: &str| problem[key].as_str().unwrap_or_default().to_owned();
         if status.is_server_error() {
             return Err(Failure::Unavailable {
-                url: self.url.clone(),
+                url: self.origin(),
                 reason: format!("{status}: {}", text("detail")),
             });
         }
@@ -98,9 +98,16 @@ impl Endpoint {
 
     fn unavailable(&self, error: reqwest::Error) -> Failure {
         Failure::Unavailable {
-            url: self.url.clone(),
+            url: self.origin(),
             reason: error.without_url().to_string(),
         }
+    }
+
+    /// What may be printed of `--url`: its origin (user info and path may be secrets).
+    pub fn origin(&self) -> String {
+        reqwest::Url::parse(&self.url)
+            .map(|url| url.origin().ascii_serialization())
+            .unwrap_or_else(|_| "the given --url".to_owned())
     }
 
     /// Prints `value` as JSON when `--json` was given; else runs `table`.
@@ -124,7 +131,10 @@ fn status_code_name(status: StatusCode) -> String {
         .replace(' ', "_")
 }
 
-/// `value` made safe for a query string.
+/// `value` made safe for a query string or one path segment (a space is `%20`, which
+/// both read as a space; form encoding's `+` would be a literal plus in a path).
 pub fn encode(value: &str) -> String {
-    form_urlencoded::byte_serialize(value.as_bytes()).collect()
+    form_urlencoded::byte_serialize(value.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
 }

@@ -140,9 +140,10 @@ async fn follow_events(endpoint: &Endpoint, id: &str) -> Result<(), Failure> {
         )
         .await?;
     let mut buffer = String::new();
+    let mut terminal = false;
     loop {
         let chunk = response.chunk().await.map_err(|e| Failure::Unavailable {
-            url: endpoint.url.clone(),
+            url: endpoint.origin(),
             reason: e.without_url().to_string(),
         })?;
         let Some(chunk) = chunk else { break };
@@ -156,11 +157,24 @@ async fn follow_events(endpoint: &Endpoint, id: &str) -> Result<(), Failure> {
                 .collect();
             if let Ok(event) = serde_json::from_str::<Value>(&data) {
                 print_event(&event, endpoint.json);
+                terminal |= TERMINAL.contains(&event["type"].as_str().unwrap_or_default());
             }
         }
     }
-    Ok(())
+    // The server also ends a stream when it shuts down or the task is deleted: done
+    // only when the terminal event came.
+    if terminal {
+        Ok(())
+    } else {
+        Err(Failure::Unavailable {
+            url: endpoint.origin(),
+            reason: "the event stream ended before the task finished".into(),
+        })
+    }
 }
+
+/// The events that end a task's stream.
+const TERMINAL: [&str; 3] = ["task.succeeded", "task.failed", "task.cancelled"];
 
 fn print_event(event: &Value, json: bool) {
     if json {

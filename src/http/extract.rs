@@ -46,20 +46,6 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
-/// Reads `value` (part of a body, at `at`, e.g. `tasks[3]`) as `T`, with the errors a
-/// whole body would get, their field named from `at`.
-pub fn parse_value<T: DeserializeOwned>(value: serde_json::Value, at: &str) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
-        let inner = error.path().to_string();
-        let path = if inner.is_empty() || inner == "." {
-            at.to_owned()
-        } else {
-            format!("{at}.{inner}")
-        };
-        classify(error.into_inner(), &path)
-    })
-}
-
 fn classify(error: serde_json::Error, path: &str) -> ApiError {
     use serde_json::error::Category;
     let message = error.to_string();

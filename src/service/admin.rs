@@ -19,13 +19,18 @@ impl Tasklane {
 
     /// Pauses or resumes task type `name` cluster-wide: while paused no replica and no
     /// remote worker claims its tasks; submits are still queued and queue deadlines
-    /// still apply. The type must be one this replica knows.
+    /// still apply. Only a type this replica knows can be paused; any can be resumed (a
+    /// type dropped from this replica's file, or not yet in it mid-rollout, must not
+    /// stay paused for the replicas that run it). Resuming wakes the workers.
     pub async fn set_paused(&self, name: &str, paused: bool) -> Result<(), ServiceError> {
-        if self.task_types.get(name).is_none() {
+        if paused && self.task_types.get(name).is_none() {
             return Err(ServiceError::UnknownTaskType(name.to_owned()));
         }
         let client = self.connection().await?;
         crate::store::limits::set_paused(store::client(&client), name, paused).await?;
+        if !paused {
+            self.wakeup.wake_all();
+        }
         Ok(())
     }
 

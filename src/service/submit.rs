@@ -59,19 +59,7 @@ impl Tasklane {
         let answer = self
             .submit_once(owner, request, traceparent, committed)
             .await;
-        // Only registered types become attributes: a submit's own type name is not
-        // bounded until it is known.
-        if self.task_types.get(&request.task_type).is_some() {
-            match &answer {
-                Ok(submitted) => self
-                    .instruments
-                    .submitted(&request.task_type, outcome_name(submitted.outcome)),
-                Err(error) if error.is_refusal() => {
-                    self.instruments.refused(&request.task_type, error.code())
-                }
-                Err(_) => {}
-            }
-        }
+        self.record(request, &answer);
         answer
     }
 
@@ -107,6 +95,9 @@ impl Tasklane {
 
 /// Most items one batch submit takes.
 pub const MAX_BATCH: usize = 1000;
+
+/// How often a batch is run again after a deadlock with another batch.
+const BATCH_TRIES: usize = 3;
 
 impl Tasklane {
     /// Submits every request of `requests` (1..=[`MAX_BATCH`]) in one statement, each
@@ -144,22 +135,10 @@ impl Tasklane {
             }
         }
         if !prepared.is_empty() {
-            let client = self.connection().await?;
             let items: Vec<_> = prepared.iter().map(|(_, id, task)| (*id, task)).collect();
-            let decided = submit_batch::submit_many(&client, &items).await?;
-            let mut refused: std::collections::BTreeMap<&'static str, i64> = Default::default();
-            for ((n, _, _), submission) in prepared.iter().zip(decided) {
-                let answer = match submission {
-                    Ok(submission) => accepted(submission).map_err(|refusal| {
-                        *refused.entry(refusal.code.as_str()).or_default() += 1;
-                        ServiceError::Refused(refusal)
-                    }),
-                    Err(error) => Err(error.into()),
-                };
+            let decided = self.submit_many(&owner.app, &items).await?;
+            for ((n, _, _), answer) in prepared.iter().zip(decided) {
                 answers[*n] = Some(answer);
-            }
-            for (code, count) in refused {
-                count_refusals(&client, code, &owner.app, count).await;
             }
         }
         let answers: Vec<_> = answers
@@ -174,6 +153,42 @@ impl Tasklane {
                 .is_ok_and(|s| s.outcome == SubmitOutcome::Created)
         }) {
             self.wakeup.wake_all();
+        }
+        Ok(answers)
+    }
+
+    /// Runs the batch statement (again, up to [`BATCH_TRIES`] times, when it deadlocked
+    /// with another batch: nothing of it was written) and answers each item; refusals
+    /// are counted, per code, in one write each.
+    async fn submit_many(
+        &self,
+        app: &str,
+        items: &[(crate::task::TaskId, &NewTask)],
+    ) -> Result<Vec<Result<Submitted, ServiceError>>, ServiceError> {
+        let client = self.connection().await?;
+        let mut tries = 0;
+        let decided = loop {
+            tries += 1;
+            match submit_batch::submit_many(&client, items).await {
+                Err(error) if tries < BATCH_TRIES && submit_batch::is_retryable(&error) => {
+                    tracing::debug!(%error, tries, "batch submit ran into another; again");
+                }
+                other => break other?,
+            }
+        };
+        let mut refused: std::collections::BTreeMap<&'static str, i64> = Default::default();
+        let answers = decided
+            .into_iter()
+            .map(|submission| match submission {
+                Ok(submission) => accepted(submission).map_err(|refusal| {
+                    *refused.entry(refusal.code.as_str()).or_default() += 1;
+                    ServiceError::Refused(refusal)
+                }),
+                Err(error) => Err(error.into()),
+            })
+            .collect();
+        for (code, count) in refused {
+            count_refusals(&client, code, app, count).await;
         }
         Ok(answers)
     }

@@ -20,7 +20,28 @@ pub async fn submit_many(
         .prepare_typed_cached(include_str!("../../sql/submit_batch.sql"), &Columns::TYPES)
         .await?;
     let rows = client.query(&statement, &columns.params()).await?;
-    Ok(rows.into_iter().map(|row| decide(Some(row))).collect())
+    // Placed by the statement's item number `n` (1-based): an item without its row
+    // (which submit_task never does) is answered as a vanished identity, never panics.
+    let mut answers: Vec<Result<Submission, SubmitError>> =
+        (0..tasks.len()).map(|_| Err(SubmitError::Raced)).collect();
+    for row in rows {
+        let n: i64 = row.try_get("n")?;
+        if let Some(slot) = usize::try_from(n - 1).ok().and_then(|i| answers.get_mut(i)) {
+            *slot = decide(Some(row));
+        }
+    }
+    Ok(answers)
+}
+
+/// Whether `error` is a deadlock or serialization failure: the whole statement rolled
+/// back, and running it again is safe. Two batches that take the same identities' locks
+/// in different orders can deadlock (single submits take one identity each and cannot).
+pub fn is_retryable(error: &DbError) -> bool {
+    use tokio_postgres::error::SqlState;
+    matches!(
+        error.code(),
+        Some(&SqlState::T_R_DEADLOCK_DETECTED) | Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+    )
 }
 
 /// The batch as one array per column, in `sql/submit_batch.sql`'s `$1..$18` order.

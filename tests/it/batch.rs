@@ -60,6 +60,43 @@ async fn each_item_is_answered_as_a_single_submit_would_be() {
     );
     assert_ne!(items[0]["id"], items[6]["id"]);
 
+    // A scope token's items for another scope are refused one by one.
+    let scoped = serve.api(&api::token(&db.url, "mail", Some("s"), ALL).await);
+    let mixed = batch(
+        &scoped,
+        vec![
+            task("remote", "own", json!({})),
+            json!({"task_type": "remote", "scope_id": "other", "effect_key": "x", "input": {}}),
+        ],
+    )
+    .await;
+    let statuses: Vec<&Value> = mixed.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["status"])
+        .collect();
+    assert_eq!(statuses, [&json!(202), &json!(403)]);
+    assert_eq!(mixed.body["items"][1]["code"], "forbidden");
+    let other_scope = common::fixtures::count(
+        &db.client().await,
+        "SELECT count(*) FROM tasklane.tasks WHERE scope_id = 'other'",
+    )
+    .await;
+    assert_eq!(other_scope, 0);
+    // A repeated key in an item is refused as a single submit's body would be.
+    let repeated = mail
+        .post_raw(
+            "/v1/tasks/batch",
+            r#"{"tasks":[{"task_type":"remote","scope_id":"s","effect_key":"r","effect_key":"q","input":{}}]}"#,
+        )
+        .await;
+    assert_eq!(
+        repeated.body["items"][0]["status"], 422,
+        "{:?}",
+        repeated.body
+    );
+
     // The same answers a single submit gives: a join is 202 with the same id.
     let single = mail
         .submit("remote", "s", "a", json!({"input": {"n": 1}}))

@@ -12,18 +12,22 @@ use uuid::Uuid;
 use crate::http::auth::{perm, Allowed};
 use crate::http::dto::SubmitBody;
 use crate::http::error::{ApiError, Problem};
-use crate::http::extract::{parse_value, Body};
+use crate::http::extract::{parse_json, Body};
 use crate::http::AppState;
 use crate::service::{Submitted, MAX_BATCH};
 use crate::task::SubmitRequest;
+use crate::telemetry::spans;
+use tracing::Instrument as _;
 
 /// Body of `POST /v1/tasks/batch`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchBody {
-    /// 1..1000 submit bodies, each as `POST /v1/tasks` takes it.
+    /// 1..1000 submit bodies, each as `POST /v1/tasks` takes it. Kept raw until each is
+    /// read on its own, so an item is read exactly as a single submit's body would be
+    /// (a repeated key included) and one bad item refuses only itself.
     #[schema(value_type = Vec<SubmitBody>, min_items = 1, max_items = 1000)]
-    pub tasks: Vec<serde_json::Value>,
+    pub tasks: Vec<Box<serde_json::value::RawValue>>,
 }
 
 /// One item's answer: what `POST /v1/tasks` would have answered for it alone.
@@ -73,8 +77,8 @@ pub async fn submit_batch(
     // Items that cannot be read are answered here; the rest go to the service.
     let mut items: Vec<Option<BatchItem>> = Vec::with_capacity(body.tasks.len());
     let mut readable = Vec::new();
-    for (n, value) in body.tasks.into_iter().enumerate() {
-        match parse_value::<SubmitBody>(value, &format!("tasks[{n}]")) {
+    for raw in &body.tasks {
+        match parse_json::<SubmitBody>(raw.get().as_bytes()) {
             Ok(item) => {
                 readable.push(SubmitRequest::from(item));
                 items.push(None);
@@ -84,9 +88,13 @@ pub async fn submit_batch(
     }
     let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok());
     if !readable.is_empty() {
+        // One span for the batch, in the caller's trace; every task keeps its context.
+        let span = tracing::info_span!("tasklane.submit_batch", items = readable.len());
+        spans::continue_trace(&span, traceparent);
         let answers = state
             .tasklane
             .submit_batch(&caller.owner, &readable, traceparent)
+            .instrument(span)
             .await?;
         let mut answers = answers.into_iter();
         for slot in items.iter_mut().filter(|slot| slot.is_none()) {

@@ -23,6 +23,7 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
            attempt_timeout_seconds, event_seq) \
          SELECT gen_random_uuid(), 'a', 's' || (g % 100), 'k' || g, 'noop', '\\x00', '{}', 0, \
            3, 'retry', 'external_allowed', 30, 300, 1 FROM generate_series(1, 20000) g; \
+         INSERT INTO tasklane.paused_task_types (task_type) VALUES ('other'); \
          ANALYZE tasklane.tasks; \
          SET plan_cache_mode = force_generic_plan;",
     )
