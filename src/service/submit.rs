@@ -30,26 +30,16 @@ impl Tasklane {
         owner: &Owner,
         request: &SubmitRequest,
     ) -> Result<Submitted, ServiceError> {
-        self.submit_observed(owner, request, None, || {}).await
+        self.submit_with(owner, request, None, || {}).await
     }
 
-    /// [`Tasklane::submit`] within the caller's trace: the task keeps the context of
-    /// the current span (when spans are exported), else `traceparent` as given (a W3C
-    /// header; an invalid one is ignored), and its attempts continue that trace.
-    pub async fn submit_traced(
-        &self,
-        owner: &Owner,
-        request: &SubmitRequest,
-        traceparent: Option<&str>,
-    ) -> Result<Submitted, ServiceError> {
-        self.submit_observed(owner, request, traceparent, || {})
-            .await
-    }
-
-    /// [`Tasklane::submit_traced`], calling `committed` between the commit and the
-    /// wake-up: the load generator's clock for pickup latency, which must start once the
-    /// task is visible and before any worker can have heard of it.
-    pub async fn submit_observed(
+    /// [`Tasklane::submit`] within the caller's trace, calling `committed` between the
+    /// commit and the wake-up. The task keeps the context of the current span (when
+    /// spans are exported), else `traceparent` as given (a W3C header; an invalid one is
+    /// ignored), and its attempts continue that trace. `committed` is the load
+    /// generator's clock for pickup latency, which must start once the task is visible
+    /// and before any worker can have heard of it.
+    pub async fn submit_with(
         &self,
         owner: &Owner,
         request: &SubmitRequest,

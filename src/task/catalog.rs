@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::backoff::Backoff;
-use super::task_type::{Executor, TaskType};
+use super::task_type::TaskType;
 
 /// Registered task types by name.
 #[derive(Debug, Clone, Default)]
@@ -48,16 +48,12 @@ impl TaskTypes {
             .iter()
             .any(|n| self.get(n).is_some_and(|t| t.resource.is_some()))
     }
-
-    /// Whether a type runs in this process (every executor but `remote`).
-    pub fn runs_in_process(task_type: &TaskType) -> bool {
-        task_type.executor != Executor::Remote
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::task::Executor;
 
     #[test]
     fn names_are_sorted_and_unknown_types_get_the_default_backoff() {

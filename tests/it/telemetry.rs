@@ -291,37 +291,31 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
 
 #[tokio::test]
 async fn a_malformed_collector_endpoint_is_refused_at_start() {
-    let output = Command::new(binary())
-        .args(["serve", "--no-migrate"])
-        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = refused_at_start("collector:4318");
     assert!(
         stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL"),
         "{stderr}"
     );
     // An https collector would fail every export: refused too, showing only its origin.
-    let output = Command::new(binary())
-        .args(["serve", "--no-migrate"])
-        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
-        .env(
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            "https://otel.example:4318/v1?key=SECRET",
-        )
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = refused_at_start("https://otel.example:4318/v1?key=SECRET");
     assert!(
         stderr.contains("must be an http:// URL") && stderr.contains("https://otel.example:4318"),
         "{stderr}"
     );
     assert!(!stderr.contains("SECRET"), "{stderr}");
+}
+
+/// Starts `serve` with the collector `endpoint`, which it must refuse; its stderr.
+fn refused_at_start(endpoint: &str) -> String {
+    let output = Command::new(binary())
+        .args(["serve", "--no-migrate"])
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "serve started with {endpoint:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The replica's `/metrics` text.

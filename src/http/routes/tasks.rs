@@ -73,7 +73,7 @@ async fn submit_in_span(
     }
     let submitted = state
         .tasklane
-        .submit_traced(&caller.owner, &body.into(), traceparent.as_deref())
+        .submit_with(&caller.owner, &body.into(), traceparent.as_deref(), || {})
         .await?;
     let mut task = submitted.task;
     if wait > 0 && !task.state.is_terminal() {
