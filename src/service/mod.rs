@@ -12,6 +12,7 @@
 //! `service` <- `worker`, `maintenance`, `http`.
 
 mod admin;
+pub mod circuits;
 mod error;
 mod lifecycle;
 pub mod liveness;

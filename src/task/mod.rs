@@ -2,6 +2,7 @@
 //! restart-policy decisions and the validation bounds of every field. Nothing here does
 //! I/O, so every rule is unit-tested without a database; `store` applies the decisions.
 
+pub mod attempt;
 pub mod backoff;
 pub mod bounds;
 pub mod catalog;
@@ -35,4 +36,14 @@ pub mod codes {
     pub const SERVER_RESTARTED: &str = "server_restarted";
     pub const QUEUE_DEADLINE_EXCEEDED: &str = "queue_deadline_exceeded";
     pub const NO_FALLBACK_ALLOWED: &str = "no_fallback_allowed";
+    /// The upstream could not be reached or answered a transient error (its last one).
+    pub const UPSTREAM_UNAVAILABLE: &str = "upstream_unavailable";
+    /// The upstream refused the request (a 4xx that another attempt will not change).
+    pub const UPSTREAM_REJECTED: &str = "upstream_rejected";
+    /// The provider account's quota or spend limit is used up.
+    pub const UPSTREAM_QUOTA_EXHAUSTED: &str = "upstream_quota_exhausted";
+    /// Every route the task may use has an open circuit.
+    pub const CIRCUIT_OPEN: &str = "circuit_open";
+    /// The task's usage subject or background budget is spent.
+    pub const BUDGET_EXHAUSTED: &str = "budget_exhausted";
 }

@@ -89,6 +89,7 @@ impl Attempt {
             tasklane: self.tasklane.clone(),
             cancel: CancellationToken::new(),
             lost: CancellationToken::new(),
+            facts: Default::default(),
         };
         // A task of its own (not polled beside the handler): a handler that blocks its
         // thread must not starve the heartbeat and lose its lease. Measured, the spawn

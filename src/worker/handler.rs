@@ -1,12 +1,13 @@
 //! The `Handler` trait in-process executors implement, and the context an attempt runs
 //! with (its task, cancellation and lease-loss signals, and progress reports).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::service::{Beat, ClaimedTask, ServiceError, Success, Tasklane};
+use crate::task::attempt::{Facts, Provenance, Usage};
 
 /// Runs one attempt of a task. Return `Ok` with the result, or a [`HandlerError`] that
 /// says whether another attempt may help. Long handlers call [`TaskContext::report`]
@@ -66,6 +67,8 @@ pub struct TaskContext {
     pub(crate) tasklane: Tasklane,
     pub(crate) cancel: CancellationToken,
     pub(crate) lost: CancellationToken,
+    /// Provenance and usage recorded by the handler, written with the attempt.
+    pub(crate) facts: Arc<Mutex<Facts>>,
 }
 
 impl TaskContext {
@@ -85,6 +88,30 @@ impl TaskContext {
 
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// Records where this attempt runs: call it before calling a provider, so a failed
+    /// or timed-out attempt keeps its provenance too. The last call wins.
+    pub fn set_provenance(&self, provenance: Provenance) {
+        self.lock_facts().provenance = Some(provenance.bounded());
+    }
+
+    /// Adds what a provider reported this attempt consumed (whether the call succeeded
+    /// or not): it is charged to budgets and summed in the task view.
+    pub fn add_usage(&self, usage: Usage) {
+        let mut facts = self.lock_facts();
+        facts.usage = Some(facts.usage.unwrap_or_default().plus(usage));
+    }
+
+    /// What the handler has recorded so far.
+    #[allow(dead_code)] // read by the attempt runner once attempts are recorded
+    pub(crate) fn facts(&self) -> Facts {
+        self.lock_facts().clone()
+    }
+
+    fn lock_facts(&self) -> std::sync::MutexGuard<'_, Facts> {
+        // A handler that panicked while holding the lock left whole values behind.
+        self.facts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Heartbeats now with progress, phase, snapshot and events. An error says the

@@ -1,0 +1,88 @@
+//! What one attempt leaves behind besides the task's state: where it ran (provenance)
+//! and what the provider reported it consumed (usage). Every attempt keeps both, failed
+//! ones included, in `tasklane.task_attempts`; the task view shows the last attempt's
+//! provenance and the sum of the usage.
+
+use super::bounds;
+use super::task_type::Route;
+
+/// Longest provider, model or route name kept, in bytes (longer ones are cut).
+pub const PROVENANCE_BYTES: usize = 200;
+
+/// Tokens a provider reported for one call (OpenAI's `prompt_tokens`,
+/// `completion_tokens`, `total_tokens`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub total_tokens: i64,
+}
+
+impl Usage {
+    /// The sum of two calls' usage (an attempt may make more than one call).
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            total_tokens: self.total_tokens.saturating_add(other.total_tokens),
+        }
+    }
+}
+
+/// Where an attempt ran: the provider and model it called over which route.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Provenance {
+    pub provider: String,
+    pub model: String,
+    pub route: Route,
+    pub route_name: String,
+}
+
+impl Provenance {
+    /// The same provenance with every name cut to [`PROVENANCE_BYTES`].
+    pub fn bounded(self) -> Provenance {
+        let cut = |s: String| bounds::truncate(&s, PROVENANCE_BYTES).to_owned();
+        Provenance {
+            provider: cut(self.provider),
+            model: cut(self.model),
+            route: self.route,
+            route_name: cut(self.route_name),
+        }
+    }
+}
+
+/// What a handler learned during an attempt, written with the attempt whatever its end.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    pub provenance: Option<Provenance>,
+    pub usage: Option<Usage>,
+}
+
+/// How an attempt ended, as `task_attempts.outcome` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Running,
+    Succeeded,
+    Retry,
+    Fallback,
+    Failed,
+    Cancelled,
+    /// The lease expired, the replica went away, or the lease was handed back.
+    Lost,
+    TimedOut,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Running => "running",
+            Outcome::Succeeded => "succeeded",
+            Outcome::Retry => "retry",
+            Outcome::Fallback => "fallback",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Lost => "lost",
+            Outcome::TimedOut => "timed_out",
+        }
+    }
+}
