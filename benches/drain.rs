@@ -1,10 +1,12 @@
 //! Drain: 50,000 queued `noop` tasks worked off by 1, 2 and 3 `tasklane serve`
 //! replicas, each figure beside the raw-SQL baseline (pgbench claim-one/complete-one
-//! and claim-50/complete-50 on a bare table) measured in the same run, and checked:
-//! every task must end succeeded with exactly its queued/running/succeeded events.
+//! and claim-50/complete-50 on a bare table) and the peers (Graphile Worker, pg-boss:
+//! benches/common/peers.rs) draining as many jobs on the same server in the same round,
+//! and checked: every task must end succeeded with exactly its queued/running/succeeded
+//! events.
 //!
 //! `cargo bench --bench drain` (env: `BENCH_RUNS`, `BENCH_TASKS`, `BENCH_MAX_REPLICAS`,
-//! `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`; see benches/RESULTS.md).
+//! `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`, `BENCH_PEERS=0`; see benches/RESULTS.md).
 
 mod common;
 
@@ -34,6 +36,8 @@ async fn main() -> anyhow::Result<()> {
     let mut own_sql = Vec::new();
     let mut drains: Vec<Vec<f64>> = vec![Vec::new(); max_replicas];
     let mut details = Vec::new();
+    let peers_on = common::peers::available();
+    let mut peers: Vec<Vec<f64>> = vec![Vec::new(); common::peers::Peer::ALL.len()];
     for run in 1..=runs {
         let (name, url) = bench.fresh_db().await?;
         let b1 = common::pgbench::run(&url, "claim_one", 300_000, 4, 8).await?;
@@ -47,6 +51,22 @@ async fn main() -> anyhow::Result<()> {
         one.push(b1.jobs_per_second);
         fifty.push(b50.jobs_per_second);
         own_sql.push(own.jobs_per_second);
+        for (i, peer) in common::peers::Peer::ALL.into_iter().enumerate() {
+            if !peers_on {
+                break;
+            }
+            let (name, url) = bench.fresh_db().await?;
+            let drained = common::peers::drain(peer, &url, tasks).await?;
+            bench.drop_db(&name).await?;
+            println!(
+                "run {run}: {} {:.0} jobs/s ({:.0}% of claim-50)",
+                peer.name(),
+                drained.jobs_per_second,
+                100.0 * drained.jobs_per_second / b50.jobs_per_second
+            );
+            peers[i].push(drained.jobs_per_second);
+            details.push(serde_json::json!({"run": run, "peer": drained}));
+        }
         for replicas in 1..=max_replicas {
             let (name, url) = bench.fresh_db().await?;
             let mut client = common::connect(&url).await?;
@@ -96,6 +116,21 @@ async fn main() -> anyhow::Result<()> {
         own_sql.spread() * 100.0,
         own_sql.best / fifty.best
     );
+    let mut peer_summary = Vec::new();
+    for (peer, runs) in common::peers::Peer::ALL.into_iter().zip(peers) {
+        if runs.is_empty() {
+            continue;
+        }
+        let r = Repeated::of(runs, true);
+        println!(
+            "| {} | {:.0} jobs/s | {:.0}% | {:.2} |",
+            peer.name(),
+            r.best,
+            r.spread() * 100.0,
+            r.best / fifty.best
+        );
+        peer_summary.push((peer, r));
+    }
     let mut summary = Vec::new();
     for (i, runs) in drains.into_iter().enumerate() {
         let r = Repeated::of(runs, true);
@@ -106,6 +141,15 @@ async fn main() -> anyhow::Result<()> {
             r.spread() * 100.0,
             r.best / fifty.best
         );
+        if i == 0 {
+            for (peer, p) in &peer_summary {
+                println!(
+                    "|   tasklane, 1 replica ÷ {} | {:.2} | | |",
+                    peer.name(),
+                    r.best / p.best
+                );
+            }
+        }
         summary.push(serde_json::json!({"replicas": i + 1, "tasks_per_second": r}));
     }
     common::write_json(
@@ -119,6 +163,7 @@ async fn main() -> anyhow::Result<()> {
             "pgbench_claim_50": fifty,
             "pgbench_tasklane_sql_100": own_sql,
             "drain": summary,
+            "peers": peer_summary.iter().map(|(p, r)| serde_json::json!({"peer": p.name(), "jobs_per_second": r})).collect::<Vec<_>>(),
             "runs": details,
         }),
     )?;

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)] // each bench binary uses a different part
 
+pub mod peers;
 pub mod pgbench;
 
 use std::path::PathBuf;
