@@ -34,7 +34,7 @@ pub use crate::admission::{EmergencyStopSpec, LimitSpec, Overview, Refusal, Refu
 pub use crate::store::claim::{Claimant, ClaimedTask, Slots};
 pub use crate::store::complete_many::Completion;
 pub use crate::store::events::Event;
-pub use crate::store::lease::{Beat, BeatAnswer, Success};
+pub use crate::store::lease::{Beat, BeatAnswer, Lease, LeaseStatus, Success};
 pub use crate::store::lifecycle::SourceRef;
 pub use crate::store::query::{ListFilter, Owner};
 pub use crate::store::{SubmitOutcome, Submitted, TaskRecord};

@@ -8,8 +8,8 @@
 use uuid::Uuid;
 
 use super::{
-    Beat, BeatAnswer, Claimant, ClaimedTask, Completion, Owner, ServiceError, Slots, Success,
-    Tasklane,
+    Beat, BeatAnswer, Claimant, ClaimedTask, Completion, Lease, LeaseStatus, Owner, ServiceError,
+    Slots, Success, Tasklane,
 };
 use crate::store::lease::{self, LeaseError};
 use crate::store::query::TaskOwner;
@@ -94,6 +94,17 @@ impl Tasklane {
         let client = store::client(&client);
         check_owner(client, owner, id).await?;
         Ok(lease::heartbeat(client, id, lease_token, beat).await?)
+    }
+
+    /// Extends the leases of many in-process attempts in one statement (a claim loop's
+    /// heartbeat tick), answering each lease's status in the order given. Progress and
+    /// events go through [`Tasklane::heartbeat`]; this only keeps leases alive.
+    pub async fn extend_leases(&self, leases: &[Lease]) -> Result<Vec<LeaseStatus>, ServiceError> {
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.connection().await?;
+        Ok(lease::extend_many(store::client(&client), leases).await?)
     }
 
     /// Settles the attempt as succeeded (also when cancellation was requested

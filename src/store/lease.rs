@@ -91,6 +91,54 @@ pub struct Success {
     pub model: Option<String>,
 }
 
+/// One lease to extend: the attempt's task and lease token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Lease {
+    pub id: Uuid,
+    pub lease_token: Uuid,
+}
+
+/// What a batched heartbeat learned of one lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseStatus {
+    /// Extended; cancellation was requested when `cancel_requested`.
+    Extended { cancel_requested: bool },
+    /// The lease was lost or the task is gone: the attempt must stop.
+    Lost,
+}
+
+/// Extends every lease of `leases` in one statement (no event rows), answering each
+/// lease's status in the order given. The rows are locked in id order whatever the
+/// order given.
+pub async fn extend_many<C: GenericClient + Sync>(
+    client: &C,
+    leases: &[Lease],
+) -> Result<Vec<LeaseStatus>, DbError> {
+    let mut sorted = leases.to_vec();
+    sorted.sort_unstable();
+    let ids: Vec<Uuid> = sorted.iter().map(|l| l.id).collect();
+    let tokens: Vec<Uuid> = sorted.iter().map(|l| l.lease_token).collect();
+    let rows = client
+        .query(
+            include_str!("../../sql/heartbeat_many.sql"),
+            &[&ids, &tokens],
+        )
+        .await?;
+    let mut extended = std::collections::HashMap::with_capacity(rows.len());
+    for row in rows {
+        let id: Uuid = row.try_get("id")?;
+        let state: &str = row.try_get("state")?;
+        extended.insert(id, state == "cancelling");
+    }
+    Ok(leases
+        .iter()
+        .map(|l| match extended.get(&l.id) {
+            Some(&cancel_requested) => LeaseStatus::Extended { cancel_requested },
+            None => LeaseStatus::Lost,
+        })
+        .collect())
+}
+
 /// Settles the task as succeeded (also when cancellation was requested meanwhile: the
 /// work is done).
 pub async fn complete<C: GenericClient + Sync>(

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::service::{Beat, ClaimedTask, ServiceError, Success, Tasklane};
+use crate::service::{ClaimedTask, ServiceError, Success, Tasklane};
 use crate::task::outcome::Report;
 use crate::task::{Route, TaskState};
 use crate::telemetry::spans;
@@ -17,6 +17,7 @@ use crate::telemetry::spans;
 use super::completer::Completer;
 use super::handler::{HandlerError, TaskContext};
 use super::handlers::Handlers;
+use super::heartbeats::Heartbeats;
 
 pub struct Attempt {
     task: Arc<ClaimedTask>,
@@ -24,6 +25,7 @@ pub struct Attempt {
     handlers: Arc<Handlers>,
     abort: CancellationToken,
     completer: Completer,
+    heartbeats: Heartbeats,
     route: Route,
 }
 
@@ -42,6 +44,7 @@ impl Attempt {
         handlers: Arc<Handlers>,
         abort: CancellationToken,
         completer: Completer,
+        heartbeats: Heartbeats,
         route: Route,
     ) -> Self {
         Attempt {
@@ -50,6 +53,7 @@ impl Attempt {
             handlers,
             abort,
             completer,
+            heartbeats,
             route,
         }
     }
@@ -91,10 +95,11 @@ impl Attempt {
             lost: CancellationToken::new(),
             facts: Default::default(),
         };
-        // A task of its own (not polled beside the handler): a handler that blocks its
-        // thread must not starve the heartbeat and lose its lease. Measured, the spawn
-        // is a microsecond per attempt; the database dominates (benches/RESULTS.md).
-        let heartbeat = tokio::spawn(heartbeat_loop(ctx.clone()));
+        // The claim loop's batcher (a task of its own, not polled beside the handler: a
+        // handler that blocks its thread must not starve the heartbeat) keeps the lease.
+        let heartbeat = self
+            .heartbeats
+            .register(&self.task, ctx.cancel.clone(), ctx.lost.clone());
         let timeout = Duration::from_secs(self.task.attempt_timeout_seconds as u64);
         let lost = ctx.lost.clone();
         let ending = tokio::select! {
@@ -105,7 +110,7 @@ impl Attempt {
             _ = lost.cancelled() => Ending::Lost,
             _ = self.abort.cancelled() => Ending::Aborted,
         };
-        heartbeat.abort();
+        drop(heartbeat);
         match self.settle(ending).await {
             Ok(outcome) => outcome,
             Err(error @ (ServiceError::LeaseLost | ServiceError::TaskGone)) => {
@@ -167,27 +172,5 @@ impl Attempt {
             TaskState::Succeeded => "succeeded",
             _ => "failed",
         })
-    }
-}
-
-/// Extends the lease every lease/3 until the runner stops it. Cancellation requested or
-/// the lease lost is signalled through the context's tokens.
-async fn heartbeat_loop(ctx: TaskContext) {
-    let period = Duration::from_secs(ctx.task.lease_seconds as u64) / 3;
-    loop {
-        tokio::time::sleep(period).await;
-        match ctx
-            .tasklane
-            .heartbeat(None, ctx.task.id, ctx.task.lease_token, &Beat::default())
-            .await
-        {
-            Ok(answer) if answer.cancel_requested => ctx.cancel.cancel(),
-            Ok(_) => {}
-            Err(ServiceError::LeaseLost | ServiceError::TaskGone) => {
-                ctx.lost.cancel();
-                return;
-            }
-            Err(error) => tracing::warn!(task = %ctx.task.id, %error, "heartbeat"),
-        }
     }
 }

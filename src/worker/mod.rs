@@ -7,6 +7,7 @@ pub mod completer;
 pub mod executors;
 pub mod handler;
 pub mod handlers;
+pub mod heartbeats;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,6 +86,10 @@ impl Worker {
             completer::DEFAULT_MAX_BATCH,
             completer::DEFAULT_MAX_IN_FLIGHT,
         );
+        let beating = CancellationToken::new();
+        let heartbeats = heartbeats::Heartbeats::start(self.tasklane.clone(), beating.clone());
+        // The batcher stops with this loop, however it ends.
+        let _beating = beating.drop_guard();
         let claimant = Claimant {
             worker_id: &self.config.worker_id,
             route: self.config.route,
@@ -153,6 +158,7 @@ impl Worker {
                     self.handlers.clone(),
                     abort.clone(),
                     completer.clone(),
+                    heartbeats.clone(),
                     self.config.route,
                 );
                 attempts.spawn(async move {

@@ -84,12 +84,22 @@ async fn submit_as(
 
 /// Starts one claim loop serving `task_type` with `handler`.
 fn start(db: &common::TestDb, handler: Arc<dyn Handler>, task_type: &TaskType) -> Running {
+    start_with(db, handler, task_type, 4)
+}
+
+/// Starts one claim loop running up to `concurrency` attempts at once.
+fn start_with(
+    db: &common::TestDb,
+    handler: Arc<dyn Handler>,
+    task_type: &TaskType,
+    concurrency: usize,
+) -> Running {
     let config = WorkerConfig {
         worker_id: "test".into(),
         replica_id: Uuid::now_v7(),
         route: Route::Local,
-        concurrency: 4,
-        claim_batch: 4,
+        concurrency,
+        claim_batch: concurrency.min(100),
         poll_interval: Duration::from_millis(50),
         shutdown_grace: Duration::from_secs(5),
     };
@@ -213,6 +223,60 @@ async fn a_deleted_task_stops_its_handler_and_is_not_recreated() {
         .unwrap()
         .get(0);
     assert_eq!(count, 0);
+    worker.stop().await;
+}
+
+#[tokio::test]
+async fn many_long_attempts_keep_their_leases_through_the_batched_heartbeat() {
+    const TASKS: i64 = 120;
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let dropped = Arc::new(Dropped::default());
+    let hang = Arc::new(Hang {
+        started: Arc::new(tokio::sync::Notify::new()),
+        dropped: dropped.clone(),
+    });
+    // Leases of 2 s, extended every 2/3 s by the claim loop's batcher.
+    let task_type = custom_type(2, 600);
+    let worker = start_with(&db, hang, &task_type, TASKS as usize);
+    let mut ids = Vec::new();
+    for n in 0..TASKS {
+        ids.push(submit_as(&c, &format!("long-{n}"), &task_type).await.id);
+    }
+    let alive = "SELECT count(*) FROM tasklane.tasks WHERE state = 'running' AND attempt = 1 \
+                 AND lease_expires_at > started_at + interval '6 seconds'";
+    eventually(
+        Duration::from_secs(60),
+        "every lease extended past three lease lengths after its claim",
+        || async {
+            match count(&c, alive).await {
+                TASKS => Ok(()),
+                n => Err(n),
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        dropped.count.load(Ordering::SeqCst),
+        0,
+        "no attempt was stopped"
+    );
+    let claims = "SELECT count(*) FROM tasklane.task_events WHERE type = 'task.running'";
+    assert_eq!(count(&c, claims).await, TASKS, "each task was claimed once");
+    // Cancellation reaches every handler through the batched extensions too.
+    for id in &ids {
+        tasklane::store::cancel::cancel(&c, &Owner::app(APP), *id)
+            .await
+            .unwrap();
+    }
+    let cancelled = "SELECT count(*) FROM tasklane.tasks WHERE state = 'cancelled'";
+    eventually(Duration::from_secs(30), "every task cancelled", || async {
+        match count(&c, cancelled).await {
+            TASKS => Ok(()),
+            n => Err(n),
+        }
+    })
+    .await;
     worker.stop().await;
 }
 

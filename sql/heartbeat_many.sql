@@ -1,0 +1,15 @@
+-- Extends the leases of many attempts in one statement: one tick of a claim loop's
+-- heartbeat batcher (src/worker/heartbeats.rs) instead of a statement per attempt.
+-- Each lease is fenced on its own token; a lease extension writes no event row.
+-- $1 ids uuid[] (sorted), $2 lease_tokens uuid[]: parallel arrays, one pair per attempt.
+-- Returns (id, state) of each extended lease; a pair missing from the answer lost its
+-- lease or is gone. `state = 'cancelling'` tells the worker cancellation was requested.
+-- Locks: the extended task rows, in id order (the PK scan of a sorted ANY), the order
+-- complete_many.sql takes them in too.
+UPDATE tasklane.tasks t
+SET lease_expires_at = now() + t.lease_seconds * interval '1 second'
+FROM unnest($1::uuid[], $2::uuid[]) AS b(id, lease_token)
+-- `t.id = ANY($1)` fetches exactly the batch by primary key (as in complete_many.sql).
+WHERE t.id = ANY($1::uuid[])
+  AND t.id = b.id AND t.lease_token = b.lease_token AND t.state IN ('running', 'cancelling')
+RETURNING t.id, t.state
