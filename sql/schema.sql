@@ -214,6 +214,24 @@ ALTER TABLE ONLY tasklane.capacity_slots
     ADD CONSTRAINT capacity_slots_limit_id_fkey FOREIGN KEY (limit_id) REFERENCES tasklane.limits(id) ON DELETE CASCADE;
 
 
+-- table circuits: migrations/V10__circuits.sql
+CREATE TABLE tasklane.circuits (
+    route_name text NOT NULL,
+    consecutive_failures integer DEFAULT 0 NOT NULL,
+    opened_at timestamp with time zone,
+    retry_at timestamp with time zone,
+    probe_until timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT circuits_check CHECK (((opened_at IS NULL) = (retry_at IS NULL))),
+    CONSTRAINT circuits_check1 CHECK (((opened_at IS NOT NULL) OR (probe_until IS NULL))),
+    CONSTRAINT circuits_consecutive_failures_check CHECK ((consecutive_failures >= 0)),
+    CONSTRAINT circuits_route_name_check CHECK (((length(route_name) >= 1) AND (length(route_name) <= 200)))
+);
+
+ALTER TABLE ONLY tasklane.circuits
+    ADD CONSTRAINT circuits_pkey PRIMARY KEY (route_name);
+
+
 -- table emergency_stops: migrations/V3__admission.sql
 CREATE TABLE tasklane.emergency_stops (
     app text NOT NULL,

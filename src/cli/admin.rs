@@ -1,4 +1,5 @@
-//! `tasklane admin overview|limits|stop|resources|pause|resume` (an `admin` token).
+//! `tasklane admin overview|limits|stop|resources|pause|resume|circuits` (an `admin`
+//! token).
 
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -8,7 +9,8 @@ use super::table::{self, cell};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AdminCommand {
-    /// Queue depth, replicas, resources, limits, stops, paused types, refusals.
+    /// Queue depth, replicas, resources, limits, stops, paused types, circuits,
+    /// refusals.
     Overview {
         #[command(flatten)]
         endpoint: Endpoint,
@@ -54,6 +56,16 @@ pub enum AdminCommand {
     /// Resume a paused task type.
     Resume {
         task_type: String,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// List the circuit breakers (`circuits`), or close one (`circuits reset NAME`).
+    Circuits {
+        /// `reset`: close the circuit of ROUTE_NAME now.
+        #[arg(value_parser = ["reset"], requires = "route_name")]
+        action: Option<String>,
+        /// The route name whose circuit to reset.
+        route_name: Option<String>,
         #[command(flatten)]
         endpoint: Endpoint,
     },
@@ -114,6 +126,11 @@ impl AdminCommand {
                 task_type,
                 endpoint,
             } => pause(&endpoint, &task_type, false).await?,
+            AdminCommand::Circuits {
+                route_name,
+                endpoint,
+                ..
+            } => circuits(&endpoint, route_name.as_deref()).await?,
         }
         Ok(())
     }
@@ -130,6 +147,42 @@ async fn pause(endpoint: &Endpoint, task_type: &str, paused: bool) -> Result<(),
     Ok(())
 }
 
+/// Lists the circuits, or resets `reset`'s.
+async fn circuits(endpoint: &Endpoint, reset: Option<&str>) -> Result<(), Failure> {
+    let Some(name) = reset else {
+        let list = endpoint
+            .call(Method::GET, "/v1/admin/circuits", None)
+            .await?;
+        endpoint.print(&list, |list| {
+            let fields = CIRCUIT_FIELDS;
+            table::print(fields, &items(&list["items"], fields));
+        });
+        return Ok(());
+    };
+    let path = format!("/v1/admin/circuits/{}/reset", encode(name));
+    let reset = endpoint.call(Method::POST, &path, None).await?;
+    endpoint.print(&reset, |_| println!("{name}: circuit closed"));
+    Ok(())
+}
+
+/// The columns of a circuit table.
+const CIRCUIT_FIELDS: &[&str] = &[
+    "route_name",
+    "state",
+    "consecutive_failures",
+    "opened_at",
+    "retry_at",
+];
+
+/// The `fields` of each item of the array `list`, as table rows.
+fn items(list: &Value, fields: &[&str]) -> Vec<Vec<String>> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| fields.iter().map(|f| cell(&item[*f])).collect())
+        .collect()
+}
+
 /// The body without its null fields (absent means "none" to the API).
 fn without_nulls(mut body: Value) -> Value {
     if let Some(object) = body.as_object_mut() {
@@ -139,15 +192,8 @@ fn without_nulls(mut body: Value) -> Value {
 }
 
 fn print_overview(o: &Value) {
-    let rows = |key: &str, fields: &[&str]| -> Vec<Vec<String>> {
-        o[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|item| fields.iter().map(|f| cell(&item[*f])).collect())
-            .collect()
-    };
-    let sections: [(&str, &str, &[&str]); 7] = [
+    let rows = |key: &str, fields: &[&str]| items(&o[key], fields);
+    let sections: [(&str, &str, &[&str]); 8] = [
         ("Queue", "queue", &["task_type", "state", "count"]),
         (
             "Replicas",
@@ -166,6 +212,7 @@ fn print_overview(o: &Value) {
             "paused_task_types",
             &["task_type", "paused_at"],
         ),
+        ("Circuits", "circuits", CIRCUIT_FIELDS),
         (
             "Refusals today",
             "refusals_today",

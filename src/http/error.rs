@@ -26,6 +26,9 @@ pub enum ApiError {
     OtherScope,
     #[error("no such task")]
     NotFound,
+    /// The detail says what was not found (another thing than a task).
+    #[error("{0}")]
+    NotFoundThing(String),
     #[error("no such route")]
     NoRoute,
     #[error("method not allowed")]
@@ -91,7 +94,7 @@ impl ApiError {
             InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
             Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Forbidden(_) | OtherScope => (StatusCode::FORBIDDEN, "forbidden"),
-            NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            NotFound | NotFoundThing(_) => (StatusCode::NOT_FOUND, "not_found"),
             NoRoute => (StatusCode::NOT_FOUND, "no_route"),
             MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),
@@ -173,6 +176,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotFound => ApiError::NotFound,
             ServiceError::OtherScope => ApiError::OtherScope,
             ServiceError::UnknownTaskType(name) => ApiError::UnknownTaskType(name),
+            error @ ServiceError::UnknownCircuit(_) => ApiError::NotFoundThing(error.to_string()),
             ServiceError::Invalid(invalid) => ApiError::Validation(invalid),
             ServiceError::IdempotencyConflict => ApiError::IdempotencyConflict,
             ServiceError::Raced => ApiError::Raced,

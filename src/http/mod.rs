@@ -137,6 +137,8 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::set_resource))
         .routes(routes!(admin::overview))
         .routes(routes!(admin::pause_task_type))
+        .routes(routes!(admin::list_circuits))
+        .routes(routes!(admin::reset_circuit))
         .routes(routes!(worker::claim_tasks))
         .routes(routes!(worker::heartbeat))
         .routes(routes!(worker::complete))

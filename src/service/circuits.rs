@@ -1,51 +1,180 @@
-//! Circuit breakers, one per route name, shared by every replica.
+//! Circuit breakers, one per route name, shared by every replica (state in
+//! `tasklane.circuits`; the decisions in `task::circuit`).
 //!
-//! INTERFACE STUB (this round's skeleton): the executor asks for a [`Permit`] before a
-//! call and reports the call's end; the PostgreSQL-backed breaker replaces the bodies
-//! below without changing these signatures (beyond what the two sides agree on).
+//! The executor asks for a [`Permit`] before each call to a route and reports how the
+//! call ended with [`Tasklane::circuit_record`]. A permit costs one primary-key read
+//! and no write while the circuit is closed; only failures, the probe and a success
+//! after failures write. There is deliberately no per-replica cache: a cached "closed"
+//! would let a replica keep calling a route the cluster already opened, and the read
+//! is cheap next to a model call.
+//!
+//! Fail safe: when the database cannot be read within [`DB_TIMEOUT`], the circuit
+//! counts as closed (the task's attempt budget still bounds the calls), and a record
+//! that cannot be written is dropped with a warning.
 
-use chrono::{DateTime, Utc};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
 
-use super::Tasklane;
+use super::{ServiceError, Tasklane};
+use crate::store;
+use crate::task::circuit::{decide, write_for, Decision, Write};
 
-/// A route's breaker settings (task-types TOML keys `circuit_failures`,
-/// `circuit_open_seconds`).
-#[derive(Debug, Clone, Copy)]
-pub struct CircuitSpec<'a> {
-    pub route_name: &'a str,
-    pub failures: u32,
-    pub open_seconds: u32,
-}
+pub use crate::store::circuits::Circuit;
+pub use crate::task::circuit::{CircuitSpec, Permit};
 
-/// May a call go to the route now?
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Permit {
-    /// The circuit is closed: call. `failures` is what it counted when read, so a
-    /// success only writes when there is something to reset.
-    Call { failures: u32 },
-    /// The circuit was open past its time and this caller won the one probe.
-    Probe,
-    /// The circuit is open (or another caller holds the probe): skip the route.
-    Open { retry_at: DateTime<Utc> },
+/// How long a permit or a record may wait for the database before it fails safe.
+pub const DB_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Seconds since the epoch of this process's last fail-safe warning: at most one per
+/// [`WARN_EVERY`] seconds, so an outage does not log once per call.
+static LAST_WARNING: AtomicI64 = AtomicI64::new(0);
+const WARN_EVERY: i64 = 30;
+
+fn warn_fail_safe(route_name: &str, what: &str, error: &dyn std::fmt::Display) {
+    let now = chrono::Utc::now().timestamp();
+    let last = LAST_WARNING.load(Ordering::Relaxed);
+    if now - last >= WARN_EVERY
+        && LAST_WARNING
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        tracing::warn!(route_name, %error, "circuit breaker {what} failed; treating the circuit as closed (warned at most every {WARN_EVERY} s)");
+    }
 }
 
 impl Tasklane {
     /// The permit for one call to `spec`'s route. Never fails: when the database cannot
     /// be read the circuit counts as closed (the attempt budget still bounds the calls).
     pub async fn circuit_permit(&self, spec: &CircuitSpec<'_>) -> Permit {
-        let _ = spec;
-        Permit::Call { failures: 0 }
+        match tokio::time::timeout(DB_TIMEOUT, self.try_permit(spec)).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(error)) => {
+                warn_fail_safe(spec.route_name, "read", &error);
+                Permit::Call { failures: 0 }
+            }
+            Err(_) => {
+                warn_fail_safe(spec.route_name, "read", &"timed out");
+                Permit::Call { failures: 0 }
+            }
+        }
+    }
+
+    async fn try_permit(&self, spec: &CircuitSpec<'_>) -> Result<Permit, ServiceError> {
+        let object = self.connection().await?;
+        let client = store::client(&object);
+        let Some((row, now)) = store::circuits::read(client, spec.route_name).await? else {
+            return Ok(Permit::Call { failures: 0 });
+        };
+        match decide(&row, now) {
+            Decision::Call { failures } => Ok(Permit::Call { failures }),
+            Decision::Skip { retry_at } => Ok(Permit::Open { retry_at }),
+            Decision::TryProbe => {
+                if store::circuits::take_probe(client, spec.route_name, spec.probe_seconds).await? {
+                    self.instruments.circuit_change(spec.route_name, "probe");
+                    tracing::info!(
+                        route_name = spec.route_name,
+                        "circuit half-open: this replica probes"
+                    );
+                    return Ok(Permit::Probe);
+                }
+                // Another caller took the probe (or closed the circuit) meanwhile.
+                Ok(
+                    match store::circuits::read(client, spec.route_name).await? {
+                        None => Permit::Call { failures: 0 },
+                        Some((row, now)) => match decide(&row, now) {
+                            Decision::Call { failures } => Permit::Call { failures },
+                            Decision::Skip { retry_at } => Permit::Open { retry_at },
+                            Decision::TryProbe => Permit::Open { retry_at: now },
+                        },
+                    },
+                )
+            }
+        }
     }
 
     /// Records how a permitted call ended: `transient_failure` for a connection error,
     /// timeout, 408/409/429/5xx; anything else (a success or a permanent rejection)
-    /// shows the route is up.
+    /// shows the route is up. A success through a closed circuit with no failures
+    /// writes nothing.
     pub async fn circuit_record(
         &self,
         spec: &CircuitSpec<'_>,
         permit: Permit,
         transient_failure: bool,
     ) {
-        let _ = (spec, permit, transient_failure);
+        let write = write_for(permit, transient_failure);
+        if write == Write::Nothing {
+            return;
+        }
+        match tokio::time::timeout(DB_TIMEOUT, self.try_record(spec, write)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => warn_fail_safe(spec.route_name, "record", &error),
+            Err(_) => warn_fail_safe(spec.route_name, "record", &"timed out"),
+        }
+    }
+
+    async fn try_record(&self, spec: &CircuitSpec<'_>, write: Write) -> Result<(), ServiceError> {
+        let object = self.connection().await?;
+        let client = store::client(&object);
+        let name = spec.route_name;
+        match write {
+            Write::Nothing => {}
+            Write::ResetFailures => store::circuits::reset_failures(client, name).await?,
+            Write::CountFailure => {
+                let opened =
+                    store::circuits::count_failure(client, name, spec.failures, spec.open_seconds)
+                        .await?;
+                if opened {
+                    self.instruments.circuit_change(name, "opened");
+                    tracing::warn!(
+                        route_name = name,
+                        failures = spec.failures,
+                        open_seconds = spec.open_seconds,
+                        "circuit opened: the route is skipped until one probe succeeds"
+                    );
+                }
+            }
+            Write::ProbeEnded { succeeded } => {
+                store::circuits::end_probe(client, name, succeeded, spec.open_seconds).await?;
+                if succeeded {
+                    self.instruments.circuit_change(name, "closed");
+                    tracing::info!(route_name = name, "circuit closed: the probe succeeded");
+                } else {
+                    self.instruments.circuit_change(name, "reopened");
+                    tracing::warn!(
+                        route_name = name,
+                        open_seconds = spec.open_seconds,
+                        "circuit opened again: the probe failed"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every circuit that counted a failure since it was last reset, by route name (a
+    /// route without a row is closed).
+    pub async fn circuits(&self) -> Result<Vec<Circuit>, ServiceError> {
+        let client = self.connection().await?;
+        Ok(store::circuits::list(store::client(&client)).await?)
+    }
+
+    /// Closes `route_name`'s circuit (an operator's reset): no failures counted, no
+    /// probe. A route without a row is closed already and is not found, so a mistyped
+    /// name is not silently accepted.
+    pub async fn reset_circuit(&self, route_name: &str) -> Result<Circuit, ServiceError> {
+        let client = self.connection().await?;
+        if !store::circuits::reset(store::client(&client), route_name).await? {
+            return Err(ServiceError::UnknownCircuit(route_name.to_owned()));
+        }
+        self.instruments.circuit_change(route_name, "reset");
+        tracing::info!(route_name, "circuit reset by an operator");
+        Ok(Circuit {
+            route_name: route_name.to_owned(),
+            state: "closed".to_owned(),
+            consecutive_failures: 0,
+            opened_at: None,
+            retry_at: None,
+        })
     }
 }

@@ -17,6 +17,10 @@ pub enum ServiceError {
     OtherScope,
     #[error("unknown task type {0:?}")]
     UnknownTaskType(String),
+    /// No circuit has this route name (a route that never failed has none: it is
+    /// closed).
+    #[error("no circuit named {0:?} (a route without failures has no circuit to reset)")]
+    UnknownCircuit(String),
     #[error(transparent)]
     Invalid(#[from] Invalid),
     /// The identity exists with another request digest.
@@ -64,6 +68,7 @@ impl ServiceError {
             NotFound => "not_found",
             OtherScope => "forbidden",
             UnknownTaskType(_) => "unknown_task_type",
+            UnknownCircuit(_) => "not_found",
             Invalid(_) => "validation_failed",
             IdempotencyConflict => "idempotency_conflict",
             Raced => "concurrent_change",

@@ -12,6 +12,7 @@
 //! `service` <- `worker`, `maintenance`, `http`.
 
 mod admin;
+mod budget;
 pub mod circuits;
 mod error;
 mod lifecycle;

@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod cancel;
+pub mod circuits;
 pub mod claim;
 pub mod complete_many;
 pub mod connect;

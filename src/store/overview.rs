@@ -1,6 +1,6 @@
 //! The admin overview (`GET /v1/admin/overview`): queue depth by state and type, live
 //! replicas, resources in use, every admission limit with its current use, emergency
-//! stops, paused task types and today's refusals. Read-only; each part is one statement.
+//! stops, paused task types, circuit breakers and today's refusals. Read-only; each part is one statement.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
@@ -16,6 +16,9 @@ pub struct Overview {
     pub limits: Vec<LimitUse>,
     pub emergency_stops: Vec<EmergencyStop>,
     pub paused_task_types: Vec<PausedType>,
+    /// Circuit breakers that counted a failure since their last reset (a route not
+    /// listed is closed).
+    pub circuits: Vec<super::circuits::Circuit>,
     pub refusals_today: Vec<RefusalCount>,
 }
 
@@ -103,6 +106,7 @@ pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, D
     let paused = client
         .query(include_str!("../../sql/overview_paused.sql"), &[])
         .await?;
+    let circuits = super::circuits::list(client).await?;
     Ok(Overview {
         queue: queue
             .iter()
@@ -157,6 +161,7 @@ pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, D
                 })
             })
             .collect::<Result<_, DbError>>()?,
+        circuits,
         refusals_today: refusals
             .iter()
             .map(|r| {

@@ -6,6 +6,7 @@ pub mod attempt;
 pub mod backoff;
 pub mod bounds;
 pub mod catalog;
+pub mod circuit;
 pub mod outcome;
 pub mod request;
 pub mod restart;

@@ -30,6 +30,7 @@ pub struct Instruments {
     pruned: Counter<u64>,
     genai_duration: Histogram<f64>,
     genai_tokens: Histogram<u64>,
+    circuit_changes: Counter<u64>,
 }
 
 impl Instruments {
@@ -79,6 +80,10 @@ impl Instruments {
                 .with_unit("{token}")
                 .with_description("Number of input and output tokens used")
                 .with_boundaries(TOKENS.to_vec())
+                .build(),
+            circuit_changes: meter
+                .u64_counter("tasklane.circuit.changes")
+                .with_description("Circuit-breaker changes made by this process, by route name and change (opened, probe, closed, reopened, reset)")
                 .build(),
         }
     }
@@ -141,6 +146,18 @@ impl Instruments {
             self.recovered
                 .add(count, &[KeyValue::new("reason", reason)]);
         }
+    }
+
+    /// A circuit-breaker change this process made (`opened`, `probe`, `closed`,
+    /// `reopened`, `reset`); summed over replicas it shows the cluster's.
+    pub fn circuit_change(&self, route_name: &str, change: &'static str) {
+        self.circuit_changes.add(
+            1,
+            &[
+                KeyValue::new("route_name", route_name.to_owned()),
+                KeyValue::new("change", change),
+            ],
+        );
     }
 
     pub fn pruned(&self, count: u64) {

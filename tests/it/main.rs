@@ -21,6 +21,8 @@ mod admission_limits;
 mod admission_replicas;
 mod admission_support;
 mod batch;
+mod circuits;
+mod circuits_admin;
 mod cli;
 mod group_commit;
 mod http_admin;

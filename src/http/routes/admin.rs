@@ -1,7 +1,7 @@
-//! Operator routes (permission `admin`): limits, emergency stops, resource slots and the
-//! overview. `admin` is an operator's permission and is cluster-wide: an admin token may
-//! set limits for any app (no app = global), unlike every other permission, which is
-//! confined to its token's app.
+//! Operator routes (permission `admin`): limits, emergency stops, resource slots, paused
+//! task types, circuit breakers and the overview. `admin` is an operator's permission
+//! and is cluster-wide: an admin token may set limits for any app (no app = global),
+//! unlike every other permission, which is confined to its token's app.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -11,6 +11,7 @@ use crate::http::auth::{perm, Allowed};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::Body;
 use crate::http::AppState;
+use crate::service::circuits::Circuit;
 use crate::service::{EmergencyStopSpec, LimitSpec, Overview};
 
 /// The limit as stored, with its id (as the overview names it).
@@ -128,4 +129,38 @@ pub async fn overview(
     _admin: Allowed<perm::Admin>,
 ) -> Result<Json<Overview>, ApiError> {
     Ok(Json(state.tasklane.overview().await?))
+}
+
+/// Every circuit breaker, as `GET /v1/admin/circuits` answers.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct CircuitList {
+    pub items: Vec<Circuit>,
+}
+
+/// Circuit breakers (one per route name, shared by the cluster) that counted a failure
+/// since their last reset, by route name; a route not listed is closed.
+#[utoipa::path(get, path = "/v1/admin/circuits", tag = "admin", security(("bearer" = [])),
+    responses((status = 200, body = CircuitList), (status = 401, body = Problem), (status = 403, body = Problem)))]
+pub async fn list_circuits(
+    State(state): State<AppState>,
+    _admin: Allowed<perm::Admin>,
+) -> Result<Json<CircuitList>, ApiError> {
+    Ok(Json(CircuitList {
+        items: state.tasklane.circuits().await?,
+    }))
+}
+
+/// Close a circuit now (no failures counted, no probe): calls go to the route again at
+/// once, on every replica.
+#[utoipa::path(post, path = "/v1/admin/circuits/{route_name}/reset", tag = "admin",
+    params(("route_name" = String, Path)), security(("bearer" = [])),
+    responses((status = 200, description = "the circuit, closed", body = Circuit),
+        (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 404, description = "no circuit has this name (a route without failures is closed)", body = Problem)))]
+pub async fn reset_circuit(
+    State(state): State<AppState>,
+    _admin: Allowed<perm::Admin>,
+    Path(route_name): Path<String>,
+) -> Result<Json<Circuit>, ApiError> {
+    Ok(Json(state.tasklane.reset_circuit(&route_name).await?))
 }
