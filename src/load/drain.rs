@@ -128,7 +128,7 @@ pub async fn drain(
 }
 
 /// CPU seconds used by the other backends connected to this database (the fleet's).
-async fn backend_cpu_seconds(client: &Client) -> anyhow::Result<f64> {
+pub async fn backend_cpu_seconds(client: &Client) -> anyhow::Result<f64> {
     Ok(store::load::backend_pids(client)
         .await?
         .into_iter()

@@ -148,6 +148,14 @@ pub async fn backend_pids(client: &Client) -> Result<Vec<i32>, DbError> {
     rows.iter().map(|row| row.try_get(0)).collect()
 }
 
+/// Transactions committed and rolled back in this database so far.
+pub async fn transactions(client: &Client) -> Result<i64, DbError> {
+    client
+        .query_one(include_str!("../../sql/load_transactions.sql"), &[])
+        .await?
+        .try_get(0)
+}
+
 /// How many replicas are registered.
 pub async fn replica_count(client: &Client) -> Result<i64, DbError> {
     client
