@@ -32,6 +32,13 @@
 -- Tasks of a paused type (tasklane.paused_task_types) are left queued: the paused types
 -- are taken out of $1 first (an init plan), which keeps the plan an index scan in claim
 -- order (a NOT EXISTS on each task turned it into a scan and sort of the whole backlog).
+-- Tasks of an app under an emergency stop (tasklane.emergency_stops) are left waiting
+-- too, queued and retrying ones alike (a new attempt is new work); a global stop (app
+-- '') holds every task: both are init plans as well, the global one a one-time filter
+-- (nothing is scanned) and the stopped apps one array read once per claim. The array
+-- test is written `NOT (ARRAY[app] <@ ...)` on purpose: `app <> ALL (...)` is
+-- estimated from app's statistics, which for a one-app backlog say no task passes, and
+-- the claim planned as a scan and sort of the whole backlog again.
 --#if aware
 -- Resource slots (DESIGN §4): a task whose type names a configured resource is claimed
 -- only with a free slot of it, taken in this statement (so a resource's cluster-wide
@@ -49,6 +56,8 @@ WITH slots AS (
                   WHERE t.resource = s.resource AND t.state IN ({claimable})
                     AND t.task_type = ANY({unpaused}) AND t.run_at <= now()
                     AND ($5::text IS NULL OR t.app = $5) AND ($6::text IS NULL OR t.scope_id = $6)
+                    AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app = '')
+                    AND NOT (ARRAY[t.app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
 --#if external
                     AND t.privacy = 'external_allowed'
 --#end
@@ -72,6 +81,8 @@ WITH picked AS (
       AND ($5::text IS NULL OR app = $5)
       AND ($6::text IS NULL OR scope_id = $6)
       AND (deadline_at IS NULL OR deadline_at > now())
+      AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app = '')
+      AND NOT (ARRAY[app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
 --#if plain
       AND resource IS NULL
 --#end

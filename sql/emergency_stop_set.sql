@@ -1,5 +1,6 @@
 -- Turns an emergency stop on ($2 true) or off, globally ($1 NULL) or for one app.
--- Running tasks are not touched; only admission reads it.
+-- Running tasks are not touched; admission refuses new submits and claims leave the
+-- stopped tasks waiting (sql/claim.sql).
 -- $1 app (nullable), $2 enabled. Locks: the stop row.
 WITH off AS (
     DELETE FROM tasklane.emergency_stops WHERE NOT $2 AND app = coalesce($1, '')

@@ -177,6 +177,24 @@ ALTER TABLE ONLY tasklane.api_tokens
     ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
 
 
+-- table budget_reservations: migrations/V13__budget_reservations.sql
+CREATE TABLE tasklane.budget_reservations (
+    task_id uuid NOT NULL,
+    attempt integer NOT NULL,
+    app text NOT NULL,
+    usage_subject text NOT NULL,
+    units bigint NOT NULL,
+    reserved_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT budget_reservations_units_check CHECK ((units >= 0))
+);
+
+ALTER TABLE ONLY tasklane.budget_reservations
+    ADD CONSTRAINT budget_reservations_pkey PRIMARY KEY (task_id, attempt);
+
+-- index budget_reservations_budget: migrations/V13__budget_reservations.sql
+CREATE INDEX budget_reservations_budget ON tasklane.budget_reservations USING btree (app, usage_subject);
+
+
 -- table budget_usage: migrations/V3__admission.sql
 CREATE TABLE tasklane.budget_usage (
     app text NOT NULL,

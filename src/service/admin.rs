@@ -11,10 +11,16 @@ impl Tasklane {
         Ok(crate::admission::set_limit(store::client(&client), spec).await?)
     }
 
-    /// Turns the emergency stop on or off, globally or for one app.
+    /// Turns the emergency stop on or off, globally or for one app. While on, submits
+    /// are refused and claims leave the stopped tasks waiting (running ones go on);
+    /// lifting it wakes the workers, as resuming a type does.
     pub async fn set_emergency_stop(&self, spec: &EmergencyStopSpec) -> Result<(), ServiceError> {
         let client = self.connection().await?;
-        Ok(crate::admission::set_emergency_stop(store::client(&client), spec).await?)
+        crate::admission::set_emergency_stop(store::client(&client), spec).await?;
+        if !spec.enabled {
+            self.wakeup.wake_all();
+        }
+        Ok(())
     }
 
     /// Pauses or resumes task type `name` cluster-wide: while paused no replica and no

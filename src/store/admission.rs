@@ -70,7 +70,8 @@ pub async fn record_refusal<C: GenericClient + Sync>(
 }
 
 /// Deletes up to `limit` admission-history rows older than 24 h (and old refusal
-/// counts); returns how many history rows went.
+/// counts, and the budget reservations of ended attempts); returns how many history
+/// rows went.
 pub async fn prune<C: GenericClient + Sync>(client: &C, limit: i64) -> Result<u64, DbError> {
     let row = client
         .query_one(include_str!("../../sql/admission_prune.sql"), &[&limit])

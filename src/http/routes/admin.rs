@@ -37,7 +37,8 @@ pub async fn set_limit(
 }
 
 /// Turn the emergency stop on or off, globally or for one app: new submits get 503
-/// `emergency_stop`; running tasks and replays are not disturbed.
+/// `emergency_stop` and queued or retrying tasks are not claimed (by any replica or
+/// remote worker) until it is lifted; running tasks and replays are not disturbed.
 #[utoipa::path(put, path = "/v1/admin/emergency-stop", tag = "admin", request_body = EmergencyStopSpec,
     security(("bearer" = [])),
     responses((status = 200, body = EmergencyStopSpec), (status = 401, body = Problem), (status = 403, body = Problem),

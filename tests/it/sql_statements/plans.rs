@@ -2,6 +2,8 @@
 //! claim order and stops at its limit. A filter the planner cannot push into that scan
 //! (a per-task NOT EXISTS did, once) turns every claim into a scan and sort of the whole
 //! backlog: 60 ms per claim at 50,000 queued tasks, a third of the drain's throughput.
+//! The backlog is of one app and a paused type and a stopped app exist: their filters
+//! (init plans) must not change the plan either.
 //!
 //! The local-route variants only. The external ones also take tasks waiting for an
 //! external fallback, a state no one index orders together with the queued ones, and
@@ -24,6 +26,7 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
          SELECT gen_random_uuid(), 'a', 's' || (g % 100), 'k' || g, 'noop', '\\x00', '{}', 0, \
            3, 'retry', 'external_allowed', 30, 300, 1 FROM generate_series(1, 20000) g; \
          INSERT INTO tasklane.paused_task_types (task_type) VALUES ('other'); \
+         INSERT INTO tasklane.emergency_stops (app) VALUES ('other'); \
          ANALYZE tasklane.tasks; \
          SET plan_cache_mode = force_generic_plan;",
     )
