@@ -24,6 +24,7 @@ mod batch;
 mod circuits;
 mod circuits_admin;
 mod cli;
+mod console;
 mod group_commit;
 mod http_admin;
 mod http_api;
