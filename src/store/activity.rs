@@ -20,9 +20,13 @@ pub struct ActivityMinute {
 }
 
 /// The last 60 minutes, the current one included, oldest first; every minute is there.
+/// Run it in a transaction: it turns JIT off for the rest of it (see the statement).
 pub async fn last_hour<C: GenericClient + Sync>(
     client: &C,
 ) -> Result<Vec<ActivityMinute>, DbError> {
+    client
+        .execute(include_str!("../../sql/activity_no_jit.sql"), &[])
+        .await?;
     let rows = client
         .query(include_str!("../../sql/activity_minutes.sql"), &[])
         .await?;
