@@ -63,7 +63,7 @@ SCOPE_TOKEN="$(token --app console --scope mailbox-9 --perm read,cancel --name c
 rm -rf "$SHOTS"
 mkdir -p "$SHOTS"
 status=0
-CONSOLE_URL="http://127.0.0.1:$PORT" ADMIN_TOKEN="$ADMIN_TOKEN" SCOPE_TOKEN="$SCOPE_TOKEN" \
+CONSOLE_URL="http://127.0.0.1:$PORT" CONSOLE_DATABASE_URL="$DB_URL" ADMIN_TOKEN="$ADMIN_TOKEN" SCOPE_TOKEN="$SCOPE_TOKEN" \
     CHROMIUM="$CHROMIUM" CONSOLE_SHOTS="$SHOTS" \
     node --test --test-concurrency=1 --test-reporter=spec scripts/console/console.test.mjs || status=$?
 echo "console screenshots: $SHOTS"

@@ -126,12 +126,13 @@ function Resources({ overview, reload }) {
     <p role="status" class="status">${change.status}</p>`;
 }
 
-function CircuitsPanel({ overview }) {
+function CircuitsPanel({ overview, reload }) {
   const [circuits, setCircuits] = useState(null);
   const [status, setStatus] = useState("");
-  const load = () => loadCircuits(overview).then(setCircuits).catch((e) => setStatus(message(e)));
-  useEffect(() => { load(); }, [overview]);
-  return html`<${Circuits} circuits=${circuits} onReset=${(outcome) => { setStatus(outcome); load(); }} />
+  useEffect(() => {
+    loadCircuits(overview).then(setCircuits).catch((e) => setStatus(message(e)));
+  }, [overview]);
+  return html`<${Circuits} circuits=${circuits} onReset=${(outcome) => { setStatus(outcome); reload(); }} />
     <p role="status" class="status">${status}</p>`;
 }
 
@@ -149,7 +150,7 @@ export function Admin({ me }) {
           ${section("Emergency stop", "h-estop", html`<${Stop} overview=${data} reload=${overview.reload} />`)}
           ${section("Limits", "h-limits", html`<${Limits} overview=${data} reload=${overview.reload} />`)}
           ${section("Resource slots", "h-resources", html`<${Resources} overview=${data} reload=${overview.reload} />`)}
-          ${section("Circuits", "h-circuits", html`<${CircuitsPanel} overview=${data} />`)}
+          ${section("Circuits", "h-circuits", html`<${CircuitsPanel} overview=${data} reload=${overview.reload} />`)}
         </div>`}
     </main>`;
 }

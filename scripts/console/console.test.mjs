@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
-  ADMIN_TOKEN, BASE, Browser, SCOPE_TOKEN, call, eventually, pause, screenshot, signIn, state, submit,
+  ADMIN_TOKEN, BASE, Browser, SCOPE_TOKEN, call, eventually, pause, screenshot, signIn, sql, state, submit,
 } from "./harness.mjs";
 
 const browser = new Browser();
@@ -98,6 +98,23 @@ describe("web console", () => {
     await page.getByRole("button", { name: "Resume noop" }).click();
     await page.getByText("noop resumed.").waitFor({ timeout: TIMEOUT });
     await eventually("the held task succeeded once resumed", async () => (await state(held)) === "succeeded");
+    await page.context().close();
+  });
+
+  it("shows an open circuit on the overview and resets it on the admin page", async () => {
+    // No demo type calls an upstream: open a route's circuit as its breaker would.
+    sql(`INSERT INTO tasklane.circuits (route_name, consecutive_failures, opened_at, retry_at)
+         VALUES ('local-vllm', 5, now(), now() + interval '1 hour')`);
+    const page = await browser.page();
+    await signIn(page, ADMIN_TOKEN, "#/overview");
+    const circuits = page.getByRole("region", { name: "Circuits" });
+    await circuits.getByRole("row").filter({ hasText: "local-vllm" }).getByText("open").waitFor({ timeout: TIMEOUT });
+    await page.goto(`${BASE}/ui#/admin`);
+    await page.getByRole("button", { name: "Reset circuit local-vllm" }).click();
+    await page.getByText("Circuit local-vllm reset.").waitFor({ timeout: TIMEOUT });
+    const listed = (await call("GET", "/v1/admin/circuits")).body.items;
+    assert.ok(listed.every((c) => c.route_name !== "local-vllm" || c.state === "closed"), JSON.stringify(listed));
+    await page.getByRole("button", { name: "Reset circuit local-vllm" }).waitFor({ state: "detached", timeout: TIMEOUT });
     await page.context().close();
   });
 

@@ -3,6 +3,7 @@
 // error is recorded, and screenshots.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -25,6 +26,11 @@ export async function call(method, path, body, token = ADMIN_TOKEN) {
 }
 
 let keys = 0;
+/** Runs one SQL statement on the server's database (to arrange what no route makes). */
+export function sql(statement) {
+  execFileSync("psql", [process.env.CONSOLE_DATABASE_URL, "-qAtc", statement], { stdio: ["ignore", "pipe", "inherit"] });
+}
+
 /** Submits a task of `type` with `input` in `scope`; its id. */
 export async function submit(type, input, scope = "console-tests", extra = {}) {
   const body = { task_type: type, scope_id: scope, effect_key: `k-${process.pid}-${Date.now()}-${keys++}`, input, ...extra };
