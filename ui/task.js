@@ -46,20 +46,23 @@ function useTask(id) {
   return { task, attempts, error, refresh };
 }
 
-/** Streams the timeline from seq 0, reconnecting after the last seq seen until terminal. */
-function useTimeline(id, refresh) {
+/**
+ * Streams the timeline from seq 0, reconnecting after the last seq seen until terminal;
+ * a new `round` (after a retry queued the task again) streams on from there.
+ */
+function useTimeline(id, refresh, round) {
   const [events, setEvents] = useState([]);
   const [status, setStatus] = useState("connecting");
+  const seen = useRef(0);
   useEffect(() => {
     const abort = new AbortController();
-    let last = 0;
     (async () => {
       while (!abort.signal.aborted) {
         try {
           setStatus("live");
-          await streamEvents(id, last, (event) => {
-            if (event.seq <= last) return;
-            last = event.seq;
+          await streamEvents(id, seen.current, (event) => {
+            if (event.seq <= seen.current) return;
+            seen.current = event.seq;
             setEvents((old) => [...old, event]);
             refresh();
           }, abort.signal);
@@ -81,7 +84,7 @@ function useTimeline(id, refresh) {
       }
     })();
     return () => abort.abort();
-  }, [id]);
+  }, [id, round]);
   return { events, status };
 }
 
@@ -142,13 +145,15 @@ function Timeline({ events, status }) {
 
 export function Task({ me, id }) {
   const { task, attempts, error, refresh } = useTask(id);
-  const { events, status } = useTimeline(id, refresh);
+  const [round, setRound] = useState(0);
+  const { events, status } = useTimeline(id, refresh, round);
   const [outcome, setOutcome] = useState("");
   useEffect(() => { refresh(); }, [id]);
   const act = async (action) => {
     try {
       await post(`/v1/tasks/${id}/${action}`);
       setOutcome(action === "cancel" ? "Cancel requested." : "Queued again.");
+      if (action === "retry") setRound((n) => n + 1);
     } catch (failure) {
       setOutcome(message(failure));
     }

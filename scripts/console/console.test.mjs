@@ -62,6 +62,21 @@ describe("web console", () => {
     await page.context().close();
   });
 
+  it("retries a failed task from its page and follows the new attempt", async () => {
+    const id = await submit("sleep", { ms: 1, fail: "permanent" });
+    await eventually("the task failed", async () => (await state(id)) === "failed");
+    const page = await browser.page();
+    await signIn(page, ADMIN_TOKEN, `#/tasks/${id}`);
+    await page.getByTestId("stream-status").filter({ hasText: "ended" }).waitFor({ timeout: TIMEOUT });
+    await page.getByRole("button", { name: "Retry task" }).click();
+    // The input fails it again: the timeline streams on to the second failure.
+    const failures = page.getByTestId("timeline").getByText("task.failed", { exact: true });
+    await eventually("two failures in the timeline", async () => (await failures.count()) === 2);
+    await page.getByTestId("stream-status").filter({ hasText: "ended" }).waitFor({ timeout: TIMEOUT });
+    await page.getByTestId("task-state").filter({ hasText: "failed" }).waitFor({ timeout: TIMEOUT });
+    await page.context().close();
+  });
+
   it("cancels a sleeping task selected in the list", async () => {
     const scope = `cancel-${Date.now()}`;
     const id = await submit("sleep", { ms: 60000, steps: 60 }, scope);
