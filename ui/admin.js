@@ -58,7 +58,7 @@ function Stop({ overview, reload }) {
     () => put("/v1/admin/emergency-stop", forApp ? { enabled, app: forApp } : { enabled }),
     `Emergency stop ${enabled ? "on" : "off"} for ${forApp || "everyone"}.`);
   return html`
-    <p data-testid="global-stop">Global stop: <strong>${globalOn ? "on" : "off"}</strong>
+    <p data-testid="global-stop" class="row">Global stop: <strong>${globalOn ? "on" : "off"}</strong>
       <button type="button" class=${globalOn ? "" : "danger"} disabled=${change.busy}
         onClick=${() => set(!globalOn)}>${globalOn ? "Turn global stop off" : "Turn global stop on"}</button></p>
     ${stops.filter((s) => s.app).map((s) => html`

@@ -108,17 +108,22 @@ function View({ task }) {
       <${Field} name="Finished">${time(task.finished_at)}<//>
       <${Field} name="Queue deadline">${time(task.deadline_at)}<//>
       <${Field} name="Released">${time(task.released_at)}<//>
-      ${task.provenance && html`<${Field} name="Provenance">${[task.provenance.provider, task.provenance.model, task.provenance.route].filter(Boolean).join(" · ") || "—"}<//>`}
+      ${task.provenance && html`<${Field} name="Provenance">${[task.provenance.provider, task.provenance.model, task.provenance.route, task.provenance.route_name].filter(Boolean).join(" · ") || "—"}<//>`}
+      ${task.usage && html`<${Field} name="Usage">${usage(task.usage)}<//>`}
       ${task.error && html`<${Field} name="Error"><code>${task.error.code}</code> ${task.error.message || ""}<//>`}
     </dl>
     ${task.result != null && html`<h2>Result</h2><pre class="json">${json(task.result)}</pre>`}`;
+}
+
+/** Token usage as the provider reported it. */
+function usage(u) {
+  return u ? `${u.input_tokens ?? "?"} in · ${u.output_tokens ?? "?"} out · ${u.total_tokens ?? "?"} total` : "—";
 }
 
 function Attempts({ attempts }) {
   if (attempts === "unavailable") return html`<p class="muted">This server does not report attempts.</p>`;
   if (!attempts) return html`<p class="muted">Loading…</p>`;
   if (attempts.length === 0) return html`<p class="muted">No attempt yet.</p>`;
-  const usage = (u) => (u ? `${u.input_tokens ?? "?"} in · ${u.output_tokens ?? "?"} out` : "—");
   return html`
     <div class="scroll"><table>
       <thead><tr><th scope="col">#</th><th scope="col">Outcome</th><th scope="col">Route</th><th scope="col">Provider · model</th>
