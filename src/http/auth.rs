@@ -37,6 +37,11 @@ impl Caller {
         }
     }
 
+    /// The token's permissions, as stored.
+    pub fn permissions(&self) -> &[String] {
+        &self.permissions
+    }
+
     /// Scope tokens (end users) get the redacted view.
     pub fn is_scoped(&self) -> bool {
         self.owner.scope_id.is_some()
@@ -101,6 +106,21 @@ impl<P: perm::Required> FromRequestParts<AppState> for Allowed<P> {
             caller,
             _permission: PhantomData,
         })
+    }
+}
+
+/// A caller with any valid token, whatever its permissions (401 without one), with
+/// the query-string check of [`Allowed`]: for routes every token may use (`whoami`).
+#[derive(Debug)]
+pub struct AnyToken(pub Caller);
+
+impl FromRequestParts<AppState> for AnyToken {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        super::extract::known_query(parts)?;
+        Ok(AnyToken(caller))
     }
 }
 

@@ -211,6 +211,8 @@ pub struct ListQuery {
     /// One of the task states.
     pub state: Option<String>,
     pub task_type: Option<String>,
+    /// Exactly this source (never a prefix or pattern).
+    pub source_id: Option<String>,
     /// 1..100, default 50.
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,

@@ -9,6 +9,7 @@
 //! requests finish within the grace period, then the caller stops the replica.
 
 pub mod auth;
+pub mod console;
 pub mod dto;
 pub mod error;
 pub mod extract;
@@ -31,7 +32,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::service::Tasklane;
-use routes::{admin, events, lifecycle, ops, tasks, worker};
+use routes::{activity, admin, events, lifecycle, ops, tasks, whoami, worker};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -139,6 +140,8 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::pause_task_type))
         .routes(routes!(admin::list_circuits))
         .routes(routes!(admin::reset_circuit))
+        .routes(routes!(activity::activity))
+        .routes(routes!(whoami::whoami))
         .routes(routes!(worker::claim_tasks))
         .routes(routes!(worker::heartbeat))
         .routes(routes!(worker::complete))
@@ -156,7 +159,8 @@ pub fn openapi_json() -> String {
     api().1.to_pretty_json().unwrap_or_default()
 }
 
-/// The whole application: routes, `/openapi.json`, metrics, and a body limit on every
+/// The whole application: routes, `/openapi.json`, the web console at `/ui`, metrics,
+/// and a body limit on every
 /// route (413 before any handler reads a byte too many): `body_limit`, and
 /// [`BATCH_BODY_FACTOR`] times that for the batch submit.
 pub fn router(state: AppState, body_limit: usize) -> Router {
@@ -172,7 +176,8 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         get(move || async move { Json(openapi.as_ref().clone()) }),
     );
     let routes = limited(routes, body_limit)
-        .merge(limited(batch, body_limit.saturating_mul(BATCH_BODY_FACTOR)));
+        .merge(limited(batch, body_limit.saturating_mul(BATCH_BODY_FACTOR)))
+        .merge(limited(console::routes(), 0));
     finish(routes, state)
 }
 

@@ -11,6 +11,7 @@
 //! Dependencies point one way: `task` (pure) <- `store` (all SQL) <- `admission` <-
 //! `service` <- `worker`, `maintenance`, `http`.
 
+mod activity;
 mod admin;
 mod budget;
 pub mod circuits;
@@ -39,6 +40,7 @@ pub use crate::store::lease::{Beat, BeatAnswer, Lease, LeaseStatus, Success};
 pub use crate::store::lifecycle::SourceRef;
 pub use crate::store::query::{ListFilter, Owner};
 pub use crate::store::{SubmitOutcome, Submitted, TaskRecord};
+pub use activity::ActivityMinute;
 pub use error::ServiceError;
 pub use lifecycle::MAX_SOURCE_PAGE;
 pub use liveness::Liveness;

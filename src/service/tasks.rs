@@ -46,6 +46,7 @@ impl Tasklane {
         for (field, value) in [
             ("scope_id", &filter.scope_id),
             ("task_type", &filter.task_type),
+            ("source_id", &filter.source_id),
         ] {
             if let Some(value) = value {
                 bounds::text(field, value)?;

@@ -2,6 +2,7 @@
 //! (`tokio_postgres::GenericClient`: a client or a transaction), so an application can
 //! call it inside its own transaction. Statements live in `sql/`, one per file.
 
+pub mod activity;
 pub mod admission;
 pub mod budget;
 pub mod cancel;

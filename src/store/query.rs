@@ -46,6 +46,8 @@ pub struct ListFilter {
     pub scope_id: Option<String>,
     pub state: Option<TaskState>,
     pub task_type: Option<String>,
+    /// Exactly this source (`%` and `_` are ordinary characters).
+    pub source_id: Option<String>,
     /// List tasks older than this id (the previous page's last id).
     pub before: Option<Uuid>,
 }
@@ -75,6 +77,7 @@ pub async fn list<C: GenericClient + Sync>(
                 &filter.task_type,
                 &filter.before,
                 &limit,
+                &filter.source_id,
             ],
         )
         .await?;

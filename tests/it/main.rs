@@ -25,6 +25,7 @@ mod budget_reserve;
 mod circuits;
 mod circuits_admin;
 mod cli;
+mod console;
 mod group_commit;
 mod http_admin;
 mod http_api;

@@ -1,10 +1,12 @@
 //! The route handlers, one file per group; `http::router` assembles them.
 
+pub mod activity;
 pub mod admin;
 pub mod batch;
 pub mod events;
 pub mod lifecycle;
 pub mod ops;
 pub mod tasks;
+pub mod whoami;
 pub mod worker;
 pub mod worker_dto;

@@ -173,6 +173,7 @@ pub async fn list_tasks(
             })
             .transpose()?,
         task_type: query.task_type,
+        source_id: query.source_id,
         before: query
             .cursor
             .map(|c| {
