@@ -32,6 +32,13 @@ trap cleanup EXIT
 
 ensure_clients_venv
 (cd clients/typescript && npm ci --silent --no-audit --no-fund >/dev/null)
+# The committed TypeScript schema is what openapi-typescript makes of clients/openapi.json
+# (scripts/check-openapi.sh checks that document against the binary's).
+(cd clients/typescript && npx openapi-typescript ../openapi.json -o "$WORK/schema.ts" >/dev/null 2>&1)
+if ! diff -q clients/typescript/src/schema.ts "$WORK/schema.ts" >/dev/null; then
+    echo "clients/typescript/src/schema.ts is stale: run (cd clients/typescript && npm run generate)" >&2
+    exit 1
+fi
 cargo build --locked --quiet --bin tasklane
 
 if ! psql "$SERVER_URL" -qtAc 'SELECT 1' >/dev/null 2>&1; then
