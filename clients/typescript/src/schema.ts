@@ -58,6 +58,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/circuits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Circuit breakers (one per route name, shared by the cluster) that counted a failure
+         *     since their last reset, by route name; a route not listed is closed.
+         */
+        get: operations["list_circuits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/circuits/{route_name}/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close a circuit now (no failures counted, no probe): calls go to the route again at
+         *     once, on every replica.
+         */
+        post: operations["reset_circuit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/emergency-stop": {
         parameters: {
             query?: never;
@@ -487,6 +527,32 @@ export interface components {
             /** Format: uuid */
             lease_token: string;
         };
+        /** @description One circuit as the admin routes show it. */
+        Circuit: {
+            /** Format: int32 */
+            consecutive_failures: number;
+            /**
+             * Format: date-time
+             * @description When it last opened; null while closed.
+             */
+            opened_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When a call may next go through (the end of the open time, or of the probe in
+             *     flight); null while closed.
+             */
+            retry_at?: string | null;
+            route_name: string;
+            /**
+             * @description `closed`, `open` or `half_open` (the open time is over: one probe may go).
+             * @example open
+             */
+            state: string;
+        };
+        /** @description Every circuit breaker, as `GET /v1/admin/circuits` answers. */
+        CircuitList: {
+            items: components["schemas"]["Circuit"][];
+        };
         ClaimAnswer: {
             tasks: components["schemas"]["ClaimedView"][];
         };
@@ -714,6 +780,11 @@ export interface components {
             started_at: string;
         };
         Overview: {
+            /**
+             * @description Circuit breakers that counted a failure since their last reset (a route not
+             *     listed is closed).
+             */
+            circuits: components["schemas"]["Circuit"][];
             emergency_stops: components["schemas"]["EmergencyStop"][];
             limits: components["schemas"]["LimitUse"][];
             paused_task_types: components["schemas"]["PausedType"][];
@@ -1032,6 +1103,111 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before asking again. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_circuits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the circuits that counted a failure since their last reset */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CircuitList"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reset_circuit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                route_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the circuit, closed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Circuit"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no circuit has this name (a route without failures is closed) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

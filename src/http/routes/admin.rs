@@ -139,8 +139,8 @@ pub struct CircuitList {
 
 /// Circuit breakers (one per route name, shared by the cluster) that counted a failure
 /// since their last reset, by route name; a route not listed is closed.
-#[utoipa::path(get, path = "/v1/admin/circuits", tag = "admin", security(("bearer" = [])),
-    responses((status = 200, body = CircuitList), (status = 401, body = Problem), (status = 403, body = Problem)))]
+#[utoipa::path(get, path = "/v1/admin/circuits", tag = "admin", operation_id = "list_circuits", security(("bearer" = [])),
+    responses((status = 200, description = "the circuits that counted a failure since their last reset", body = CircuitList), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub async fn list_circuits(
     State(state): State<AppState>,
     _admin: Allowed<perm::Admin>,
@@ -152,7 +152,7 @@ pub async fn list_circuits(
 
 /// Close a circuit now (no failures counted, no probe): calls go to the route again at
 /// once, on every replica.
-#[utoipa::path(post, path = "/v1/admin/circuits/{route_name}/reset", tag = "admin",
+#[utoipa::path(post, path = "/v1/admin/circuits/{route_name}/reset", tag = "admin", operation_id = "reset_circuit",
     params(("route_name" = String, Path)), security(("bearer" = [])),
     responses((status = 200, description = "the circuit, closed", body = Circuit),
         (status = 401, body = Problem), (status = 403, body = Problem),

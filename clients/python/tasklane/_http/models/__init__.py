@@ -5,6 +5,8 @@ from .batch_body import BatchBody
 from .batch_item import BatchItem
 from .beat_view import BeatView
 from .cancelled_body import CancelledBody
+from .circuit import Circuit
+from .circuit_list import CircuitList
 from .claim_answer import ClaimAnswer
 from .claim_body import ClaimBody
 from .claimed_view import ClaimedView
@@ -54,6 +56,8 @@ __all__ = (
     "BatchItem",
     "BeatView",
     "CancelledBody",
+    "Circuit",
+    "CircuitList",
     "ClaimAnswer",
     "ClaimBody",
     "ClaimedView",

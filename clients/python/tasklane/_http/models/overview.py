@@ -7,6 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 if TYPE_CHECKING:
+    from ..models.circuit import Circuit
     from ..models.emergency_stop import EmergencyStop
     from ..models.limit_use import LimitUse
     from ..models.live_replica import LiveReplica
@@ -23,6 +24,8 @@ T = TypeVar("T", bound="Overview")
 class Overview:
     """
     Attributes:
+        circuits (list[Circuit]): Circuit breakers that counted a failure since their last reset (a route not
+            listed is closed).
         emergency_stops (list[EmergencyStop]):
         limits (list[LimitUse]):
         paused_task_types (list[PausedType]):
@@ -32,6 +35,7 @@ class Overview:
         resources (list[ResourceUse]):
     """
 
+    circuits: list[Circuit]
     emergency_stops: list[EmergencyStop]
     limits: list[LimitUse]
     paused_task_types: list[PausedType]
@@ -42,6 +46,11 @@ class Overview:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        circuits = []
+        for circuits_item_data in self.circuits:
+            circuits_item = circuits_item_data.to_dict()
+            circuits.append(circuits_item)
+
         emergency_stops = []
         for emergency_stops_item_data in self.emergency_stops:
             emergency_stops_item = emergency_stops_item_data.to_dict()
@@ -81,6 +90,7 @@ class Overview:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "circuits": circuits,
                 "emergency_stops": emergency_stops,
                 "limits": limits,
                 "paused_task_types": paused_task_types,
@@ -95,6 +105,7 @@ class Overview:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.circuit import Circuit
         from ..models.emergency_stop import EmergencyStop
         from ..models.limit_use import LimitUse
         from ..models.live_replica import LiveReplica
@@ -104,6 +115,13 @@ class Overview:
         from ..models.resource_use import ResourceUse
 
         d = dict(src_dict)
+        circuits = []
+        _circuits = d.pop("circuits")
+        for circuits_item_data in _circuits:
+            circuits_item = Circuit.from_dict(circuits_item_data)
+
+            circuits.append(circuits_item)
+
         emergency_stops = []
         _emergency_stops = d.pop("emergency_stops")
         for emergency_stops_item_data in _emergency_stops:
@@ -154,6 +172,7 @@ class Overview:
             resources.append(resources_item)
 
         overview = cls(
+            circuits=circuits,
             emergency_stops=emergency_stops,
             limits=limits,
             paused_task_types=paused_task_types,
