@@ -15,6 +15,9 @@ ALTER TABLE tasklane.tasks
     ADD CONSTRAINT tasks_traceparent_length CHECK ((length(traceparent) <= 128)) NOT VALID;
 
 
+GRANT USAGE ON SCHEMA tasklane TO tasklane_app;
+
+
 -- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
@@ -331,6 +334,24 @@ CREATE TABLE tasklane.refusals (
 
 ALTER TABLE ONLY tasklane.refusals
     ADD CONSTRAINT refusals_pkey PRIMARY KEY (day, code, app, stripe);
+
+
+-- table registered_task_types: migrations/V12__sql_run_task.sql
+CREATE TABLE tasklane.registered_task_types (
+    name text NOT NULL,
+    max_attempts integer NOT NULL,
+    on_restart text NOT NULL,
+    privacy text NOT NULL,
+    lease_seconds integer NOT NULL,
+    attempt_timeout_seconds integer NOT NULL,
+    deadline_seconds bigint,
+    resource text,
+    input_bytes bigint NOT NULL,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.registered_task_types
+    ADD CONSTRAINT registered_task_types_pkey PRIMARY KEY (name);
 
 
 -- table replicas: migrations/V1__core.sql

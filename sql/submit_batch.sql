@@ -4,7 +4,7 @@
 -- items are independent; an identity twice in one batch joins its first item's task.
 -- Every parameter is an array with one element per item, in sql/submit.sql's order:
 -- $1 id[], $2 app[], $3 scope_id[], $4 effect_key[], $5 usage_subject[], $6 source_id[],
--- $7 task_type[], $8 request_digest[], $9 input[], $10 priority[], $11 max_attempts[],
+-- $7 task_type[], $8 legacy request_digest[] (after the canonical one, as in submit.sql), $9 input[], $10 priority[], $11 max_attempts[],
 -- $12 on_restart[], $13 privacy[], $14 lease_seconds[], $15 attempt_timeout_seconds[],
 -- $16 deadline_seconds[], $17 resource[], $18 traceparent[].
 -- Returns one row per item, ordered by `n` (1-based), with submit.sql's columns; an
@@ -19,7 +19,11 @@ FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text
                            privacy, lease_seconds, attempt_timeout_seconds,
                            deadline_seconds, resource, traceparent, n)
 LEFT JOIN LATERAL tasklane.submit_task(b.id, b.app, b.scope_id, b.effect_key,
-                                       b.usage_subject, b.source_id, b.task_type, b.digest,
+                                       b.usage_subject, b.source_id, b.task_type,
+                                       tasklane.request_digest(b.task_type, b.source_id,
+                                           b.input, b.priority, b.deadline_seconds,
+                                           b.max_attempts, b.on_restart, b.privacy)
+                                       || b.digest,
                                        b.input, b.priority, b.max_attempts, b.on_restart,
                                        b.privacy, b.lease_seconds, b.attempt_timeout_seconds,
                                        b.deadline_seconds, b.resource, b.traceparent) s ON true

@@ -49,6 +49,9 @@ enum Command {
     /// resources, pause, resume.
     #[command(subcommand)]
     Admin(tasklane::cli::AdminCommand),
+    /// Print the OpenAPI 3.1 document of the HTTP API (what `/openapi.json` serves, without
+    /// a replica's task-type names), for client generators and validators.
+    Openapi,
 }
 
 #[derive(Subcommand)]
@@ -94,6 +97,10 @@ async fn main() -> anyhow::Result<()> {
     let outcome = match command {
         Command::Tasks(command) => command.run().await,
         Command::Admin(command) => command.run().await,
+        Command::Openapi => {
+            println!("{}", tasklane::http::openapi_json());
+            return Ok(());
+        }
         other => return run(other).await,
     };
     std::process::exit(tasklane::cli::exit_code(outcome));
@@ -107,7 +114,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::Dev(config) => dev(config.resolve_env(), &telemetry).await,
         Command::Load(config) => tasklane::load::run(config).await.map(drop),
         Command::Token(command) => token(command).await,
-        Command::Tasks(_) | Command::Admin(_) => unreachable!("answered before telemetry"),
+        Command::Tasks(_) | Command::Admin(_) | Command::Openapi => {
+            unreachable!("answered before telemetry")
+        }
     };
     telemetry.shutdown();
     result

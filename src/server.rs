@@ -90,6 +90,15 @@ impl Replica {
             drop(database.connect().await?);
         }
         let pool = database.pool(config.pool_size)?;
+        // The SQL door (tasklane.run_task) accepts the types some replica serves.
+        {
+            let object = pool.get().await?;
+            let client: &tokio_postgres::Client = &object;
+            let types: Vec<&TaskType> = task_types.iter().collect();
+            crate::store::task_types::register(client, &types, config.max_input_bytes)
+                .await
+                .context("register the task types")?;
+        }
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
         let tasklane = Tasklane::new(

@@ -37,3 +37,4 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION tasklane.delete_tasks(p_app text, p_scope_id text, p_source_id text, p_fence boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION tasklane.delete_tasks(p_app text, p_scope_id text, p_source_id text, p_fence boolean) TO tasklane_app;

@@ -5,15 +5,21 @@
 -- The current definition of tasklane.identity_task (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function identity_task: migrations/V5__hot_paths.sql
+-- function identity_task: migrations/V5__hot_paths.sql, migrations/V12__sql_run_task.sql
 CREATE FUNCTION tasklane.identity_task(p_app text, p_scope text, p_effect_key text, p_subject text, p_digest bytea) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
     LANGUAGE sql STABLE
     AS $$
-    SELECT CASE WHEN t.request_digest = p_digest THEN 'found' ELSE 'conflict' END,
+    SELECT CASE WHEN m.same THEN 'found' ELSE 'conflict' END,
            NULL::text, NULL::bigint, NULL::timestamptz, NULL::timestamptz,
-           CASE WHEN t.request_digest = p_digest THEN v END
+           CASE WHEN m.same THEN v END
     FROM tasklane.tasks t
     JOIN tasklane.task_views v USING (id)
+    CROSS JOIN LATERAL (SELECT coalesce(CASE
+            WHEN tasklane.digest_canonical(t.request_digest) IS NOT NULL
+                 AND tasklane.digest_canonical(p_digest) IS NOT NULL
+            THEN tasklane.digest_canonical(t.request_digest) = tasklane.digest_canonical(p_digest)
+            ELSE tasklane.digest_legacy(t.request_digest) = tasklane.digest_legacy(p_digest)
+        END, false) AS same) m
     WHERE t.app = p_app AND t.scope_id = p_scope AND t.effect_key = p_effect_key
       AND (t.usage_subject = p_subject OR (t.usage_subject IS NULL AND p_subject IS NULL))
 $$;

@@ -19,3 +19,4 @@ CREATE FUNCTION tasklane.lift_fence(p_app text, p_scope_id text) RETURNS boolean
 $$;
 
 REVOKE ALL ON FUNCTION tasklane.lift_fence(p_app text, p_scope_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tasklane.lift_fence(p_app text, p_scope_id text) TO tasklane_app;

@@ -25,3 +25,4 @@ CREATE FUNCTION tasklane.list_unreleased_sources(p_app text, p_after_scope_id te
 $$;
 
 REVOKE ALL ON FUNCTION tasklane.list_unreleased_sources(p_app text, p_after_scope_id text, p_after_source_id text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION tasklane.list_unreleased_sources(p_app text, p_after_scope_id text, p_after_source_id text, p_limit integer) TO tasklane_app;

@@ -14,3 +14,4 @@ CREATE FUNCTION tasklane.release_task(p_app text, p_scope_id text, p_effect_key 
 $$;
 
 REVOKE ALL ON FUNCTION tasklane.release_task(p_app text, p_scope_id text, p_effect_key text, p_usage_subject text) FROM PUBLIC;
+GRANT ALL ON FUNCTION tasklane.release_task(p_app text, p_scope_id text, p_effect_key text, p_usage_subject text) TO tasklane_app;

@@ -13,6 +13,9 @@ use crate::task::{Privacy, RestartPolicy, SubmitRequest};
 /// The submit body (API.md "Submit body"). Unknown fields are refused.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"task_type": "summarize", "scope_id": "mailbox-7",
+    "effect_key": "req-8812", "source_id": "conv-17:42", "usage_subject": "user-9",
+    "input": {"text": "Dear team, ..."}, "priority": 0, "deadline_seconds": 600})))]
 pub struct SubmitBody {
     /// A registered task type.
     #[schema(min_length = 1, max_length = 200)]
@@ -71,6 +74,15 @@ impl From<SubmitBody> for SubmitRequest {
 
 /// A task as its owner sees it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(examples(json!({"id": "0193a5c2-7f00-7000-8000-000000000001",
+    "task_type": "summarize", "scope_id": "mailbox-7", "source_id": "conv-17:42",
+    "usage_subject": "user-9", "state": "running", "priority": 0, "attempt": 1,
+    "max_attempts": 3, "progress": 40, "phase": "running",
+    "created_at": "2026-12-01T05:00:00Z", "started_at": "2026-12-01T05:00:01Z",
+    "finished_at": null, "released_at": null, "deadline_at": "2026-12-01T05:10:00Z",
+    "result": null, "error": null,
+    "links": {"self": "/v1/tasks/0193a5c2-7f00-7000-8000-000000000001",
+        "events": "/v1/tasks/0193a5c2-7f00-7000-8000-000000000001/events"}})))]
 pub struct TaskView {
     pub id: Uuid,
     pub task_type: String,

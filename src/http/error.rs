@@ -70,6 +70,9 @@ pub enum ApiError {
 
 /// The problem+json body.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(examples(json!({"type": "about:blank", "title": "Conflict", "status": 409,
+    "detail": "the effect key is already used by a different request",
+    "code": "idempotency_conflict"})))]
 pub struct Problem {
     /// Always `about:blank` with a `code`.
     #[serde(rename = "type")]

@@ -14,6 +14,7 @@ pub mod dto;
 pub mod error;
 pub mod extract;
 pub mod metrics;
+pub mod openapi;
 pub mod routes;
 pub mod watch;
 
@@ -154,9 +155,15 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .split_for_parts()
 }
 
-/// The OpenAPI document as JSON (also served at `/openapi.json`).
+/// The OpenAPI document of the whole API, finished (see [`openapi::finish`]); what
+/// `/openapi.json` serves, without a replica's task-type names.
+pub fn document() -> serde_json::Value {
+    openapi::finish(&api().1)
+}
+
+/// The OpenAPI document as pretty JSON (`tasklane openapi`).
 pub fn openapi_json() -> String {
-    api().1.to_pretty_json().unwrap_or_default()
+    serde_json::to_string_pretty(&document()).unwrap_or_default()
 }
 
 /// The whole application: routes, `/openapi.json`, the web console at `/ui`, metrics,
@@ -168,7 +175,7 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
     let (batch, batch_doc) = batch_api();
     openapi.merge(batch_doc);
     let openapi = Arc::new(with_task_types(
-        &openapi,
+        openapi::finish(&openapi),
         &state.tasklane.task_types().names(),
     ));
     let routes = routes.route(
@@ -249,8 +256,7 @@ impl HttpConfig {
 
 /// The document with this replica's registered task types as the enum of every
 /// `task_type` field, so clients and fuzzers see what a submit or claim accepts.
-fn with_task_types(openapi: &utoipa::openapi::OpenApi, names: &[String]) -> serde_json::Value {
-    let mut doc = serde_json::to_value(openapi).unwrap_or_default();
+fn with_task_types(mut doc: serde_json::Value, names: &[String]) -> serde_json::Value {
     if names.is_empty() {
         return doc;
     }

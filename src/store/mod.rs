@@ -29,6 +29,7 @@ pub mod retry;
 pub mod statistics;
 pub mod submit;
 pub mod submit_batch;
+pub mod task_types;
 pub mod tokens;
 
 pub use claim::ClaimedTask;

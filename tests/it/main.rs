@@ -42,6 +42,7 @@ mod resources;
 mod restart_policy;
 mod rolling_restart;
 mod schema;
+mod sql_api;
 mod sql_statements;
 mod statistics;
 mod stop_hold;

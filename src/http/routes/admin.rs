@@ -24,8 +24,8 @@ pub struct LimitSet {
 
 /// Set a capacity, rate or budget limit (no app: global). Lowering a limit below what is
 /// held admits nothing until usage falls under it; running tasks are not disturbed.
-#[utoipa::path(put, path = "/v1/admin/limits", tag = "admin", request_body = LimitSpec, security(("bearer" = [])),
-    responses((status = 200, body = LimitSet), (status = 401, body = Problem), (status = 403, body = Problem),
+#[utoipa::path(put, path = "/v1/admin/limits", tag = "admin", operation_id = "set_limit", request_body = LimitSpec, security(("bearer" = [])),
+    responses((status = 200, description = "the limit as stored, with its id", body = LimitSet), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 422, body = Problem)))]
 pub async fn set_limit(
     State(state): State<AppState>,
@@ -39,9 +39,9 @@ pub async fn set_limit(
 /// Turn the emergency stop on or off, globally or for one app: new submits get 503
 /// `emergency_stop` and queued or retrying tasks are not claimed (by any replica or
 /// remote worker) until it is lifted; running tasks and replays are not disturbed.
-#[utoipa::path(put, path = "/v1/admin/emergency-stop", tag = "admin", request_body = EmergencyStopSpec,
+#[utoipa::path(put, path = "/v1/admin/emergency-stop", tag = "admin", operation_id = "set_emergency_stop", request_body = EmergencyStopSpec,
     security(("bearer" = [])),
-    responses((status = 200, body = EmergencyStopSpec), (status = 401, body = Problem), (status = 403, body = Problem),
+    responses((status = 200, description = "the emergency stop as set", body = EmergencyStopSpec), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 422, body = Problem)))]
 pub async fn set_emergency_stop(
     State(state): State<AppState>,
@@ -69,9 +69,9 @@ pub struct ResourceSet {
 }
 
 /// Set how many tasks of a resource may run at once across the cluster.
-#[utoipa::path(put, path = "/v1/admin/resources/{name}", tag = "admin", params(("name" = String, Path)),
+#[utoipa::path(put, path = "/v1/admin/resources/{name}", tag = "admin", operation_id = "set_resource", params(("name" = String, Path)),
     request_body = ResourceBody, security(("bearer" = [])),
-    responses((status = 200, body = ResourceSet), (status = 401, body = Problem), (status = 403, body = Problem),
+    responses((status = 200, description = "the resource's slots now", body = ResourceSet), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 422, body = Problem)))]
 pub async fn set_resource(
     State(state): State<AppState>,
@@ -103,7 +103,7 @@ pub struct TypePaused {
 
 /// Pause or resume a task type: while paused no replica or remote worker claims it;
 /// submits are still accepted and queued, and the queue deadline still applies.
-#[utoipa::path(put, path = "/v1/admin/task-types/{name}/pause", tag = "admin",
+#[utoipa::path(put, path = "/v1/admin/task-types/{name}/pause", tag = "admin", operation_id = "pause_task_type",
     params(("name" = String, Path)), request_body = PauseBody, security(("bearer" = [])),
     responses((status = 200, description = "the type's state now", body = TypePaused),
         (status = 401, body = Problem), (status = 403, body = Problem),
@@ -123,8 +123,8 @@ pub async fn pause_task_type(
 
 /// Queue depth by state and type, live replicas, resources in use, usage against every
 /// limit, emergency stops, paused task types and today's refusals.
-#[utoipa::path(get, path = "/v1/admin/overview", tag = "admin", security(("bearer" = [])),
-    responses((status = 200, body = Overview), (status = 401, body = Problem), (status = 403, body = Problem)))]
+#[utoipa::path(get, path = "/v1/admin/overview", tag = "admin", operation_id = "get_overview", security(("bearer" = [])),
+    responses((status = 200, description = "queue depth, live replicas, resources in use, limits, refusals", body = Overview), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub async fn overview(
     State(state): State<AppState>,
     _admin: Allowed<perm::Admin>,
@@ -140,8 +140,8 @@ pub struct CircuitList {
 
 /// Circuit breakers (one per route name, shared by the cluster) that counted a failure
 /// since their last reset, by route name; a route not listed is closed.
-#[utoipa::path(get, path = "/v1/admin/circuits", tag = "admin", security(("bearer" = [])),
-    responses((status = 200, body = CircuitList), (status = 401, body = Problem), (status = 403, body = Problem)))]
+#[utoipa::path(get, path = "/v1/admin/circuits", tag = "admin", operation_id = "list_circuits", security(("bearer" = [])),
+    responses((status = 200, description = "the circuits that counted a failure since their last reset", body = CircuitList), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub async fn list_circuits(
     State(state): State<AppState>,
     _admin: Allowed<perm::Admin>,
@@ -153,7 +153,7 @@ pub async fn list_circuits(
 
 /// Close a circuit now (no failures counted, no probe): calls go to the route again at
 /// once, on every replica.
-#[utoipa::path(post, path = "/v1/admin/circuits/{route_name}/reset", tag = "admin",
+#[utoipa::path(post, path = "/v1/admin/circuits/{route_name}/reset", tag = "admin", operation_id = "reset_circuit",
     params(("route_name" = String, Path)), security(("bearer" = [])),
     responses((status = 200, description = "the circuit, closed", body = Circuit),
         (status = 401, body = Problem), (status = 403, body = Problem),

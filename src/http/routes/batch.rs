@@ -53,7 +53,7 @@ pub struct BatchAnswer {
 }
 
 /// Submit up to 1,000 tasks at once; each item answered as a single submit would be.
-#[utoipa::path(post, path = "/v1/tasks/batch", tag = "tasks", request_body = BatchBody,
+#[utoipa::path(post, path = "/v1/tasks/batch", tag = "tasks", operation_id = "submit_batch", request_body = BatchBody,
     security(("bearer" = [])),
     responses(
         (status = 200, description = "one answer per item, in order", body = BatchAnswer),

@@ -23,7 +23,7 @@ use crate::service::{Event, Owner, ServiceError, TaskEvents};
 use crate::task::bounds;
 
 /// Events of one task after a seq, as a JSON page or an event stream.
-#[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = "tasks", params(("id" = Uuid, Path), EventsQuery),
+#[utoipa::path(get, path = "/v1/tasks/{id}/events", tag = "tasks", operation_id = "list_task_events", params(("id" = Uuid, Path), EventsQuery),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "a page, or with `Accept: text/event-stream` a stream", body = EventPage),

@@ -40,9 +40,9 @@ pub struct Released {
 
 /// Release the task with this identity: the app has settled its result. Starts the
 /// retention clock; never cancels. A repeat keeps the first time.
-#[utoipa::path(post, path = "/v1/releases", tag = "lifecycle", request_body = ReleaseBody,
+#[utoipa::path(post, path = "/v1/releases", tag = "lifecycle", operation_id = "release_task", request_body = ReleaseBody,
     security(("bearer" = [])),
-    responses((status = 200, body = Released), (status = 400, body = Problem), (status = 401, body = Problem),
+    responses((status = 200, description = "whether a task has this identity, and since when it is released", body = Released), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 413, body = Problem), (status = 422, body = Problem)))]
 pub async fn release(
     State(state): State<AppState>,
@@ -83,9 +83,9 @@ pub struct Deleted {
 
 /// Delete the scope's tasks in every state (or only the exact source), serialized with
 /// admission for the scope; optionally fence the scope.
-#[utoipa::path(delete, path = "/v1/scopes/{scope_id}/tasks", tag = "lifecycle",
+#[utoipa::path(delete, path = "/v1/scopes/{scope_id}/tasks", tag = "lifecycle", operation_id = "delete_scope_tasks",
     params(("scope_id" = String, Path), DeleteQuery), security(("bearer" = [])),
-    responses((status = 200, body = Deleted), (status = 401, body = Problem), (status = 403, body = Problem),
+    responses((status = 200, description = "how many tasks were deleted", body = Deleted), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 422, body = Problem)))]
 pub async fn delete_tasks(
     State(state): State<AppState>,
@@ -106,7 +106,7 @@ pub async fn delete_tasks(
 }
 
 /// Lift a scope's fence: submits for it are admitted again.
-#[utoipa::path(delete, path = "/v1/scopes/{scope_id}/fence", tag = "lifecycle",
+#[utoipa::path(delete, path = "/v1/scopes/{scope_id}/fence", tag = "lifecycle", operation_id = "lift_scope_fence",
     params(("scope_id" = String, Path)), security(("bearer" = [])),
     responses((status = 204, description = "no fence remains"), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 422, body = Problem)))]
@@ -147,9 +147,9 @@ pub struct SourceItem {
 
 /// Distinct `(scope, source)` pairs with unreleased tasks, keyset-paged: for
 /// reconciling owners that no longer exist. An app-wide view, so scope tokens may not.
-#[utoipa::path(get, path = "/v1/unreleased-sources", tag = "lifecycle", params(UnreleasedQuery),
+#[utoipa::path(get, path = "/v1/unreleased-sources", tag = "lifecycle", operation_id = "list_unreleased_sources", params(UnreleasedQuery),
     security(("bearer" = [])),
-    responses((status = 200, body = SourcePage), (status = 401, body = Problem), (status = 403, body = Problem),
+    responses((status = 200, description = "a page of (scope, source) pairs with unreleased tasks", body = SourcePage), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 422, body = Problem)))]
 pub async fn unreleased_sources(
     State(state): State<AppState>,

@@ -19,15 +19,15 @@ pub struct Status {
 }
 
 /// 200 while the process runs.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Status)))]
+#[utoipa::path(get, path = "/healthz", tag = "operations", operation_id = "healthz", responses((status = 200, description = "the process runs", body = Status)))]
 pub async fn healthz() -> Json<Status> {
     Json(Status { status: "ok" })
 }
 
 /// 200 when the database answers and the schema is current; 503 otherwise and from
 /// the start of a shutdown.
-#[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, body = Status), (status = 503, body = Problem)))]
+#[utoipa::path(get, path = "/readyz", tag = "operations", operation_id = "readyz",
+    responses((status = 200, description = "ready: the database answers and the schema is current", body = Status), (status = 503, body = Problem)))]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, ApiError> {
     if !state.ready.load(Ordering::SeqCst) {
         return Err(ApiError::NotReady);
@@ -39,8 +39,8 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Status>, ApiEr
 }
 
 /// Prometheus text exposition.
-#[utoipa::path(get, path = "/metrics", tag = "operations",
-    responses((status = 200, content_type = "text/plain", body = String)))]
+#[utoipa::path(get, path = "/metrics", tag = "operations", operation_id = "get_metrics",
+    responses((status = 200, description = "Prometheus text exposition", content_type = "text/plain", body = String)))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(

@@ -25,7 +25,7 @@ pub const MAX_WAIT_SECONDS: u64 = 60;
 const DEFAULT_PAGE: i64 = 50;
 
 /// Submit a task, or join or replay the one with the same identity.
-#[utoipa::path(post, path = "/v1/tasks", tag = "tasks", params(SubmitQuery), request_body = SubmitBody,
+#[utoipa::path(post, path = "/v1/tasks", tag = "tasks", operation_id = "submit_task", params(SubmitQuery), request_body = SubmitBody,
     security(("bearer" = [])),
     responses(
         (status = 202, description = "created or in flight", body = TaskView, headers(("Location" = String))),
@@ -141,9 +141,9 @@ pub async fn wait_terminal(
 }
 
 /// One task.
-#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", params(("id" = Uuid, Path)),
+#[utoipa::path(get, path = "/v1/tasks/{id}", tag = "tasks", operation_id = "get_task", params(("id" = Uuid, Path)),
     security(("bearer" = [])),
-    responses((status = 200, body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
+    responses((status = 200, description = "the task", body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn get_task(
     State(state): State<AppState>,
@@ -155,8 +155,8 @@ pub async fn get_task(
 }
 
 /// The caller's tasks, newest first, keyset-paged.
-#[utoipa::path(get, path = "/v1/tasks", tag = "tasks", params(ListQuery), security(("bearer" = [])),
-    responses((status = 200, body = TaskPage), (status = 401, body = Problem), (status = 403, body = Problem),
+#[utoipa::path(get, path = "/v1/tasks", tag = "tasks", operation_id = "list_tasks", params(ListQuery), security(("bearer" = [])),
+    responses((status = 200, description = "a page of the caller's tasks, newest first", body = TaskPage), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 422, body = Problem)))]
 pub async fn list_tasks(
     State(state): State<AppState>,
@@ -196,9 +196,9 @@ pub async fn list_tasks(
 }
 
 /// Cancel: queued now, running cooperatively, terminal unchanged.
-#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks", params(("id" = Uuid, Path)),
+#[utoipa::path(post, path = "/v1/tasks/{id}/cancel", tag = "tasks", operation_id = "cancel_task", params(("id" = Uuid, Path)),
     security(("bearer" = [])),
-    responses((status = 200, body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
+    responses((status = 200, description = "the task: `cancelled` (was queued), `cancelling` (running) or unchanged (terminal)", body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn cancel_task(
     State(state): State<AppState>,
@@ -210,9 +210,9 @@ pub async fn cancel_task(
 }
 
 /// Retry a failed or cancelled task with a fresh attempt budget.
-#[utoipa::path(post, path = "/v1/tasks/{id}/retry", tag = "tasks", params(("id" = Uuid, Path)),
+#[utoipa::path(post, path = "/v1/tasks/{id}/retry", tag = "tasks", operation_id = "retry_task", params(("id" = Uuid, Path)),
     security(("bearer" = [])),
-    responses((status = 200, body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
+    responses((status = 200, description = "the task, queued again with a fresh attempt budget", body = TaskView), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem),
         (status = 409, description = "not_retryable", body = Problem),
         (status = 410, description = "scope_deleted", body = Problem),

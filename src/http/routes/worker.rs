@@ -26,9 +26,9 @@ pub const MAX_CLAIM_WAIT_SECONDS: u64 = 30;
 const CLAIM_POLL: Duration = Duration::from_millis(500);
 
 /// Claim up to `max` tasks, waiting up to `wait_seconds` while there are none.
-#[utoipa::path(post, path = "/v1/worker/claim", tag = "worker", request_body = ClaimBody,
+#[utoipa::path(post, path = "/v1/worker/claim", tag = "worker", operation_id = "claim_tasks", request_body = ClaimBody,
     security(("bearer" = [])),
-    responses((status = 200, body = ClaimAnswer), (status = 401, body = Problem), (status = 403, body = Problem),
+    responses((status = 200, description = "the claimed tasks; empty when the long poll ended with nothing to claim", body = ClaimAnswer), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 422, body = Problem)))]
 pub async fn claim_tasks(
     State(state): State<AppState>,
@@ -100,9 +100,9 @@ impl From<ClaimedTask> for ClaimedView {
 }
 
 /// Extend the lease; report progress, phase, a snapshot and events.
-#[utoipa::path(post, path = "/v1/worker/tasks/{id}/heartbeat", tag = "worker", params(("id" = Uuid, Path)),
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/heartbeat", tag = "worker", operation_id = "heartbeat_task", params(("id" = Uuid, Path)),
     request_body = HeartbeatBody, security(("bearer" = [])),
-    responses((status = 200, body = BeatView), (status = 404, body = Problem),
+    responses((status = 200, description = "the extended lease, and whether the owner asked to cancel", body = BeatView), (status = 404, body = Problem),
         (status = 409, description = "lease_lost", body = Problem), (status = 410, description = "task_gone", body = Problem),
         (status = 422, body = Problem)))]
 pub async fn heartbeat(
@@ -187,9 +187,9 @@ fn json_len(value: &serde_json::Value) -> usize {
 }
 
 /// Settle the attempt as succeeded.
-#[utoipa::path(post, path = "/v1/worker/tasks/{id}/complete", tag = "worker", params(("id" = Uuid, Path)),
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/complete", tag = "worker", operation_id = "complete_task", params(("id" = Uuid, Path)),
     request_body = CompleteBody, security(("bearer" = [])),
-    responses((status = 200, body = Settled), (status = 404, body = Problem),
+    responses((status = 200, description = "the task's state after the settlement", body = Settled), (status = 404, body = Problem),
         (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
 pub async fn complete(
     State(state): State<AppState>,
@@ -234,9 +234,9 @@ pub async fn complete(
 }
 
 /// Settle the attempt as failed (retryable or not).
-#[utoipa::path(post, path = "/v1/worker/tasks/{id}/fail", tag = "worker", params(("id" = Uuid, Path)),
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/fail", tag = "worker", operation_id = "fail_task", params(("id" = Uuid, Path)),
     request_body = FailBody, security(("bearer" = [])),
-    responses((status = 200, body = Settled), (status = 404, body = Problem),
+    responses((status = 200, description = "the task's state after the settlement (queued again for a retryable failure)", body = Settled), (status = 404, body = Problem),
         (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
 pub async fn fail(
     State(state): State<AppState>,
@@ -269,9 +269,9 @@ pub async fn fail(
 
 /// Give the task up on the local route: it waits for an external worker if its privacy
 /// allows, else it fails `no_fallback_allowed`.
-#[utoipa::path(post, path = "/v1/worker/tasks/{id}/fallback", tag = "worker", params(("id" = Uuid, Path)),
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/fallback", tag = "worker", operation_id = "fallback_task", params(("id" = Uuid, Path)),
     request_body = FallbackBody, security(("bearer" = [])),
-    responses((status = 200, body = Settled), (status = 404, body = Problem),
+    responses((status = 200, description = "the task's state after the settlement", body = Settled), (status = 404, body = Problem),
         (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
 pub async fn fallback(
     State(state): State<AppState>,
@@ -294,9 +294,9 @@ pub async fn fallback(
 }
 
 /// Acknowledge a requested cancellation: the task is cancelled.
-#[utoipa::path(post, path = "/v1/worker/tasks/{id}/cancelled", tag = "worker", params(("id" = Uuid, Path)),
+#[utoipa::path(post, path = "/v1/worker/tasks/{id}/cancelled", tag = "worker", operation_id = "acknowledge_cancel", params(("id" = Uuid, Path)),
     request_body = CancelledBody, security(("bearer" = [])),
-    responses((status = 200, body = Settled), (status = 404, body = Problem),
+    responses((status = 200, description = "the task's state after the acknowledgement", body = Settled), (status = 404, body = Problem),
         (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
 pub async fn cancelled(
     State(state): State<AppState>,

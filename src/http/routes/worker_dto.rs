@@ -8,6 +8,8 @@ use uuid::Uuid;
 /// A claim request.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"worker_id": "gpu-box-1", "task_types": ["summarize"],
+    "route": "local", "max": 1, "wait_seconds": 20})))]
 pub struct ClaimBody {
     /// The worker's own name, 1..200 bytes (recorded on the task).
     #[schema(min_length = 1, max_length = 200)]
@@ -29,6 +31,11 @@ pub struct ClaimBody {
 
 /// A claimed task: everything needed to run one attempt and fence its writes.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(examples(json!({"id": "0193a5c2-7f00-7000-8000-000000000001",
+    "task_type": "summarize", "attempt": 1,
+    "lease_token": "0193a5c2-8000-7000-8000-0000000000aa",
+    "lease_expires_at": "2026-12-01T05:00:31Z", "input": {"text": "Dear team, ..."},
+    "snapshot": null, "deadline_at": null, "traceparent": null})))]
 pub struct ClaimedView {
     pub id: Uuid,
     pub task_type: String,
@@ -65,6 +72,9 @@ pub struct WorkerEvent {
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"lease_token": "0193a5c2-8000-7000-8000-0000000000aa",
+    "progress": 40, "phase": "running", "snapshot": {"page": 4},
+    "events": [{"type": "task.output", "data": {"text": "partial"}}]})))]
 pub struct HeartbeatBody {
     pub lease_token: Uuid,
     /// 0..100.
@@ -123,6 +133,9 @@ pub struct CompleteBody {
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(examples(json!({"lease_token": "0193a5c2-8000-7000-8000-0000000000aa",
+    "code": "model_overloaded", "message": "the model answered 503", "retryable": true,
+    "retry_after_seconds": 30})))]
 pub struct FailBody {
     pub lease_token: Uuid,
     /// 1..64 bytes.

@@ -1,0 +1,241 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.task_page import TaskPage
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    scope_id: str | Unset = UNSET,
+    state: str | Unset = UNSET,
+    task_type: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["scope_id"] = scope_id
+
+    params["state"] = state
+
+    params["task_type"] = task_type
+
+    params["limit"] = limit
+
+    params["cursor"] = cursor
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/tasks",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | TaskPage | None:
+    if response.status_code == 200:
+        response_200 = TaskPage.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | TaskPage]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    scope_id: str | Unset = UNSET,
+    state: str | Unset = UNSET,
+    task_type: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> Response[Problem | TaskPage]:
+    """The caller's tasks, newest first, keyset-paged.
+
+    Args:
+        scope_id (str | Unset):
+        state (str | Unset):
+        task_type (str | Unset):
+        limit (int | Unset):
+        cursor (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TaskPage]
+    """
+
+    kwargs = _get_kwargs(
+        scope_id=scope_id,
+        state=state,
+        task_type=task_type,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    scope_id: str | Unset = UNSET,
+    state: str | Unset = UNSET,
+    task_type: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> Problem | TaskPage | None:
+    """The caller's tasks, newest first, keyset-paged.
+
+    Args:
+        scope_id (str | Unset):
+        state (str | Unset):
+        task_type (str | Unset):
+        limit (int | Unset):
+        cursor (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TaskPage
+    """
+
+    return sync_detailed(
+        client=client,
+        scope_id=scope_id,
+        state=state,
+        task_type=task_type,
+        limit=limit,
+        cursor=cursor,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    scope_id: str | Unset = UNSET,
+    state: str | Unset = UNSET,
+    task_type: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> Response[Problem | TaskPage]:
+    """The caller's tasks, newest first, keyset-paged.
+
+    Args:
+        scope_id (str | Unset):
+        state (str | Unset):
+        task_type (str | Unset):
+        limit (int | Unset):
+        cursor (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TaskPage]
+    """
+
+    kwargs = _get_kwargs(
+        scope_id=scope_id,
+        state=state,
+        task_type=task_type,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    scope_id: str | Unset = UNSET,
+    state: str | Unset = UNSET,
+    task_type: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> Problem | TaskPage | None:
+    """The caller's tasks, newest first, keyset-paged.
+
+    Args:
+        scope_id (str | Unset):
+        state (str | Unset):
+        task_type (str | Unset):
+        limit (int | Unset):
+        cursor (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TaskPage
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            scope_id=scope_id,
+            state=state,
+            task_type=task_type,
+            limit=limit,
+            cursor=cursor,
+        )
+    ).parsed

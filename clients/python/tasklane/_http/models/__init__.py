@@ -1,0 +1,103 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .batch_answer import BatchAnswer
+from .batch_body import BatchBody
+from .batch_item import BatchItem
+from .beat_view import BeatView
+from .cancelled_body import CancelledBody
+from .circuit import Circuit
+from .circuit_list import CircuitList
+from .claim_answer import ClaimAnswer
+from .claim_body import ClaimBody
+from .claimed_view import ClaimedView
+from .complete_body import CompleteBody
+from .deleted import Deleted
+from .emergency_stop import EmergencyStop
+from .emergency_stop_spec import EmergencyStopSpec
+from .error_view import ErrorView
+from .event_page import EventPage
+from .event_view import EventView
+from .fail_body import FailBody
+from .fallback_body import FallbackBody
+from .heartbeat_body import HeartbeatBody
+from .limit_kind import LimitKind
+from .limit_set import LimitSet
+from .limit_spec import LimitSpec
+from .limit_use import LimitUse
+from .links import Links
+from .live_replica import LiveReplica
+from .overview import Overview
+from .pause_body import PauseBody
+from .paused_type import PausedType
+from .problem import Problem
+from .provenance import Provenance
+from .provenance_body import ProvenanceBody
+from .queue_depth import QueueDepth
+from .refusal_count import RefusalCount
+from .release_body import ReleaseBody
+from .released import Released
+from .resource_body import ResourceBody
+from .resource_set import ResourceSet
+from .resource_use import ResourceUse
+from .settled import Settled
+from .source_item import SourceItem
+from .source_page import SourcePage
+from .status import Status
+from .submit_body import SubmitBody
+from .task_page import TaskPage
+from .task_view import TaskView
+from .type_paused import TypePaused
+from .usage import Usage
+from .worker_event import WorkerEvent
+
+__all__ = (
+    "BatchAnswer",
+    "BatchBody",
+    "BatchItem",
+    "BeatView",
+    "CancelledBody",
+    "Circuit",
+    "CircuitList",
+    "ClaimAnswer",
+    "ClaimBody",
+    "ClaimedView",
+    "CompleteBody",
+    "Deleted",
+    "EmergencyStop",
+    "EmergencyStopSpec",
+    "ErrorView",
+    "EventPage",
+    "EventView",
+    "FailBody",
+    "FallbackBody",
+    "HeartbeatBody",
+    "LimitKind",
+    "LimitSet",
+    "LimitSpec",
+    "LimitUse",
+    "Links",
+    "LiveReplica",
+    "Overview",
+    "PauseBody",
+    "PausedType",
+    "Problem",
+    "Provenance",
+    "ProvenanceBody",
+    "QueueDepth",
+    "RefusalCount",
+    "ReleaseBody",
+    "Released",
+    "ResourceBody",
+    "ResourceSet",
+    "ResourceUse",
+    "Settled",
+    "SourceItem",
+    "SourcePage",
+    "Status",
+    "SubmitBody",
+    "TaskPage",
+    "TaskView",
+    "TypePaused",
+    "Usage",
+    "WorkerEvent",
+)

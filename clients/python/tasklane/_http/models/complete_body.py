@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from uuid import UUID
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.provenance_body import ProvenanceBody
+    from ..models.usage import Usage
+
+
+T = TypeVar("T", bound="CompleteBody")
+
+
+@_attrs_define
+class CompleteBody:
+    """
+    Attributes:
+        lease_token (UUID):
+        result (Any):
+        provenance (None | ProvenanceBody | Unset):
+        usage (None | Unset | Usage):
+    """
+
+    lease_token: UUID
+    result: Any
+    provenance: None | ProvenanceBody | Unset = UNSET
+    usage: None | Unset | Usage = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.provenance_body import ProvenanceBody
+        from ..models.usage import Usage
+
+        lease_token = str(self.lease_token)
+
+        result = self.result
+
+        provenance: dict[str, Any] | None | Unset
+        if isinstance(self.provenance, Unset):
+            provenance = UNSET
+        elif isinstance(self.provenance, ProvenanceBody):
+            provenance = self.provenance.to_dict()
+        else:
+            provenance = self.provenance
+
+        usage: dict[str, Any] | None | Unset
+        if isinstance(self.usage, Unset):
+            usage = UNSET
+        elif isinstance(self.usage, Usage):
+            usage = self.usage.to_dict()
+        else:
+            usage = self.usage
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "lease_token": lease_token,
+                "result": result,
+            }
+        )
+        if provenance is not UNSET:
+            field_dict["provenance"] = provenance
+        if usage is not UNSET:
+            field_dict["usage"] = usage
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.provenance_body import ProvenanceBody
+        from ..models.usage import Usage
+
+        d = dict(src_dict)
+        lease_token = UUID(d.pop("lease_token"))
+
+        result = d.pop("result")
+
+        def _parse_provenance(data: object) -> None | ProvenanceBody | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                provenance_type_0 = ProvenanceBody.from_dict(data)
+
+                return provenance_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ProvenanceBody | Unset, data)
+
+        provenance = _parse_provenance(d.pop("provenance", UNSET))
+
+        def _parse_usage(data: object) -> None | Unset | Usage:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                usage_type_0 = Usage.from_dict(data)
+
+                return usage_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | Usage, data)
+
+        usage = _parse_usage(d.pop("usage", UNSET))
+
+        complete_body = cls(
+            lease_token=lease_token,
+            result=result,
+            provenance=provenance,
+            usage=usage,
+        )
+
+        return complete_body

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+from uuid import UUID
+
+from attrs import define as _attrs_define
+
+T = TypeVar("T", bound="FallbackBody")
+
+
+@_attrs_define
+class FallbackBody:
+    """
+    Attributes:
+        lease_token (UUID):
+        reason (str):
+    """
+
+    lease_token: UUID
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        lease_token = str(self.lease_token)
+
+        reason = self.reason
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "lease_token": lease_token,
+                "reason": reason,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        lease_token = UUID(d.pop("lease_token"))
+
+        reason = d.pop("reason")
+
+        fallback_body = cls(
+            lease_token=lease_token,
+            reason=reason,
+        )
+
+        return fallback_body

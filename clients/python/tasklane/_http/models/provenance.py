@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Provenance")
+
+
+@_attrs_define
+class Provenance:
+    """Where an attempt ran.
+
+    Attributes:
+        model (None | str | Unset):
+        provider (None | str | Unset):
+        route (None | str | Unset):
+        usage_units (int | None | Unset):
+    """
+
+    model: None | str | Unset = UNSET
+    provider: None | str | Unset = UNSET
+    route: None | str | Unset = UNSET
+    usage_units: int | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        model: None | str | Unset
+        if isinstance(self.model, Unset):
+            model = UNSET
+        else:
+            model = self.model
+
+        provider: None | str | Unset
+        if isinstance(self.provider, Unset):
+            provider = UNSET
+        else:
+            provider = self.provider
+
+        route: None | str | Unset
+        if isinstance(self.route, Unset):
+            route = UNSET
+        else:
+            route = self.route
+
+        usage_units: int | None | Unset
+        if isinstance(self.usage_units, Unset):
+            usage_units = UNSET
+        else:
+            usage_units = self.usage_units
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if model is not UNSET:
+            field_dict["model"] = model
+        if provider is not UNSET:
+            field_dict["provider"] = provider
+        if route is not UNSET:
+            field_dict["route"] = route
+        if usage_units is not UNSET:
+            field_dict["usage_units"] = usage_units
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+
+        def _parse_model(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        model = _parse_model(d.pop("model", UNSET))
+
+        def _parse_provider(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        provider = _parse_provider(d.pop("provider", UNSET))
+
+        def _parse_route(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        route = _parse_route(d.pop("route", UNSET))
+
+        def _parse_usage_units(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        usage_units = _parse_usage_units(d.pop("usage_units", UNSET))
+
+        provenance = cls(
+            model=model,
+            provider=provider,
+            route=route,
+            usage_units=usage_units,
+        )
+
+        provenance.additional_properties = d
+        return provenance
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
