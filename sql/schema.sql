@@ -15,7 +15,7 @@ ALTER TABLE tasklane.tasks
     ADD CONSTRAINT tasks_traceparent_length CHECK ((length(traceparent) <= 128)) NOT VALID;
 
 
--- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
     app text NOT NULL,
@@ -59,6 +59,9 @@ CREATE TABLE tasklane.tasks (
     resource_slot integer,
     holds_capacity boolean DEFAULT false NOT NULL,
     traceparent text,
+    attempt_started_at timestamp with time zone,
+    attempt_deadline_at timestamp with time zone,
+    attempts_before integer DEFAULT 0 NOT NULL,
     CONSTRAINT tasks_on_restart_check CHECK ((on_restart = ANY (ARRAY['fail'::text, 'retry'::text, 'resume'::text]))),
     CONSTRAINT tasks_privacy_check CHECK ((privacy = ANY (ARRAY['local_only'::text, 'external_allowed'::text]))),
     CONSTRAINT tasks_progress_check CHECK (((progress >= 0) AND (progress <= 100))),
@@ -98,11 +101,11 @@ CREATE INDEX tasks_scope_listing ON tasklane.tasks USING btree (app, scope_id, i
 -- index tasks_unreleased: migrations/V4__lifecycle.rs
 CREATE INDEX tasks_unreleased ON tasklane.tasks USING btree (app, scope_id COLLATE "C", COALESCE(source_id, ''::text) COLLATE "C") WHERE (released_at IS NULL);
 
+-- trigger tasks_delete_attempts: migrations/V9__task_attempts.sql
+CREATE TRIGGER tasks_delete_attempts AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_attempts();
+
 -- trigger tasks_delete_events: migrations/V5__hot_paths.sql
 CREATE TRIGGER tasks_delete_events AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_events();
-
--- trigger tasks_record_usage: migrations/V3__admission.sql
-CREATE TRIGGER tasks_record_usage AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.usage_units IS NOT NULL) AND (new.usage_units > 0) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.record_usage();
 
 -- trigger tasks_release_capacity: migrations/V3__admission.sql
 CREATE TRIGGER tasks_release_capacity AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN ((old.holds_capacity AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.release_capacity();
@@ -373,6 +376,32 @@ CREATE TABLE tasklane.scope_fences (
 
 ALTER TABLE ONLY tasklane.scope_fences
     ADD CONSTRAINT scope_fences_pkey PRIMARY KEY (app, scope_id);
+
+
+-- table task_attempts: migrations/V9__task_attempts.sql
+CREATE TABLE tasklane.task_attempts (
+    task_id uuid NOT NULL,
+    attempt integer NOT NULL,
+    route text,
+    route_name text,
+    provider text,
+    model text,
+    worker_id text,
+    replica_id uuid,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    error_code text,
+    error_message text,
+    input_tokens bigint,
+    output_tokens bigint,
+    total_tokens bigint,
+    usage_units bigint,
+    CONSTRAINT task_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'retry'::text, 'fallback'::text, 'failed'::text, 'cancelled'::text, 'lost'::text, 'timed_out'::text])))
+);
+
+ALTER TABLE ONLY tasklane.task_attempts
+    ADD CONSTRAINT task_attempts_pkey PRIMARY KEY (task_id, attempt);
 
 
 -- table task_events: migrations/V1__core.sql, migrations/V5__hot_paths.sql

@@ -3,6 +3,7 @@
 //! call it inside its own transaction. Statements live in `sql/`, one per file.
 
 pub mod admission;
+pub mod attempts;
 pub mod cancel;
 pub mod circuits;
 pub mod claim;

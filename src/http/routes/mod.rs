@@ -1,6 +1,7 @@
 //! The route handlers, one file per group; `http::router` assembles them.
 
 pub mod admin;
+pub mod attempts;
 pub mod batch;
 pub mod events;
 pub mod lifecycle;
