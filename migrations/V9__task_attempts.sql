@@ -53,7 +53,8 @@ CREATE TRIGGER tasks_delete_attempts
     REFERENCING OLD TABLE AS gone
     FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_attempts();
 
--- Budgets are charged from attempts now (each settle statement charges the usage its
--- attempt reported, failed attempts included), no longer when a task finishes.
-DROP TRIGGER tasks_record_usage ON tasklane.tasks;
-DROP FUNCTION tasklane.record_usage();
+-- Budgets are charged from attempts now: each statement that ends an attempt charges
+-- the usage it reported (failed attempts included). The V3 trigger tasks_record_usage,
+-- which charges tasks.usage_units when a task finishes, stays for binaries older than
+-- this migration during a rolling upgrade (their completions set usage_units); binaries
+-- of this version never set usage_units, so nothing is charged twice.

@@ -6,12 +6,13 @@
 -- $1 id, $2 lease_token, $3 result jsonb, $4 usage_units, $5 provider, $6 model,
 -- $7 route (the claim's wins: the server's record of the privacy boundary), $8 route_name, $9 input_tokens, $10 output_tokens,
 -- $11 total_tokens (all but $1..$3 nullable). The attempt is charged $4 units when
--- given, else $11 (one unit a token).
+-- given, else $11 (one unit a token). tasks.usage_units is left NULL: the V3 trigger
+-- charges it for older binaries only (migrations/V9__task_attempts.sql).
 -- Returns no row when the lease is lost or the task gone.
 -- Locks: the task row; the budget_usage stripe it charges.
 WITH done AS (
     UPDATE tasklane.tasks t
-    SET state = 'succeeded', result = $3, usage_units = $4, provider = $5, model = $6,
+    SET state = 'succeeded', result = $3, provider = $5, model = $6,
         finished_at = now(), lease_token = NULL, lease_expires_at = NULL,
         error_code = NULL, error_message = NULL, snapshot = NULL,
         event_seq = t.event_seq + 1

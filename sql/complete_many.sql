@@ -22,8 +22,7 @@ WITH input AS (
              input_tokens, output_tokens, total_tokens)
 ), done AS (
     UPDATE tasklane.tasks t
-    SET state = 'succeeded', result = i.result, usage_units = i.usage_units,
-        provider = i.provider, model = i.model,
+    SET state = 'succeeded', result = i.result, provider = i.provider, model = i.model,
         finished_at = now(), lease_token = NULL, lease_expires_at = NULL,
         error_code = NULL, error_message = NULL, snapshot = NULL,
         event_seq = t.event_seq + 1

@@ -107,6 +107,9 @@ CREATE TRIGGER tasks_delete_attempts AFTER DELETE ON tasklane.tasks REFERENCING 
 -- trigger tasks_delete_events: migrations/V5__hot_paths.sql
 CREATE TRIGGER tasks_delete_events AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_events();
 
+-- trigger tasks_record_usage: migrations/V3__admission.sql
+CREATE TRIGGER tasks_record_usage AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.usage_units IS NOT NULL) AND (new.usage_units > 0) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.record_usage();
+
 -- trigger tasks_release_capacity: migrations/V3__admission.sql
 CREATE TRIGGER tasks_release_capacity AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN ((old.holds_capacity AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.release_capacity();
 
