@@ -218,6 +218,35 @@ async fn lost_handed_back_cancelled_and_unit_charged_attempts_are_recorded() {
     assert_eq!(state, TaskState::Cancelled);
     assert_eq!(attempts(&c, lost.id).await[2].1, "cancelled");
 
+    // Fallback: a local attempt gives an external_allowed task up to the external route.
+    // (The snapshot is set in SQL: whether a type allowlists external routes is not
+    // this test's business.)
+    let fell = submit(&c, "fell", json!({})).await;
+    c.execute(
+        "UPDATE tasklane.tasks SET privacy = 'external_allowed' WHERE id = $1",
+        &[&fell.id],
+    )
+    .await
+    .unwrap();
+    let local = claim_one(&c).await;
+    let reason = Report::Fallback {
+        reason: "local model down".into(),
+    };
+    let state = lease::settle_with(
+        &mut c,
+        local.id,
+        local.lease_token,
+        ending(reason, facts("local-vllm", None)),
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(state, TaskState::WaitingForExternalFallback);
+    assert_eq!(
+        attempts(&c, fell.id).await,
+        vec![(1, "fallback".into(), None, None)]
+    );
+
     // A custom executor's own units are charged instead of tokens, on failure too.
     let units = submit(&c, "units", json!({})).await;
     let claimed = claim_one(&c).await;
