@@ -25,8 +25,8 @@
 -- external_allowed, including those waiting for an external fallback.
 --#end
 -- One statement: the SKIP LOCKED selection sits in a CTE so LIMIT bounds what is
--- updated. Each claim gets a fresh random lease token, counts an attempt and writes its
--- task.running event. Rendered from sql/claim.sql: the {route}, {slots} variant.
+-- updated. Each claim gets a fresh random lease token, counts an attempt, starts its
+-- clock (attempt_started_at, attempt_deadline_at) and writes its task.running event. Rendered from sql/claim.sql: the {route}, {slots} variant.
 -- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
 -- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
 -- Tasks of a paused type (tasklane.paused_task_types) are left queued: the paused types
@@ -118,7 +118,11 @@ WITH picked AS (
     SET state = 'running',
         attempt = t.attempt + 1,
         lease_token = gen_random_uuid(),
-        lease_expires_at = now() + t.lease_seconds * interval '1 second',
+        -- The lease never outlives the attempt's deadline (heartbeat.sql keeps it so):
+        -- an attempt past it is found by the rescuers' index on lease_expires_at.
+        lease_expires_at = now() + least(t.lease_seconds, t.attempt_timeout_seconds) * interval '1 second',
+        attempt_started_at = now(),
+        attempt_deadline_at = now() + t.attempt_timeout_seconds * interval '1 second',
         worker_id = $2,
         replica_id = $4,
         route = '{route}',
@@ -137,7 +141,8 @@ WITH picked AS (
 --#end
     RETURNING t.id, t.app, t.scope_id, t.task_type, t.attempt, t.max_attempts, t.lease_token,
               t.lease_expires_at, t.lease_seconds, t.attempt_timeout_seconds, t.input,
-              t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent
+              t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent,
+              t.attempt_deadline_at
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', '{route}')
@@ -145,5 +150,5 @@ WITH picked AS (
 )
 SELECT id, app, scope_id, task_type, attempt, max_attempts, lease_token, lease_expires_at,
        lease_seconds, attempt_timeout_seconds, input, snapshot, deadline_at, privacy,
-       run_at AS claimable_at, traceparent
+       run_at AS claimable_at, traceparent, attempt_deadline_at
 FROM claimed

@@ -1,4 +1,4 @@
--- Extends the leases of many attempts in one statement: one tick of a claim loop's
+-- Extends the leases of many attempts (each up to its deadline) in one statement: one tick of a claim loop's
 -- heartbeat batcher (src/worker/heartbeats.rs) instead of a statement per attempt.
 -- Each lease is fenced on its own token; a lease extension writes no event row.
 -- $1 ids uuid[] (sorted), $2 lease_tokens uuid[]: parallel arrays, one pair per attempt.
@@ -7,7 +7,9 @@
 -- Locks: the extended task rows, in id order (the PK scan of a sorted ANY), the order
 -- complete_many.sql takes them in too.
 UPDATE tasklane.tasks t
-SET lease_expires_at = now() + t.lease_seconds * interval '1 second'
+-- Never past the attempt's deadline (NULL for attempts claimed before V9: no cap).
+SET lease_expires_at = least(now() + t.lease_seconds * interval '1 second',
+                             t.attempt_deadline_at)
 FROM unnest($1::uuid[], $2::uuid[]) AS b(id, lease_token)
 -- `t.id = ANY($1)` fetches exactly the batch by primary key (as in complete_many.sql).
 WHERE t.id = ANY($1::uuid[])

@@ -2,10 +2,14 @@
 --   except queued, waiting_for_retry, waiting_for_external_fallback
 --   (ends an attempt: only a leased task has one, task::outcome refuses the rest)
 -- Moves a leased task (locked by lease_lock.sql in this transaction) to the state
--- decided by task::outcome, ending its lease, with its event.
+-- decided by task::outcome, ending its lease, with its event, the attempt's row and the
+-- budget charge of the usage the attempt reported (failed attempts pay too).
 -- $1 id, $2 lease_token, $3 new state, $4 error_code (nullable), $5 error_message
--- (nullable), $6 retry delay in ms (nullable: claimable now).
--- Locks: the task row (already held).
+-- (nullable), $6 retry delay in ms (nullable: claimable now), $7 the attempt's outcome
+-- (task::attempt::Outcome), $8 route (the claim's wins), $9 route_name, $10 provider,
+-- $11 model, $12 input_tokens, $13 output_tokens, $14 total_tokens, $15 usage_units
+-- (all nullable). The attempt is charged $15 units when given, else $14.
+-- Locks: the task row (already held); the budget_usage stripe it charges.
 WITH moved AS (
     UPDATE tasklane.tasks t
     SET state = $3, error_code = $4, error_message = $5,
@@ -14,11 +18,31 @@ WITH moved AS (
         lease_token = NULL, lease_expires_at = NULL, snapshot = NULL,
         event_seq = t.event_seq + 1
     WHERE t.id = $1 AND t.lease_token = $2 AND t.state IN ('running', 'cancelling')
-    RETURNING t.id, t.event_seq, t.state, t.attempt, t.error_code
+    RETURNING t.id, t.event_seq, t.state, t.attempt, t.error_code, t.error_message, t.app,
+              t.usage_subject, t.attempts_before, t.route, t.worker_id, t.replica_id,
+              t.attempt_started_at
 ), event AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.' || state,
            jsonb_strip_nulls(jsonb_build_object('attempt', attempt, 'code', error_code))
     FROM moved
+), attempt AS (
+    INSERT INTO tasklane.task_attempts
+        (task_id, attempt, route, route_name, provider, model, worker_id, replica_id,
+         started_at, finished_at, outcome, error_code, error_message, input_tokens,
+         output_tokens, total_tokens, usage_units)
+    SELECT id, attempts_before + attempt, coalesce(route, $8::text), $9::text, $10::text,
+           $11::text, worker_id, replica_id, coalesce(attempt_started_at, now()), now(),
+           $7::text, error_code, error_message, $12::int8, $13::int8, $14::int8,
+           coalesce($15::int8, $14::int8)
+    FROM moved
+    ON CONFLICT (task_id, attempt) DO NOTHING
+), charge AS (
+    INSERT INTO tasklane.budget_usage AS u (app, usage_subject, day, stripe, units)
+    SELECT app, coalesce(usage_subject, ''), (now() AT TIME ZONE 'UTC')::date,
+           floor(random() * 8)::smallint, coalesce($15::int8, $14::int8)
+    FROM moved
+    WHERE coalesce($15::int8, $14::int8) > 0
+    ON CONFLICT (app, usage_subject, day, stripe) DO UPDATE SET units = u.units + excluded.units
 )
 SELECT state FROM moved

@@ -1,13 +1,15 @@
 -- transition: Retry
 -- The owner's retry: a failed or cancelled task is queued again with a fresh attempt
--- budget (attempt back to 0), a fresh queue deadline of the same length, and no trace
--- of the last run but its events. Writes its task.queued event.
+-- budget (attempt back to 0; attempts_before keeps the attempt rows' numbering going),
+-- a fresh queue deadline of the same length, and no trace of the last run but its events
+-- and attempt rows. Writes its task.queued event.
 -- $1 id, $2 app, $3 scope_id (nullable: any scope of the app).
 -- Returns the task id when it moved; no row when it is absent or not retryable.
 -- Locks: the task row.
 WITH moved AS (
     UPDATE tasklane.tasks t
-    SET state = 'queued', attempt = 0, run_at = now(),
+    SET state = 'queued', attempt = 0, attempts_before = t.attempts_before + t.attempt,
+        run_at = now(),
         deadline_at = CASE WHEN t.deadline_at IS NULL THEN NULL
                            ELSE now() + (t.deadline_at - t.created_at) END,
         started_at = NULL, finished_at = NULL, result = NULL,

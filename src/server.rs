@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::config::{Role, ServeConfig};
 use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
+use crate::maintenance::attempt_deadlines::AttemptDeadlineSweeper;
 use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::pruner::Pruner;
 use crate::maintenance::queue_depth::{self, QueueDepthSampler};
@@ -142,6 +143,11 @@ impl Replica {
                 instruments: telemetry.instruments().clone(),
             };
             services.spawn(rescuer.run(shutdown.clone()));
+            let attempt_deadlines = AttemptDeadlineSweeper {
+                tasklane: tasklane.clone(),
+                interval: Duration::from_millis(config.rescue_interval_ms),
+            };
+            services.spawn(attempt_deadlines.run(shutdown.clone()));
             let deadlines = DeadlineSweeper {
                 pool: pool.clone(),
                 interval: Duration::from_millis(config.deadline_interval_ms),

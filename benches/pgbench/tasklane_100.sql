@@ -1,6 +1,7 @@
 -- tasklane's own statements without the engine around them: claim 100 exactly as the
--- local variant of sql/claim.sql does (lease, attempt, task.running event), then settle
--- them as sql/complete_many.sql does (state, result, task.succeeded event), one
+-- local variant of sql/claim.sql does (lease, attempt and its clock, task.running event),
+-- then settle them as sql/complete_many.sql does (state, result, task.succeeded event,
+-- the attempt's row, the budget charge of reported usage: none here), one
 -- transaction each. The ceiling the engine's drain can approach on this schema; the gap to the
 -- bare baselines is what the schema itself costs per task (indexes, events).
 WITH picked AS (
@@ -11,13 +12,15 @@ WITH picked AS (
 ), claimed AS (
     UPDATE tasklane.tasks t
     SET state = 'running', attempt = t.attempt + 1, lease_token = gen_random_uuid(),
-        lease_expires_at = now() + t.lease_seconds * interval '1 second',
+        lease_expires_at = now() + least(t.lease_seconds, t.attempt_timeout_seconds) * interval '1 second',
+        attempt_started_at = now(),
+        attempt_deadline_at = now() + t.attempt_timeout_seconds * interval '1 second',
         worker_id = 'pgbench-' || :client_id, replica_id = NULL, route = 'local',
         started_at = coalesce(t.started_at, now()), phase = NULL,
         progress = CASE WHEN t.snapshot IS NULL THEN NULL ELSE t.progress END,
         event_seq = t.event_seq + 1
     FROM picked WHERE t.id = picked.id
-    RETURNING t.id, t.attempt, t.event_seq
+    RETURNING t.id, t.attempt, t.event_seq, t.attempt_deadline_at
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', 'local') FROM claimed
@@ -25,13 +28,31 @@ WITH picked AS (
 SELECT count(*) FROM claimed;
 WITH done AS (
     UPDATE tasklane.tasks t
-    SET state = 'succeeded', result = '{}', usage_units = NULL, provider = NULL, model = NULL,
+    SET state = 'succeeded', result = '{}', provider = NULL, model = NULL,
         finished_at = now(), lease_token = NULL, lease_expires_at = NULL,
         error_code = NULL, error_message = NULL, snapshot = NULL, event_seq = t.event_seq + 1
     WHERE t.state IN ('running', 'cancelling') AND t.worker_id = 'pgbench-' || :client_id
-    RETURNING t.id, t.event_seq, t.attempt, t.finished_at
+    RETURNING t.id, t.event_seq, t.attempt, t.finished_at, t.app, t.usage_subject,
+              t.attempts_before, t.worker_id, t.replica_id, t.attempt_started_at, t.route
 ), event AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
     SELECT id, event_seq, 'task.succeeded', jsonb_build_object('attempt', attempt), finished_at FROM done
+), attempt AS (
+    INSERT INTO tasklane.task_attempts
+        (task_id, attempt, route, route_name, provider, model, worker_id, replica_id,
+         started_at, finished_at, outcome, input_tokens, output_tokens, total_tokens, usage_units)
+    SELECT id, attempts_before + attempt, route, NULL, NULL, NULL, worker_id, replica_id,
+           coalesce(attempt_started_at, finished_at), finished_at, 'succeeded', NULL, NULL, NULL, NULL
+    FROM done
+    ON CONFLICT (task_id, attempt) DO NOTHING
+), charge AS (
+    INSERT INTO tasklane.budget_usage AS u (app, usage_subject, day, stripe, units)
+    SELECT app, coalesce(usage_subject, ''), (now() AT TIME ZONE 'UTC')::date,
+           floor(random() * 8)::smallint, sum(units)::int8
+    FROM (SELECT app, usage_subject, NULL::int8 AS units FROM done) d
+    WHERE units > 0
+    GROUP BY app, coalesce(usage_subject, '')
+    ORDER BY app, coalesce(usage_subject, '')
+    ON CONFLICT (app, usage_subject, day, stripe) DO UPDATE SET units = u.units + excluded.units
 )
 SELECT count(*) FROM done;

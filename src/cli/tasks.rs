@@ -1,4 +1,4 @@
-//! `tasklane tasks list|get|events|cancel|retry`.
+//! `tasklane tasks list|get|events|attempts|cancel|retry`.
 
 use reqwest::Method;
 use serde_json::Value;
@@ -36,6 +36,12 @@ pub enum TasksCommand {
         id: String,
         #[arg(long)]
         follow: bool,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// A task's attempts, oldest first: route, provider, model, outcome, error, tokens.
+    Attempts {
+        id: String,
         #[command(flatten)]
         endpoint: Endpoint,
     },
@@ -106,6 +112,13 @@ impl TasksCommand {
                 }
                 true => follow_events(&endpoint, &id).await,
             },
+            TasksCommand::Attempts { id, endpoint } => {
+                let page = endpoint
+                    .call(Method::GET, &task_path(&id, "/attempts"), None)
+                    .await?;
+                endpoint.print(&page, print_attempts);
+                Ok(())
+            }
             TasksCommand::Cancel { id, endpoint } => {
                 let task = endpoint
                     .call(Method::POST, &task_path(&id, "/cancel"), None)
@@ -213,6 +226,43 @@ fn print_page(page: &Value) {
     if let Some(cursor) = page["next_cursor"].as_str() {
         println!("next page: --cursor {cursor}");
     }
+}
+
+fn print_attempts(page: &Value) {
+    let rows: Vec<Vec<String>> = page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            vec![
+                cell(&a["attempt"]),
+                cell(&a["outcome"]),
+                cell(&a["route"]),
+                cell(&a["route_name"]),
+                cell(&a["provider"]),
+                cell(&a["model"]),
+                cell(&a["error"]["code"]),
+                cell(&a["usage"]["total_tokens"]),
+                cell(&a["started_at"]),
+                cell(&a["finished_at"]),
+            ]
+        })
+        .collect();
+    table::print(
+        &[
+            "attempt",
+            "outcome",
+            "route",
+            "route name",
+            "provider",
+            "model",
+            "error",
+            "tokens",
+            "started",
+            "finished",
+        ],
+        &rows,
+    );
 }
 
 fn print_task(task: &Value) {

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::service::{Event, TaskRecord};
+use crate::task::attempt::Usage;
 use crate::task::{Privacy, RestartPolicy, SubmitRequest};
 
 /// The submit body (API.md "Submit body"). Unknown fields are refused.
@@ -104,9 +105,16 @@ pub struct TaskView {
     pub deadline_at: Option<DateTime<Utc>>,
     pub result: Option<serde_json::Value>,
     pub error: Option<ErrorView>,
-    /// Provider, model and route of the last attempt; absent for scope tokens.
+    /// Tokens summed over every attempt (null when none reported any); absent for
+    /// scope tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<Provenance>,
+    #[schema(value_type = Option<UsageView>)]
+    pub usage: Option<Option<UsageView>>,
+    /// Provider, model, route and route name of the last attempt that recorded them
+    /// (null before any); absent for scope tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Provenance>)]
+    pub provenance: Option<Option<Provenance>>,
     pub links: Links,
 }
 
@@ -123,8 +131,65 @@ pub struct ErrorView {
 pub struct Provenance {
     pub provider: Option<String>,
     pub model: Option<String>,
+    /// `local` or `external`: the route of the worker that claimed the attempt.
     pub route: Option<String>,
-    pub usage_units: Option<i64>,
+    /// The configured route's name.
+    pub route_name: Option<String>,
+}
+
+/// Tokens a provider reported.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UsageView {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub total_tokens: i64,
+    /// Task view only: the budget units charged (the worker's own units where it
+    /// reported them, else one a token); null when none were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub units: Option<Option<i64>>,
+}
+
+impl UsageView {
+    pub fn tokens(usage: Usage) -> Self {
+        UsageView {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.total_tokens,
+            units: None,
+        }
+    }
+}
+
+/// The task view's usage and provenance from the attempt summary, falling back to what
+/// the task row kept (tasks that ended before attempts were recorded).
+fn attempt_fields(record: &TaskRecord) -> (Option<UsageView>, Option<Provenance>) {
+    let summary = record.attempts.clone().unwrap_or_default();
+    let usage = match (summary.usage, summary.usage_units.or(record.usage_units)) {
+        (None, None) => None,
+        (usage, units) => Some(UsageView {
+            units: Some(units),
+            ..UsageView::tokens(usage.unwrap_or_default())
+        }),
+    };
+    let provenance =
+        if summary.provider.is_some() || summary.route_name.is_some() || summary.route.is_some() {
+            Some(Provenance {
+                provider: summary.provider,
+                model: summary.model,
+                route: summary.route,
+                route_name: summary.route_name,
+            })
+        } else if record.provider.is_some() || record.route.is_some() {
+            Some(Provenance {
+                provider: record.provider.clone(),
+                model: record.model.clone(),
+                route: record.route.clone(),
+                route_name: None,
+            })
+        } else {
+            None
+        };
+    (usage, provenance)
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -137,16 +202,16 @@ pub struct Links {
 impl TaskView {
     /// The view of `record`; `redacted` for scope tokens.
     pub fn new(record: TaskRecord, redacted: bool) -> Self {
+        let (usage, provenance) = attempt_fields(&record);
         let error = record.error_code.map(|code| ErrorView {
             code,
             message: if redacted { None } else { record.error_message },
         });
-        let provenance = (!redacted).then_some(Provenance {
-            provider: record.provider,
-            model: record.model,
-            route: record.route,
-            usage_units: record.usage_units,
-        });
+        let (usage, provenance) = if redacted {
+            (None, None)
+        } else {
+            (Some(usage), Some(provenance))
+        };
         TaskView {
             id: record.id,
             task_type: record.task_type,
@@ -166,6 +231,7 @@ impl TaskView {
             deadline_at: record.deadline_at,
             result: record.result,
             error,
+            usage,
             provenance,
             links: Links {
                 this: location(record.id),

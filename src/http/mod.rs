@@ -33,7 +33,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::service::Tasklane;
-use routes::{activity, admin, events, lifecycle, ops, tasks, whoami, worker};
+use routes::{activity, admin, attempts, events, lifecycle, ops, tasks, whoami, worker};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -127,6 +127,7 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(tasks::submit, tasks::list_tasks))
         .routes(routes!(tasks::get_task))
+        .routes(routes!(attempts::task_attempts))
         .routes(routes!(tasks::cancel_task))
         .routes(routes!(tasks::retry_task))
         .routes(routes!(events::task_events))

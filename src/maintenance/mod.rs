@@ -2,6 +2,7 @@
 //! running it at once (row locks with SKIP LOCKED, or an advisory lock).
 
 pub mod admission_history;
+pub mod attempt_deadlines;
 pub mod deadlines;
 pub mod pruner;
 pub mod queue_depth;

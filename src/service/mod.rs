@@ -33,10 +33,11 @@ pub mod listen {
 use std::sync::Arc;
 
 pub use crate::admission::{EmergencyStopSpec, LimitSpec, Overview, Refusal, RefusalCode};
+pub use crate::store::attempts::{AttemptRecord, AttemptSummary};
 pub use crate::store::claim::{Claimant, ClaimedTask, Slots};
 pub use crate::store::complete_many::Completion;
 pub use crate::store::events::Event;
-pub use crate::store::lease::{Beat, BeatAnswer, Lease, LeaseStatus, Success};
+pub use crate::store::lease::{Beat, BeatAnswer, Ending, Lease, LeaseStatus, Success};
 pub use crate::store::lifecycle::SourceRef;
 pub use crate::store::query::{ListFilter, Owner};
 pub use crate::store::{SubmitOutcome, Submitted, TaskRecord};

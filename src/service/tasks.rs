@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::{Event, ListFilter, Owner, ServiceError, TaskRecord, Tasklane};
+use super::{AttemptRecord, Event, ListFilter, Owner, ServiceError, TaskRecord, Tasklane};
 use crate::store::retry::{self, Retried};
-use crate::store::{self, cancel, events, query};
+use crate::store::{self, attempts, cancel, events, query};
 use crate::task::bounds;
 
 /// One page of a listing, newest first.
@@ -30,9 +30,33 @@ impl Tasklane {
     /// One task, if `owner` may see it.
     pub async fn get(&self, owner: &Owner, id: Uuid) -> Result<TaskRecord, ServiceError> {
         let client = self.connection().await?;
-        query::get(store::client(&client), owner, id)
+        let client = store::client(&client);
+        let mut task = query::get(client, owner, id)
             .await?
-            .ok_or(ServiceError::NotFound)
+            .ok_or(ServiceError::NotFound)?;
+        with_attempts(client, std::slice::from_mut(&mut task)).await?;
+        Ok(task)
+    }
+
+    /// The attempts of task `id`, oldest first (a running attempt last), if `owner`
+    /// may see the task.
+    pub async fn attempts(
+        &self,
+        owner: &Owner,
+        id: Uuid,
+    ) -> Result<Vec<AttemptRecord>, ServiceError> {
+        let client = self.connection().await?;
+        let client = store::client(&client);
+        query::get(client, owner, id)
+            .await?
+            .ok_or(ServiceError::NotFound)?;
+        Ok(attempts::list(client, id).await?)
+    }
+
+    /// Fills in the attempt summaries (usage, provenance) of `tasks`, in one query.
+    pub async fn with_attempts(&self, tasks: &mut [TaskRecord]) -> Result<(), ServiceError> {
+        let client = self.connection().await?;
+        with_attempts(store::client(&client), tasks).await
     }
 
     /// Up to `limit` (1..=100) of `owner`'s tasks matching `filter`, newest first.
@@ -53,13 +77,15 @@ impl Tasklane {
             }
         }
         let client = self.connection().await?;
-        let mut tasks = query::list(store::client(&client), owner, filter, limit + 1).await?;
+        let client = store::client(&client);
+        let mut tasks = query::list(client, owner, filter, limit + 1).await?;
         let next = if tasks.len() as i64 > limit {
             tasks.truncate(limit as usize);
             tasks.last().map(|t| t.id)
         } else {
             None
         };
+        with_attempts(client, &mut tasks).await?;
         Ok(TaskList { tasks, next })
     }
 
@@ -102,9 +128,12 @@ impl Tasklane {
     /// cancelling one is returned unchanged.
     pub async fn cancel(&self, owner: &Owner, id: Uuid) -> Result<TaskRecord, ServiceError> {
         let client = self.connection().await?;
-        cancel::cancel(store::client(&client), owner, id)
+        let client = store::client(&client);
+        let mut task = cancel::cancel(client, owner, id)
             .await?
-            .ok_or(ServiceError::NotFound)
+            .ok_or(ServiceError::NotFound)?;
+        with_attempts(client, std::slice::from_mut(&mut task)).await?;
+        Ok(task)
     }
 
     /// Queues a failed or cancelled task again with a fresh attempt budget. Under the
@@ -137,4 +166,17 @@ impl Tasklane {
             Retried::NotFound => Err(ServiceError::NotFound),
         }
     }
+}
+
+/// Fills in the attempt summaries of `tasks`, in one query.
+async fn with_attempts(
+    client: &tokio_postgres::Client,
+    tasks: &mut [TaskRecord],
+) -> Result<(), ServiceError> {
+    let ids: Vec<Uuid> = tasks.iter().map(|t| t.id).collect();
+    let mut summaries = attempts::summaries(client, &ids).await?;
+    for task in tasks {
+        task.attempts = Some(summaries.remove(&task.id).unwrap_or_default());
+    }
+    Ok(())
 }

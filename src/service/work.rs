@@ -8,13 +8,13 @@
 use uuid::Uuid;
 
 use super::{
-    Beat, BeatAnswer, Claimant, ClaimedTask, Completion, Lease, LeaseStatus, Owner, ServiceError,
-    Slots, Success, Tasklane,
+    Beat, BeatAnswer, Claimant, ClaimedTask, Completion, Ending, Lease, LeaseStatus, Owner,
+    ServiceError, Slots, Success, Tasklane,
 };
 use crate::store::lease::{self, LeaseError};
 use crate::store::query::TaskOwner;
 use crate::store::recover::{self, Lost};
-use crate::store::{self, claim, complete_many, query};
+use crate::store::{self, attempts, claim, complete_many, query};
 use crate::task::outcome::Report;
 use crate::task::{bounds, TaskState};
 use crate::telemetry::spans;
@@ -61,8 +61,8 @@ impl Tasklane {
     /// `tasklane.claim` span in the task's trace, which the attempt (here or on a remote
     /// worker, whose claim answer carries it) continues.
     fn claimed(&self, claimant: &Claimant<'_>, task: &mut ClaimedTask) {
-        let claimed_at =
-            task.lease_expires_at - chrono::Duration::seconds(i64::from(task.lease_seconds));
+        let claimed_at = task.attempt_deadline_at
+            - chrono::Duration::seconds(i64::from(task.attempt_timeout_seconds));
         let waited = (claimed_at - task.claimable_at)
             .num_microseconds()
             .unwrap_or(0);
@@ -138,21 +138,21 @@ impl Tasklane {
             .collect())
     }
 
-    /// A remote worker's settlement by its `report`: the task must be `owner`'s. Its
-    /// span continues the task's trace.
+    /// A remote worker's settlement by its report (with the usage and provenance it
+    /// reported): the task must be `owner`'s. Its span continues the task's trace.
     #[tracing::instrument(name = "tasklane.settle", skip_all, fields(task = %id))]
     pub async fn settle(
         &self,
         owner: &Owner,
         id: Uuid,
         lease_token: Uuid,
-        report: Report,
+        ending: Ending,
     ) -> Result<TaskState, ServiceError> {
         let client = self.connection().await?;
         let task = check_owner(store::client(&client), Some(owner), id).await?;
         drop(client);
         let task_type = task.map(|t| t.task_type).unwrap_or_default();
-        self.settle_as(&task_type, id, lease_token, report).await
+        self.settle_as(&task_type, id, lease_token, ending).await
     }
 
     /// The in-process worker's settlement of `task` (claimed by this process, so its
@@ -160,31 +160,61 @@ impl Tasklane {
     pub async fn settle_claimed(
         &self,
         task: &ClaimedTask,
-        report: Report,
+        ending: Ending,
     ) -> Result<TaskState, ServiceError> {
         let span = tracing::info_span!("tasklane.settle", task = %task.id);
-        self.settle_as(&task.task_type, task.id, task.lease_token, report)
+        self.settle_as(&task.task_type, task.id, task.lease_token, ending)
             .instrument(span)
             .await
     }
 
-    /// Settles by `report` with `task_type`'s backoff (`task::outcome::settle` decides);
+    /// Settles by `ending` with `task_type`'s backoff (`task::outcome::settle` decides);
     /// wakes workers when the task is left waiting. Returns the new state.
     async fn settle_as(
         &self,
         task_type: &str,
         id: Uuid,
         lease_token: Uuid,
-        report: Report,
+        ending: Ending,
     ) -> Result<TaskState, ServiceError> {
         let backoff = self.task_types.backoff(task_type);
         let mut object = self.connection().await?;
         let client: &mut tokio_postgres::Client = &mut object;
-        let state = lease::settle(client, id, lease_token, report, &backoff).await?;
+        let state = lease::settle_with(client, id, lease_token, ending, &backoff).await?;
         if !state.is_terminal() {
             self.wakeup.wake_all();
         }
         Ok(state)
+    }
+
+    /// Ends up to `limit` attempts past their server-side deadline as timed out
+    /// (`attempt_timeout`: retried or failed by the outcome rules, with the type's
+    /// backoff); attempts of replica processes only `grace` after it. Returns how many
+    /// it found; an attempt its worker settled meanwhile is left as the worker wrote it.
+    pub async fn time_out_overdue(
+        &self,
+        limit: i64,
+        grace: std::time::Duration,
+    ) -> Result<usize, ServiceError> {
+        let overdue = {
+            let client = self.connection().await?;
+            attempts::overdue(store::client(&client), limit, grace.as_secs_f64()).await?
+        };
+        for attempt in &overdue {
+            let ending = Ending {
+                report: Report::TimedOut,
+                facts: Default::default(),
+                usage_units: None,
+            };
+            match self
+                .settle_as(&attempt.task_type, attempt.id, attempt.lease_token, ending)
+                .await
+            {
+                Ok(_) | Err(ServiceError::LeaseLost | ServiceError::TaskGone) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(overdue.len())
     }
 
     /// Gives a lease back now, through the restart policy, instead of letting it

@@ -31,6 +31,9 @@ pub struct ClaimedTask {
     pub claimable_at: DateTime<Utc>,
     /// The submit's trace context, which the attempt's spans continue.
     pub traceparent: Option<String>,
+    /// When the server ends this attempt as `attempt_timeout` whatever the worker says:
+    /// claim time + the task's attempt timeout. The lease never runs past it.
+    pub attempt_deadline_at: DateTime<Utc>,
 }
 
 /// Who is claiming.
@@ -178,5 +181,6 @@ fn from_row(row: &Row) -> Result<ClaimedTask, DbError> {
         privacy: Privacy::parse(privacy).unwrap_or(Privacy::LocalOnly),
         claimable_at: row.try_get("claimable_at")?,
         traceparent: row.try_get("traceparent")?,
+        attempt_deadline_at: row.try_get("attempt_deadline_at")?,
     })
 }

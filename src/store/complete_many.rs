@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use deadpool_postgres::GenericClient;
 use uuid::Uuid;
 
+use super::attempts::FactColumns;
 use super::lease::{LeaseError, Success};
 use super::DbError;
 
@@ -35,18 +36,36 @@ pub async fn complete_many<C: GenericClient>(
     let tokens: Vec<Uuid> = batch.iter().map(|c| c.lease_token).collect();
     let results: Vec<&serde_json::Value> = batch.iter().map(|c| &c.success.result).collect();
     let units: Vec<Option<i64>> = batch.iter().map(|c| c.success.usage_units).collect();
-    let providers: Vec<Option<&str>> = batch
+    let facts: Vec<FactColumns> = batch
         .iter()
-        .map(|c| c.success.provider.as_deref())
+        .map(|c| FactColumns::of(&c.success.facts))
         .collect();
-    let models: Vec<Option<&str>> = batch.iter().map(|c| c.success.model.as_deref()).collect();
+    let providers: Vec<Option<&str>> = facts.iter().map(|f| f.provider).collect();
+    let models: Vec<Option<&str>> = facts.iter().map(|f| f.model).collect();
+    let routes: Vec<Option<&str>> = facts.iter().map(|f| f.route).collect();
+    let route_names: Vec<Option<&str>> = facts.iter().map(|f| f.route_name).collect();
+    let inputs: Vec<Option<i64>> = facts.iter().map(|f| f.input_tokens).collect();
+    let outputs: Vec<Option<i64>> = facts.iter().map(|f| f.output_tokens).collect();
+    let totals: Vec<Option<i64>> = facts.iter().map(|f| f.total_tokens).collect();
     let statement = client
         .prepare_cached(include_str!("../../sql/complete_many.sql"))
         .await?;
     let rows = client
         .query(
             &statement,
-            &[&ids, &tokens, &results, &units, &providers, &models],
+            &[
+                &ids,
+                &tokens,
+                &results,
+                &units,
+                &providers,
+                &models,
+                &routes,
+                &route_names,
+                &inputs,
+                &outputs,
+                &totals,
+            ],
         )
         .await?;
     // Keyed by (id, token): a stale attempt and the fresh one of the same task may share

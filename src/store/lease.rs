@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
+use super::attempts::FactColumns;
 use super::DbError;
+use crate::task::attempt::{Facts, Outcome};
 use crate::task::backoff::Backoff;
 use crate::task::outcome::{self, Leased, Report};
 use crate::task::{Privacy, Route, TaskState};
@@ -86,9 +88,13 @@ pub async fn heartbeat<C: GenericClient + Sync>(
 #[derive(Debug, Clone, Default)]
 pub struct Success {
     pub result: serde_json::Value,
+    /// Budget units this attempt consumed, for executors that count their own (custom
+    /// handlers, remote workers); without them the attempt is charged its
+    /// `facts.usage.total_tokens`.
     pub usage_units: Option<i64>,
-    pub provider: Option<String>,
-    pub model: Option<String>,
+    /// Where the attempt ran and the tokens it used, written with its attempt row. The
+    /// in-process runner adds what the handler recorded on its context.
+    pub facts: Facts,
 }
 
 /// One lease to extend: the attempt's task and lease token.
@@ -140,13 +146,15 @@ pub async fn extend_many<C: GenericClient + Sync>(
 }
 
 /// Settles the task as succeeded (also when cancellation was requested meanwhile: the
-/// work is done).
+/// work is done), writing its attempt row and charging its usage. Past the attempt's
+/// deadline the lease is lost: the attempt is timed out by the server.
 pub async fn complete<C: GenericClient + Sync>(
     client: &C,
     id: Uuid,
     lease_token: Uuid,
     success: &Success,
 ) -> Result<(), LeaseError> {
+    let facts = FactColumns::of(&success.facts);
     let row = client
         .query_opt(
             include_str!("../../sql/complete.sql"),
@@ -155,8 +163,13 @@ pub async fn complete<C: GenericClient + Sync>(
                 &lease_token,
                 &success.result,
                 &success.usage_units,
-                &success.provider,
-                &success.model,
+                &facts.provider,
+                &facts.model,
+                &facts.route,
+                &facts.route_name,
+                &facts.input_tokens,
+                &facts.output_tokens,
+                &facts.total_tokens,
             ],
         )
         .await?;
@@ -167,13 +180,41 @@ pub async fn complete<C: GenericClient + Sync>(
 }
 
 /// Settles the task by a worker's report, in its own transaction: the row is locked,
-/// the decision taken by `task::outcome::settle`, and the move written with its event.
-/// `backoff` is the task type's. Given a transaction, it runs in a savepoint of it.
+/// the decision taken by `task::outcome::settle`, and the move written with its event
+/// and the attempt's row (no facts). `backoff` is the task type's. Given a
+/// transaction, it runs in a savepoint of it.
 pub async fn settle<C: GenericClient + Sync>(
     client: &mut C,
     id: Uuid,
     lease_token: Uuid,
     report: Report,
+    backoff: &Backoff,
+) -> Result<TaskState, LeaseError> {
+    let ending = Ending {
+        report,
+        facts: Facts::default(),
+        usage_units: None,
+    };
+    settle_with(client, id, lease_token, ending, backoff).await
+}
+
+/// How a worker ended an attempt: its report and what the attempt recorded.
+#[derive(Debug, Clone)]
+pub struct Ending {
+    pub report: Report,
+    /// Provenance and tokens, written with the attempt row and charged to budgets.
+    pub facts: Facts,
+    /// Budget units reported instead of tokens (custom handlers).
+    pub usage_units: Option<i64>,
+}
+
+/// [`settle`] with the attempt's facts. An attempt past its server-side deadline ends
+/// as timed out whatever the report says (its facts are kept).
+pub async fn settle_with<C: GenericClient + Sync>(
+    client: &mut C,
+    id: Uuid,
+    lease_token: Uuid,
+    ending: Ending,
     backoff: &Backoff,
 ) -> Result<TaskState, LeaseError> {
     let tx = client.transaction().await?;
@@ -200,8 +241,16 @@ pub async fn settle<C: GenericClient + Sync>(
             Route::Local
         },
     };
+    let report = if row.try_get("overdue")? {
+        Report::TimedOut
+    } else {
+        ending.report
+    };
+    let timed_out = report == Report::TimedOut;
     let settlement = outcome::settle(leased, report, backoff)?;
+    let outcome = Outcome::of_settlement(timed_out, settlement.state);
     let delay_ms = settlement.delay.map(|d| d.as_millis() as i64);
+    let facts = FactColumns::of(&ending.facts);
     tx.execute(
         include_str!("../../sql/settle.sql"),
         &[
@@ -211,6 +260,15 @@ pub async fn settle<C: GenericClient + Sync>(
             &settlement.code,
             &settlement.message,
             &delay_ms,
+            &outcome.as_str(),
+            &facts.route,
+            &facts.route_name,
+            &facts.provider,
+            &facts.model,
+            &facts.input_tokens,
+            &facts.output_tokens,
+            &facts.total_tokens,
+            &ending.usage_units,
         ],
     )
     .await?;

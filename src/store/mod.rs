@@ -4,6 +4,7 @@
 
 pub mod activity;
 pub mod admission;
+pub mod attempts;
 pub mod budget;
 pub mod cancel;
 pub mod circuits;

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
 use uuid::Uuid;
 
+use super::attempts::AttemptSummary;
 use crate::task::TaskState;
 
 /// A task's visible fields. Input, lease, digest, effect key and snapshot are not here
@@ -34,6 +35,9 @@ pub struct TaskRecord {
     pub provider: Option<String>,
     pub model: Option<String>,
     pub route: Option<String>,
+    /// Usage summed over the attempts and the last one's provenance, when the reader
+    /// asked for them (`Tasklane::with_attempts`); `None` straight from a row.
+    pub attempts: Option<AttemptSummary>,
 }
 
 impl TaskRecord {
@@ -66,6 +70,7 @@ impl TaskRecord {
             provider: row.try_get("provider")?,
             model: row.try_get("model")?,
             route: row.try_get("route")?,
+            attempts: None,
         })
     }
 }

@@ -79,9 +79,12 @@ pub async fn recover<C: GenericClient + Sync>(
         keep.push(recovery.keep_snapshot);
     }
     if !ids.is_empty() {
+        // The attempt each leased task loses ends with this code, whatever becomes of
+        // the task (requeued, failed, or its requested cancel honoured).
+        let lost_code = because.code();
         tx.query_one(
             include_str!("../../sql/recover.sql"),
-            &[&ids, &states, &codes, &keep],
+            &[&ids, &states, &codes, &keep, &lost_code],
         )
         .await?;
     }

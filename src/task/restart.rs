@@ -43,6 +43,17 @@ pub enum LostBecause {
     ServerRestarted,
 }
 
+impl LostBecause {
+    /// The stable code of the loss: the lost attempt's error code, and a requeued
+    /// task's event's.
+    pub fn code(self) -> &'static str {
+        match self {
+            LostBecause::LeaseExpired => codes::LEASE_EXPIRED,
+            LostBecause::ServerRestarted => codes::SERVER_RESTARTED,
+        }
+    }
+}
+
 /// The decision for one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RestartDecision {
@@ -116,10 +127,7 @@ pub fn decide(
     max_attempts: u32,
     because: LostBecause,
 ) -> RestartDecision {
-    let lost_code = match because {
-        LostBecause::LeaseExpired => codes::LEASE_EXPIRED,
-        LostBecause::ServerRestarted => codes::SERVER_RESTARTED,
-    };
+    let lost_code = because.code();
     match state {
         TaskState::Queued => match (policy, because) {
             (RestartPolicy::Fail, LostBecause::ServerRestarted) => RestartDecision::Fail {

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use crate::service::{ClaimedTask, ServiceError, Success, Tasklane};
+use crate::service::{self, ClaimedTask, ServiceError, Success, Tasklane};
+use crate::task::attempt::Facts;
 use crate::task::outcome::Report;
 use crate::task::{Route, TaskState};
 use crate::telemetry::spans;
@@ -100,6 +101,8 @@ impl Attempt {
         let heartbeat = self
             .heartbeats
             .register(&self.task, ctx.cancel.clone(), ctx.lost.clone());
+        // The handler's recorded facts outlive its run: every ending writes them.
+        let recorded = ctx.clone();
         let timeout = Duration::from_secs(self.task.attempt_timeout_seconds as u64);
         let lost = ctx.lost.clone();
         let ending = tokio::select! {
@@ -111,7 +114,7 @@ impl Attempt {
             _ = self.abort.cancelled() => Ending::Aborted,
         };
         drop(heartbeat);
-        match self.settle(ending).await {
+        match self.settle(ending, recorded.facts()).await {
             Ok(outcome) => outcome,
             Err(error @ (ServiceError::LeaseLost | ServiceError::TaskGone)) => {
                 tracing::debug!(task = %self.task.id, %error, "late write refused");
@@ -124,18 +127,20 @@ impl Attempt {
         }
     }
 
-    async fn settle(&self, ending: Ending) -> Result<&'static str, ServiceError> {
+    async fn settle(&self, ending: Ending, facts: Facts) -> Result<&'static str, ServiceError> {
         let id = self.task.id;
         let token = self.task.lease_token;
         let timed_out = matches!(ending, Ending::TimedOut);
         let report = match ending {
+            // The rescuer ends a lost attempt (outcome `lost`); what it recorded is gone.
             Ending::Lost => return Ok("lost"),
             Ending::Aborted => {
                 self.tasklane.hand_back(id, token).await?;
                 return Ok("handed_back");
             }
             // Group commit with the other attempts finishing now (see completer.rs).
-            Ending::Finished(Ok(success)) => {
+            Ending::Finished(Ok(mut success)) => {
+                success.facts = merged(success.facts, facts);
                 let span = tracing::info_span!("tasklane.settle", task = %id);
                 self.completer
                     .complete(id, token, success)
@@ -163,14 +168,28 @@ impl Attempt {
             Ending::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
             Ending::TimedOut => Report::TimedOut,
         };
-        let state = self.tasklane.settle_claimed(&self.task, report).await?;
+        let ending = service::Ending {
+            report,
+            facts,
+            usage_units: None,
+        };
+        let state = self.tasklane.settle_claimed(&self.task, ending).await?;
         Ok(match state {
+            TaskState::Cancelled => "cancelled",
             _ if timed_out => "timed_out",
             TaskState::WaitingForRetry => "retry",
             TaskState::WaitingForExternalFallback => "fallback",
-            TaskState::Cancelled => "cancelled",
             TaskState::Succeeded => "succeeded",
             _ => "failed",
         })
+    }
+}
+
+/// The facts of a successful attempt: what the handler returned with its result wins,
+/// field by field, over what it recorded on its context.
+fn merged(returned: Facts, recorded: Facts) -> Facts {
+    Facts {
+        provenance: returned.provenance.or(recorded.provenance),
+        usage: returned.usage.or(recorded.usage),
     }
 }

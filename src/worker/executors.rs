@@ -6,7 +6,8 @@ use std::time::Duration;
 use tracing::Instrument as _;
 
 use crate::service::{Beat, Success};
-use crate::task::TaskType;
+use crate::task::attempt::{Facts, Provenance, Usage};
+use crate::task::{Route, TaskType};
 use crate::telemetry::GenAiCall;
 
 use super::handler::{Handler, HandlerError, Stop, TaskContext};
@@ -95,6 +96,7 @@ impl Handler for Sleep {
 pub struct Http {
     client: reqwest::Client,
     url: String,
+    route: Route,
 }
 
 impl Http {
@@ -106,7 +108,11 @@ impl Http {
         let client = reqwest::Client::builder()
             .timeout(task_type.attempt_timeout())
             .build()?;
-        Ok(Http { client, url })
+        Ok(Http {
+            client,
+            url,
+            route: task_type.route,
+        })
     }
 }
 
@@ -124,7 +130,12 @@ impl Handler for Http {
         let result = self.call(&ctx).instrument(span).await;
         let (model, input_tokens, output_tokens) = match &result {
             Ok(success) => (
-                success.model.clone().unwrap_or_default(),
+                success
+                    .facts
+                    .provenance
+                    .as_ref()
+                    .map(|p| p.model.clone())
+                    .unwrap_or_default(),
                 usage(&success.result, "prompt_tokens"),
                 usage(&success.result, "completion_tokens"),
             ),
@@ -198,21 +209,42 @@ impl Http {
         }
         let result: serde_json::Value = serde_json::from_slice(&body)
             .unwrap_or_else(|_| serde_json::Value::String(text.into_owned()));
-        let usage_units = result
-            .pointer("/usage/total_tokens")
-            .and_then(|v| v.as_i64());
+        // Usage and provenance go with the attempt, also when the answer names no model.
+        let tokens = |field| usage(&result, field).map(|n| n as i64);
+        let usage = match (
+            tokens("prompt_tokens"),
+            tokens("completion_tokens"),
+            tokens("total_tokens"),
+        ) {
+            (None, None, None) => None,
+            (input, output, total) => Some(Usage {
+                input_tokens: input.unwrap_or(0),
+                output_tokens: output.unwrap_or(0),
+                total_tokens: total.unwrap_or(input.unwrap_or(0) + output.unwrap_or(0)),
+            }),
+        };
         let model = result
             .get("model")
             .and_then(|v| v.as_str())
-            .map(str::to_owned);
+            .unwrap_or_default()
+            .to_owned();
         let provider = reqwest::Url::parse(&self.url)
             .ok()
-            .and_then(|u| u.host_str().map(str::to_owned));
-        Ok(Success {
-            result,
-            usage_units,
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        let provenance = Provenance {
             provider,
             model,
+            route: self.route,
+            route_name: String::new(),
+        };
+        Ok(Success {
+            result,
+            usage_units: None,
+            facts: Facts {
+                provenance: Some(provenance.bounded()),
+                usage,
+            },
         })
     }
 }

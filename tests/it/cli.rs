@@ -29,7 +29,7 @@ fn stderr(output: &Output) -> String {
 }
 
 #[tokio::test]
-async fn tasks_commands_list_get_cancel_retry_and_follow_events() {
+async fn tasks_commands_list_get_cancel_retry_follow_events_and_attempts() {
     let db = common::test_db().await;
     let serve = Serve::start(&db.url, Options::default()).await;
     let token = api::token(&db.url, "mail", None, ALL).await;
@@ -92,6 +92,18 @@ async fn tasks_commands_list_get_cancel_retry_and_follow_events() {
     assert_eq!(kinds.first().map(String::as_str), Some("task.queued"));
     assert!(kinds.iter().any(|k| k == "task.progress"), "{kinds:?}");
     assert_eq!(kinds.last().map(String::as_str), Some("task.succeeded"));
+
+    // Its attempts, as a table: one, succeeded, on the local route.
+    let attempts = cli(&serve.base, &token, &["tasks", "attempts", &sleeping]).await;
+    assert!(attempts.status.success(), "{}", stderr(&attempts));
+    let text = stdout(&attempts);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    assert_eq!(&rows[0][..3], ["1", "succeeded", "local"], "{text}");
 }
 
 #[tokio::test]

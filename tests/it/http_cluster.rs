@@ -179,8 +179,9 @@ async fn remote_worker_events_stream_across_replicas_and_resume() {
         "{:?}",
         answer.body
     );
-    let done = json!({"lease_token": lease, "result": {"text": "hello"}, "usage": {"units": 12},
-        "provenance": {"provider": "local", "model": "tiny", "route": "local"}});
+    let done = json!({"lease_token": lease, "result": {"text": "hello"},
+        "usage": {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12},
+        "provenance": {"provider": "local", "model": "tiny", "route_name": "gpu-1"}});
     assert_eq!(
         on_b.post(&format!("/v1/worker/tasks/{id}/complete"), &done)
             .await
@@ -225,7 +226,8 @@ async fn remote_worker_events_stream_across_replicas_and_resume() {
     let view = on_a.get(&format!("/v1/tasks/{id}")).await.body;
     assert_eq!(view["result"], json!({"text": "hello"}));
     assert_eq!(view["provenance"]["model"], "tiny");
-    assert_eq!(view["provenance"]["usage_units"], 12);
+    assert_eq!(view["provenance"]["route_name"], "gpu-1");
+    assert_eq!(view["usage"]["total_tokens"], 12);
 }
 
 #[tokio::test]

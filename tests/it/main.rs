@@ -20,6 +20,7 @@ mod admission_capacity;
 mod admission_limits;
 mod admission_replicas;
 mod admission_support;
+mod attempts;
 mod batch;
 mod budget_reserve;
 mod circuits;

@@ -2,6 +2,7 @@
 
 pub mod activity;
 pub mod admin;
+pub mod attempts;
 pub mod batch;
 pub mod events;
 pub mod lifecycle;

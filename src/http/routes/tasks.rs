@@ -86,6 +86,13 @@ async fn submit_in_span(
             None => return Err(ApiError::NotFound),
         }
     }
+    if submitted.outcome != SubmitOutcome::Created && task.attempts.is_none() {
+        // A replay or a join shows its attempts' usage and provenance like a read does.
+        state
+            .tasklane
+            .with_attempts(std::slice::from_mut(&mut task))
+            .await?;
+    }
     let status = status_of(task.state.is_terminal(), submitted.outcome);
     let id = task.id;
     let mut response = (status, Json(TaskView::new(task, caller.is_scoped()))).into_response();

@@ -13,7 +13,7 @@ use crate::http::auth::{perm, Allowed, Caller};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body};
 use crate::http::AppState;
-use crate::service::{Beat, Claimant, ClaimedTask, Success};
+use crate::service::{Beat, Claimant, ClaimedTask, Ending, Success};
 use crate::task::bounds;
 use crate::task::outcome::Report;
 use crate::task::Route;
@@ -94,6 +94,7 @@ impl From<ClaimedTask> for ClaimedView {
             input: task.input,
             snapshot: task.snapshot,
             deadline_at: task.deadline_at,
+            attempt_deadline_at: task.attempt_deadline_at,
             traceparent: task.traceparent,
         }
     }
@@ -205,24 +206,11 @@ pub async fn complete(
             format!("must be at most {} bytes", bounds::RESULT_BYTES),
         ));
     }
-    let units = body.usage.as_ref().map(|u| u.units);
-    if units.is_some_and(|u| u < 0) {
-        return Err(ApiError::invalid("usage.units", "must not be negative"));
-    }
-    let provenance = body.provenance.unwrap_or_default();
-    for (field, value) in [
-        ("provenance.provider", &provenance.provider),
-        ("provenance.model", &provenance.model),
-    ] {
-        if let Some(value) = value {
-            bounds::key(field, value).map_err(ApiError::Validation)?;
-        }
-    }
+    let (facts, units) = facts(body.usage.as_ref(), body.provenance.as_ref())?;
     let success = Success {
         result: body.result,
         usage_units: units,
-        provider: provenance.provider,
-        model: provenance.model,
+        facts,
     };
     state
         .tasklane
@@ -258,13 +246,18 @@ pub async fn fail(
             format!("must be at most {max_after}"),
         ));
     }
-    let report = Report::Error {
-        code: body.code,
-        message: body.message,
-        retryable: body.retryable,
-        retry_after: body.retry_after_seconds.map(Duration::from_secs),
+    let (facts, usage_units) = facts(body.usage.as_ref(), body.provenance.as_ref())?;
+    let ending = Ending {
+        report: Report::Error {
+            code: body.code,
+            message: body.message,
+            retryable: body.retryable,
+            retry_after: body.retry_after_seconds.map(Duration::from_secs),
+        },
+        facts,
+        usage_units,
     };
-    settle(&state, &caller, id, body.lease_token, report).await
+    settle(&state, &caller, id, body.lease_token, ending).await
 }
 
 /// Give the task up on the local route: it waits for an external worker if its privacy
@@ -286,9 +279,9 @@ pub async fn fallback(
         &caller,
         id,
         body.lease_token,
-        Report::Fallback {
+        reported(Report::Fallback {
             reason: body.reason,
-        },
+        }),
     )
     .await
 }
@@ -305,7 +298,14 @@ pub async fn cancelled(
     Body(body): Body<CancelledBody>,
 ) -> Result<Json<Settled>, ApiError> {
     let id = task_id(&id)?;
-    settle(&state, &caller, id, body.lease_token, Report::Cancelled).await
+    settle(
+        &state,
+        &caller,
+        id,
+        body.lease_token,
+        reported(Report::Cancelled),
+    )
+    .await
 }
 
 async fn settle(
@@ -313,13 +313,22 @@ async fn settle(
     caller: &Caller,
     id: Uuid,
     lease_token: Uuid,
-    report: Report,
+    ending: Ending,
 ) -> Result<Json<Settled>, ApiError> {
     let settled = state
         .tasklane
-        .settle(&caller.owner, id, lease_token, report)
+        .settle(&caller.owner, id, lease_token, ending)
         .await?;
     Ok(Json(Settled {
         state: settled.as_str().to_owned(),
     }))
+}
+
+/// A report that carries no facts of the attempt.
+fn reported(report: Report) -> Ending {
+    Ending {
+        report,
+        facts: Default::default(),
+        usage_units: None,
+    }
 }

@@ -5,6 +5,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::http::error::ApiError;
+use crate::task::attempt::{Facts, Provenance, Usage};
+use crate::task::{bounds, Route};
+
 /// A claim request.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +51,10 @@ pub struct ClaimedView {
     /// The last snapshot of a resumed task.
     pub snapshot: Option<serde_json::Value>,
     pub deadline_at: Option<DateTime<Utc>>,
+    /// The server ends the attempt as `attempt_timeout` at this time whatever the
+    /// worker says (claim time + the type's attempt timeout); a later `complete` is
+    /// refused with 409 `lease_lost`. The lease never runs past it.
+    pub attempt_deadline_at: DateTime<Utc>,
     /// W3C trace context of this claim, in the trace of the task's submit: a worker
     /// that starts its spans as its children continues the submitter's trace.
     pub traceparent: Option<String>,
@@ -101,13 +109,28 @@ pub struct BeatView {
     pub cancel_requested: bool,
 }
 
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+/// What an attempt consumed: the provider's tokens, or units of the worker's own
+/// (charged instead of tokens when given). Each 0..10^12; at least one.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Usage {
+pub struct UsageBody {
+    #[serde(default)]
     #[schema(minimum = 0)]
-    pub units: i64,
+    pub input_tokens: Option<i64>,
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub output_tokens: Option<i64>,
+    /// Defaults to input + output.
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub total_tokens: Option<i64>,
+    /// Budget units (v1): charged instead of `total_tokens` when given.
+    #[serde(default)]
+    #[schema(minimum = 0)]
+    pub units: Option<i64>,
 }
 
+/// Where the attempt ran. Names are 1..200 bytes.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProvenanceBody {
@@ -115,8 +138,12 @@ pub struct ProvenanceBody {
     pub provider: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
-    /// Informational: the route was recorded by the claim.
+    /// The configured route's name (it names its circuit breaker).
     #[serde(default)]
+    pub route_name: Option<String>,
+    /// Informational (`local` or `external`): the route is the one the claim recorded.
+    #[serde(default)]
+    #[schema(pattern = "^(local|external)$")]
     pub route: Option<String>,
 }
 
@@ -126,7 +153,7 @@ pub struct CompleteBody {
     pub lease_token: Uuid,
     pub result: serde_json::Value,
     #[serde(default)]
-    pub usage: Option<Usage>,
+    pub usage: Option<UsageBody>,
     #[serde(default)]
     pub provenance: Option<ProvenanceBody>,
 }
@@ -147,6 +174,11 @@ pub struct FailBody {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 86400)]
     pub retry_after_seconds: Option<u64>,
+    /// What the failed attempt consumed (it is charged all the same).
+    #[serde(default)]
+    pub usage: Option<UsageBody>,
+    #[serde(default)]
+    pub provenance: Option<ProvenanceBody>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -166,4 +198,77 @@ pub struct CancelledBody {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Settled {
     pub state: String,
+}
+
+/// The largest count a worker may report.
+const MAX_USAGE: i64 = 1_000_000_000_000;
+
+/// A worker's reported usage and provenance, checked: the attempt's facts and its
+/// budget units.
+pub fn facts(
+    usage: Option<&UsageBody>,
+    provenance: Option<&ProvenanceBody>,
+) -> Result<(Facts, Option<i64>), ApiError> {
+    let mut facts = Facts::default();
+    let mut units = None;
+    if let Some(usage) = usage {
+        for (field, value) in [
+            ("usage.input_tokens", usage.input_tokens),
+            ("usage.output_tokens", usage.output_tokens),
+            ("usage.total_tokens", usage.total_tokens),
+            ("usage.units", usage.units),
+        ] {
+            if value.is_some_and(|v| !(0..=MAX_USAGE).contains(&v)) {
+                return Err(ApiError::invalid(field, "must be 0 to 10^12"));
+            }
+        }
+        let (input, output, total) = (usage.input_tokens, usage.output_tokens, usage.total_tokens);
+        if input.is_none() && output.is_none() && total.is_none() && usage.units.is_none() {
+            return Err(ApiError::invalid(
+                "usage",
+                "must name input_tokens, output_tokens, total_tokens or units",
+            ));
+        }
+        if input.is_some() || output.is_some() || total.is_some() {
+            let (input, output) = (input.unwrap_or(0), output.unwrap_or(0));
+            facts.usage = Some(Usage {
+                input_tokens: input,
+                output_tokens: output,
+                total_tokens: total.unwrap_or(input + output),
+            });
+        }
+        units = usage.units;
+    }
+    if let Some(provenance) = provenance {
+        for (field, value) in [
+            ("provenance.provider", &provenance.provider),
+            ("provenance.model", &provenance.model),
+            ("provenance.route_name", &provenance.route_name),
+        ] {
+            if let Some(value) = value {
+                bounds::key(field, value).map_err(ApiError::Validation)?;
+            }
+        }
+        let route = match provenance.route.as_deref() {
+            None | Some("local") => Route::Local,
+            Some("external") => Route::External,
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "provenance.route",
+                    "must be local or external",
+                ))
+            }
+        };
+        facts.provenance = Some(
+            Provenance {
+                provider: provenance.provider.clone().unwrap_or_default(),
+                model: provenance.model.clone().unwrap_or_default(),
+                // Informational: the claim's route is recorded (store::attempts).
+                route,
+                route_name: provenance.route_name.clone().unwrap_or_default(),
+            }
+            .bounded(),
+        );
+    }
+    Ok((facts, units))
 }

@@ -1,0 +1,42 @@
+//! The attempt-deadline sweep: a leased attempt past its server-side deadline (claim
+//! time + the type's attempt timeout, `ClaimedTask::attempt_deadline_at`) ends as
+//! `attempt_timeout` (retried or failed by the outcome rules) whatever its worker says;
+//! a later completion is refused as a lost lease. This is how the deadline holds for
+//! remote workers; an in-process attempt is ended by its own timer first (keeping its
+//! handler's provenance and usage), so the sweep gives those [`IN_PROCESS_GRACE`].
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::service::Tasklane;
+
+/// Attempts one pass ends at most.
+const BATCH: i64 = 100;
+
+/// How long past its deadline an attempt of a replica process is left to that
+/// process's own timer.
+pub const IN_PROCESS_GRACE: Duration = Duration::from_secs(5);
+
+pub struct AttemptDeadlineSweeper {
+    pub tasklane: Tasklane,
+    pub interval: Duration,
+}
+
+impl AttemptDeadlineSweeper {
+    pub async fn run(self, shutdown: CancellationToken) {
+        super::every("attempt_deadlines", self.interval, shutdown, || self.pass()).await
+    }
+
+    /// One batch; true when it was full.
+    pub async fn pass(&self) -> anyhow::Result<bool> {
+        let ended = self
+            .tasklane
+            .time_out_overdue(BATCH, IN_PROCESS_GRACE)
+            .await?;
+        if ended > 0 {
+            tracing::info!(ended, "timed out attempts past their deadline");
+        }
+        Ok(ended as i64 == BATCH)
+    }
+}
