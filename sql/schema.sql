@@ -101,8 +101,14 @@ CREATE INDEX tasks_scope_listing ON tasklane.tasks USING btree (app, scope_id, i
 -- index tasks_unreleased: migrations/V4__lifecycle.rs
 CREATE INDEX tasks_unreleased ON tasklane.tasks USING btree (app, scope_id COLLATE "C", COALESCE(source_id, ''::text) COLLATE "C") WHERE (released_at IS NULL);
 
+-- trigger tasks_delete_deliveries: migrations/V11__webhooks.sql
+CREATE TRIGGER tasks_delete_deliveries AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_deliveries();
+
 -- trigger tasks_delete_events: migrations/V5__hot_paths.sql
 CREATE TRIGGER tasks_delete_events AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_events();
+
+-- trigger tasks_enqueue_webhooks: migrations/V11__webhooks.sql
+CREATE TRIGGER tasks_enqueue_webhooks AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.enqueue_webhooks();
 
 -- trigger tasks_record_usage: migrations/V3__admission.sql
 CREATE TRIGGER tasks_record_usage AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.usage_units IS NOT NULL) AND (new.usage_units > 0) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.record_usage();
@@ -428,3 +434,98 @@ ALTER TABLE ONLY tasklane.task_events
 
 -- trigger task_events_notify: migrations/V2__tokens.sql, migrations/V5__hot_paths.sql
 CREATE TRIGGER task_events_notify AFTER INSERT ON tasklane.task_events FOR EACH ROW WHEN ((new.type = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text, 'task.output'::text]))) EXECUTE FUNCTION tasklane.notify_task_event();
+
+
+-- table webhook_deliveries: migrations/V11__webhooks.sql
+CREATE TABLE tasklane.webhook_deliveries (
+    id uuid DEFAULT tasklane.uuid_v7() NOT NULL,
+    endpoint_id uuid NOT NULL,
+    app text NOT NULL,
+    scope_id text NOT NULL,
+    task_id uuid NOT NULL,
+    event text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    claim_token uuid,
+    last_status integer,
+    last_error text,
+    delivered_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    CONSTRAINT webhook_deliveries_event_check CHECK ((event = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text]))),
+    CONSTRAINT webhook_deliveries_last_error_check CHECK ((length(last_error) <= 1024)),
+    CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
+);
+
+ALTER TABLE ONLY tasklane.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
+
+-- index webhook_deliveries_due: migrations/V11__webhooks.sql
+CREATE INDEX webhook_deliveries_due ON tasklane.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+
+-- index webhook_deliveries_finished: migrations/V11__webhooks.sql
+CREATE INDEX webhook_deliveries_finished ON tasklane.webhook_deliveries USING btree (finished_at) WHERE (status <> 'pending'::text);
+
+-- index webhook_deliveries_log: migrations/V11__webhooks.sql
+CREATE INDEX webhook_deliveries_log ON tasklane.webhook_deliveries USING btree (endpoint_id, id DESC);
+
+-- index webhook_deliveries_task: migrations/V11__webhooks.sql
+CREATE INDEX webhook_deliveries_task ON tasklane.webhook_deliveries USING btree (task_id) WHERE (status <> 'delivered'::text);
+
+ALTER TABLE ONLY tasklane.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES tasklane.webhook_endpoints(id) ON DELETE CASCADE;
+
+
+-- table webhook_endpoints: migrations/V11__webhooks.sql
+CREATE TABLE tasklane.webhook_endpoints (
+    id uuid NOT NULL,
+    app text NOT NULL,
+    name text NOT NULL,
+    url text NOT NULL,
+    events text[] NOT NULL,
+    disabled boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT webhook_endpoints_events_check CHECK (((cardinality(events) >= 1) AND (events <@ ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text]))),
+    CONSTRAINT webhook_endpoints_name_check CHECK (((length(name) >= 1) AND (length(name) <= 100))),
+    CONSTRAINT webhook_endpoints_url_check CHECK (((length(url) >= 1) AND (length(url) <= 2048)))
+);
+
+ALTER TABLE ONLY tasklane.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_name UNIQUE (app, name);
+
+ALTER TABLE ONLY tasklane.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
+
+
+-- table webhook_secrets: migrations/V11__webhooks.sql
+CREATE TABLE tasklane.webhook_secrets (
+    id bigint NOT NULL,
+    endpoint_id uuid NOT NULL,
+    secret text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
+    CONSTRAINT webhook_secrets_secret_check CHECK (((secret ~~ 'whsec\_%'::text) AND (length(secret) <= 200)))
+);
+
+ALTER TABLE tasklane.webhook_secrets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tasklane.webhook_secrets_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY tasklane.webhook_secrets
+    ADD CONSTRAINT webhook_secrets_pkey PRIMARY KEY (id);
+
+-- index webhook_secrets_current: migrations/V11__webhooks.sql
+CREATE UNIQUE INDEX webhook_secrets_current ON tasklane.webhook_secrets USING btree (endpoint_id) WHERE (expires_at IS NULL);
+
+-- index webhook_secrets_endpoint: migrations/V11__webhooks.sql
+CREATE INDEX webhook_secrets_endpoint ON tasklane.webhook_secrets USING btree (endpoint_id);
+
+ALTER TABLE ONLY tasklane.webhook_secrets
+    ADD CONSTRAINT webhook_secrets_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES tasklane.webhook_endpoints(id) ON DELETE CASCADE;
