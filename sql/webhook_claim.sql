@@ -15,14 +15,14 @@ WITH candidates AS (
           WHERE status = 'pending' AND next_attempt_at <= now()
             AND endpoint_id <> ALL ($4::uuid[])
           ORDER BY next_attempt_at
-          LIMIT $1 * 4) c
+          LIMIT $1::bigint * 4) c
 ), due AS (
     SELECT d.id
     FROM tasklane.webhook_deliveries d
-    JOIN candidates c ON c.id = d.id AND c.n <= $2
+    JOIN candidates c ON c.id = d.id AND c.n <= $2::bigint
     WHERE d.status = 'pending' AND d.next_attempt_at <= now()
     ORDER BY d.next_attempt_at
-    LIMIT $1
+    LIMIT $1::bigint
     FOR UPDATE OF d SKIP LOCKED
 )
 UPDATE tasklane.webhook_deliveries d
