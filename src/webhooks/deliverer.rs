@@ -222,7 +222,7 @@ impl Deliverer {
         &self,
         claimed: Vec<Claimed>,
         targets: HashMap<Uuid, Target>,
-        mut tasks: HashMap<Uuid, TaskRecord>,
+        tasks: HashMap<Uuid, TaskRecord>,
         flight: &mut JoinSet<Uuid>,
         per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
     ) {
@@ -234,7 +234,8 @@ impl Deliverer {
             entry.0 += 1;
             let permits = entry.1.clone();
             let target = targets.get(&row.endpoint_id).cloned();
-            let task = tasks.remove(&row.task_id);
+            // Several endpoints may be notified of one task in one batch.
+            let task = tasks.get(&row.task_id).cloned();
             let shared = self.shared.clone();
             flight.spawn(async move {
                 let endpoint_id = row.endpoint_id;

@@ -17,23 +17,35 @@ async fn a_terminal_task_is_delivered_signed_with_the_app_view() {
     let (_replica, api) = replica(&db, &[]).await;
     let receiver = Receiver::start().await;
     let created = register(&api, "main", &receiver.url, None).await;
-    let secret = created["secret"].as_str().expect("a new endpoint shows its secret");
+    let secret = created["secret"]
+        .as_str()
+        .expect("a new endpoint shows its secret");
     assert!(secret.starts_with("whsec_"));
     receiver.secrets(&[secret]);
     let listed = api.get("/v1/webhooks").await;
     assert_eq!(listed.body["items"][0]["name"], "main");
-    assert!(listed.body["items"][0].get("secret").is_none(), "never listed");
+    assert!(
+        listed.body["items"][0].get("secret").is_none(),
+        "never listed"
+    );
 
     let id = noop(&api, "k1").await;
     let got = receiver.until(1, SOON).await;
     let message = &got[0];
-    assert_eq!(message.verified, [true], "signed with the endpoint's secret");
+    assert_eq!(
+        message.verified,
+        [true],
+        "signed with the endpoint's secret"
+    );
     assert_eq!(message.content_type, "application/json");
     assert_eq!(message.body["type"], "task.succeeded");
     assert_eq!(message.body["data"]["id"], id);
     assert_eq!(message.body["data"]["state"], "succeeded");
     assert_eq!(message.body["data"]["result"], json!({"n": 1}));
-    assert_eq!(message.body["data"]["links"]["self"], format!("/v1/tasks/{id}"));
+    assert_eq!(
+        message.body["data"]["links"]["self"],
+        format!("/v1/tasks/{id}")
+    );
     assert!(message.body["timestamp"].as_str().is_some());
     assert!((message.timestamp - chrono::Utc::now().timestamp()).abs() < 300);
     let rows = log_until(&api, "main", 1, "delivered").await;
@@ -44,14 +56,25 @@ async fn a_terminal_task_is_delivered_signed_with_the_app_view() {
     assert!(rows[0]["delivered_at"].is_string());
 
     // A cancelled task too, and a redelivery sends the same id again.
-    let cancelled = api.submit("sleep", "box-1", "k2", json!({"input": {"ms": 60000}, "deadline_seconds": 600})).await;
+    let cancelled = api
+        .submit(
+            "sleep",
+            "box-1",
+            "k2",
+            json!({"input": {"ms": 60000}, "deadline_seconds": 600}),
+        )
+        .await;
     let cancelled_id = cancelled.body["id"].as_str().unwrap().to_owned();
-    api.post(&format!("/v1/tasks/{cancelled_id}/cancel"), &json!({})).await;
+    api.post(&format!("/v1/tasks/{cancelled_id}/cancel"), &json!({}))
+        .await;
     let got = receiver.until(2, SOON).await;
     assert_eq!(got[1].body["type"], "task.cancelled");
     assert_eq!(got[1].body["data"]["id"], cancelled_id);
     let answer = api
-        .post(&format!("/v1/webhooks/main/deliveries/{}/redeliver", message.id), &json!({}))
+        .post(
+            &format!("/v1/webhooks/main/deliveries/{}/redeliver", message.id),
+            &json!({}),
+        )
         .await;
     assert_eq!(answer.status, 202, "{:?}", answer.body);
     let got = receiver.until(3, SOON).await;
@@ -72,7 +95,13 @@ async fn a_failed_attempt_is_retried_with_the_same_webhook_id() {
     assert_eq!(got[0].id, got[1].id, "one notification, two attempts");
     assert!(got.iter().all(|m| m.verified == [true]));
     let rows = log_until(&api, "main", 1, "delivered").await;
-    assert_eq!((rows[0]["attempts"].as_i64(), rows[0]["last_status"].as_i64()), (Some(2), Some(200)));
+    assert_eq!(
+        (
+            rows[0]["attempts"].as_i64(),
+            rows[0]["last_status"].as_i64()
+        ),
+        (Some(2), Some(200))
+    );
 }
 
 #[tokio::test]
@@ -117,9 +146,18 @@ async fn a_410_disables_the_endpoint_until_it_is_put_again() {
     let listed = api.get("/v1/webhooks").await;
     assert_eq!(listed.body["items"][0]["disabled"], true);
     let redeliver = api
-        .post(&format!("/v1/webhooks/main/deliveries/{}/redeliver", rows[0]["id"].as_str().unwrap()), &json!({}))
+        .post(
+            &format!(
+                "/v1/webhooks/main/deliveries/{}/redeliver",
+                rows[0]["id"].as_str().unwrap()
+            ),
+            &json!({}),
+        )
         .await;
-    assert_eq!((redeliver.status, redeliver.code()), (409, "endpoint_disabled"));
+    assert_eq!(
+        (redeliver.status, redeliver.code()),
+        (409, "endpoint_disabled")
+    );
 
     // Nothing is written for a disabled endpoint.
     let id = noop(&api, "k2").await;
@@ -128,7 +166,10 @@ async fn a_410_disables_the_endpoint_until_it_is_put_again() {
 
     let again = register(&api, "main", &receiver.url, None).await;
     assert_eq!(again["disabled"], false);
-    assert!(again.get("secret").is_none(), "an update does not show the secret");
+    assert!(
+        again.get("secret").is_none(),
+        "an update does not show the secret"
+    );
     noop(&api, "k3").await;
     receiver.until(2, SOON).await;
     assert_eq!(receiver.received().len(), 2);
@@ -144,9 +185,15 @@ async fn a_redirect_is_not_followed() {
     receiver.script([Reply::status(307).header("location", elsewhere.url.clone())]);
     noop(&api, "k1").await;
     let rows = log_until(&api, "main", 1, "delivered").await;
-    assert_eq!(rows[0]["attempts"], 2, "the redirect counted as a failed attempt");
+    assert_eq!(
+        rows[0]["attempts"], 2,
+        "the redirect counted as a failed attempt"
+    );
     assert_eq!(receiver.received().len(), 2);
-    assert!(elsewhere.received().is_empty(), "the redirect target was never called");
+    assert!(
+        elsewhere.received().is_empty(),
+        "the redirect target was never called"
+    );
 }
 
 #[tokio::test]
@@ -172,7 +219,10 @@ async fn internal_addresses_are_refused_unless_allowed() {
         assert!(error.contains("address refused"), "{name}: {error}");
         assert!(row["last_status"].is_null());
     }
-    assert!(receiver.received().is_empty(), "nothing reached the loopback receiver");
+    assert!(
+        receiver.received().is_empty(),
+        "nothing reached the loopback receiver"
+    );
 }
 
 #[tokio::test]
@@ -181,7 +231,9 @@ async fn after_a_rotation_both_secrets_sign_for_a_day() {
     let (_replica, api) = replica(&db, &[]).await;
     let receiver = Receiver::start().await;
     register(&api, "main", &receiver.url, Some(SECRET_A)).await;
-    let rotated = api.post("/v1/webhooks/main/rotate-secret", &json!({})).await;
+    let rotated = api
+        .post("/v1/webhooks/main/rotate-secret", &json!({}))
+        .await;
     assert_eq!(rotated.status, 200, "{:?}", rotated.body);
     let secret_b = rotated.body["secret"].as_str().unwrap().to_owned();
     assert_ne!(secret_b, SECRET_A);
@@ -189,7 +241,11 @@ async fn after_a_rotation_both_secrets_sign_for_a_day() {
     noop(&api, "k1").await;
     let got = receiver.until(1, SOON).await;
     assert_eq!(got[0].signature.split(' ').count(), 2);
-    assert_eq!(got[0].verified, [true, true], "the old and the new secret both verify");
+    assert_eq!(
+        got[0].verified,
+        [true, true],
+        "the old and the new secret both verify"
+    );
 
     // Once the old secret's day is over, only the new one signs.
     let c = db.client().await;
@@ -205,4 +261,3 @@ async fn after_a_rotation_both_secrets_sign_for_a_day() {
     assert_eq!(got[1].verified, [false, true]);
     assert_eq!(got[1].signature.split(' ').count(), 1);
 }
-

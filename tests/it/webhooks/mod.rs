@@ -52,12 +52,17 @@ pub async fn replica(db: &common::TestDb, extra: &[(&'static str, &str)]) -> (In
 
 /// PUTs endpoint `name` at `url` for every terminal event; the answer's body.
 pub async fn register(api: &Api, name: &str, url: &str, secret: Option<&str>) -> Value {
-    let mut body = json!({"url": url, "events": ["task.succeeded", "task.failed", "task.cancelled"]});
+    let mut body =
+        json!({"url": url, "events": ["task.succeeded", "task.failed", "task.cancelled"]});
     if let Some(secret) = secret {
         body["secret"] = json!(secret);
     }
     let answer = api
-        .send(api.http.put(format!("{}/v1/webhooks/{name}", api.base)).json(&body))
+        .send(
+            api.http
+                .put(format!("{}/v1/webhooks/{name}", api.base))
+                .json(&body),
+        )
         .await;
     assert_eq!(answer.status, 200, "{:?}", answer.body);
     answer.body
@@ -65,7 +70,9 @@ pub async fn register(api: &Api, name: &str, url: &str, secret: Option<&str>) ->
 
 /// Submits a noop task (it succeeds at once); its id.
 pub async fn noop(api: &Api, key: &str) -> String {
-    let answer = api.submit("noop", "box-1", key, json!({"input": {"n": 1}})).await;
+    let answer = api
+        .submit("noop", "box-1", key, json!({"input": {"n": 1}}))
+        .await;
     assert!(matches!(answer.status, 200 | 202), "{:?}", answer.body);
     answer.body["id"].as_str().unwrap().to_owned()
 }

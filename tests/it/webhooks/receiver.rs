@@ -150,9 +150,7 @@ async fn receive(
     tokio::time::sleep(reply.delay).await;
     let mut response = StatusCode::from_u16(reply.status).unwrap().into_response();
     for (name, value) in reply.headers {
-        response
-            .headers_mut()
-            .insert(name, value.parse().unwrap());
+        response.headers_mut().insert(name, value.parse().unwrap());
     }
     response
 }

@@ -17,20 +17,55 @@ async fn bad_input_is_refused_naming_the_field_and_changes_nothing() {
     };
     let events = json!(["task.succeeded"]);
     let cases = [
-        ("ok", json!({"url": "ftp://example.com/", "events": events}), "url"),
-        ("ok", json!({"url": "https://example.com/", "events": []}), "events"),
-        ("ok", json!({"url": "https://example.com/", "events": ["task.running"]}), "events"),
-        ("ok", json!({"url": "https://example.com/", "events": events, "secret": "whsec_c2hvcnQ="}), "secret"),
-        ("ok", json!({"url": "https://example.com/", "events": events, "secret": "plain"}), "secret"),
-        ("bad%20name", json!({"url": "https://example.com/", "events": events}), "name"),
+        (
+            "ok",
+            json!({"url": "ftp://example.com/", "events": events}),
+            "url",
+        ),
+        (
+            "ok",
+            json!({"url": "https://example.com/", "events": []}),
+            "events",
+        ),
+        (
+            "ok",
+            json!({"url": "https://example.com/", "events": ["task.running"]}),
+            "events",
+        ),
+        (
+            "ok",
+            json!({"url": "https://example.com/", "events": events, "secret": "whsec_c2hvcnQ="}),
+            "secret",
+        ),
+        (
+            "ok",
+            json!({"url": "https://example.com/", "events": events, "secret": "plain"}),
+            "secret",
+        ),
+        (
+            "bad%20name",
+            json!({"url": "https://example.com/", "events": events}),
+            "name",
+        ),
     ];
     for (name, body, field) in cases {
         let answer = put(name, body.clone()).await;
-        assert_eq!((answer.status, answer.code()), (422, "validation_failed"), "{body}");
+        assert_eq!(
+            (answer.status, answer.code()),
+            (422, "validation_failed"),
+            "{body}"
+        );
         assert_eq!(answer.body["field"], field, "{body}");
-        assert!(!answer.body.to_string().contains("c2hvcnQ"), "no secret echoed");
+        assert!(
+            !answer.body.to_string().contains("c2hvcnQ"),
+            "no secret echoed"
+        );
     }
-    let unknown = put("ok", json!({"url": "https://example.com/", "events": events, "colour": 1})).await;
+    let unknown = put(
+        "ok",
+        json!({"url": "https://example.com/", "events": events, "colour": 1}),
+    )
+    .await;
     assert_eq!((unknown.status, unknown.code()), (422, "unknown_field"));
     let listed = api.get("/v1/webhooks").await;
     assert_eq!(listed.body["items"], json!([]), "nothing was created");
@@ -39,13 +74,23 @@ async fn bad_input_is_refused_naming_the_field_and_changes_nothing() {
         .send(api.http.delete(format!("{}/v1/webhooks/none", api.base)))
         .await;
     assert_eq!((missing.status, missing.code()), (404, "not_found"));
-    let rotate = api.post("/v1/webhooks/none/rotate-secret", &json!({})).await;
+    let rotate = api
+        .post("/v1/webhooks/none/rotate-secret", &json!({}))
+        .await;
     assert_eq!(rotate.status, 404);
     register(&api, "main", "https://example.com/hook", None).await;
-    let bad_id = api.post("/v1/webhooks/main/deliveries/nope/redeliver", &json!({})).await;
+    let bad_id = api
+        .post("/v1/webhooks/main/deliveries/nope/redeliver", &json!({}))
+        .await;
     assert_eq!((bad_id.status, bad_id.code()), (400, "invalid_id"));
     let no_such = api
-        .post(&format!("/v1/webhooks/main/deliveries/{}/redeliver", uuid::Uuid::now_v7()), &json!({}))
+        .post(
+            &format!(
+                "/v1/webhooks/main/deliveries/{}/redeliver",
+                uuid::Uuid::now_v7()
+            ),
+            &json!({}),
+        )
         .await;
     assert_eq!(no_such.status, 404);
     let limit = api.get("/v1/webhooks/main/deliveries?limit=0").await;
@@ -72,7 +117,10 @@ async fn only_app_tokens_with_the_permission_manage_endpoints_of_their_app() {
     let other = api.with_token(&other);
     assert_eq!(other.get("/v1/webhooks").await.body["items"], json!([]));
     let answer = other.get("/v1/webhooks/main/deliveries").await;
-    assert_eq!(answer.status, 404, "another app's endpoint does not exist for it");
+    assert_eq!(
+        answer.status, 404,
+        "another app's endpoint does not exist for it"
+    );
 }
 
 #[tokio::test]

@@ -91,9 +91,15 @@ async fn every_terminal_path_notifies_each_subscribed_endpoint_once() {
     // A permanent error.
     let t = submit(&c, "permanent", serde_json::json!({})).await;
     let claimed = claim_one(&c).await;
-    lease::settle(&mut c, claimed.id, claimed.lease_token, error(false), &fast_backoff())
-        .await
-        .unwrap();
+    lease::settle(
+        &mut c,
+        claimed.id,
+        claimed.lease_token,
+        error(false),
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
     expected.push((t.id, "task.failed"));
 
     // Retryable errors until the attempts run out: one notification, at the end.
@@ -102,15 +108,30 @@ async fn every_terminal_path_notifies_each_subscribed_endpoint_once() {
     })
     .await;
     let claimed = claim_one(&c).await;
-    lease::settle(&mut c, claimed.id, claimed.lease_token, error(true), &fast_backoff())
-        .await
-        .unwrap();
-    assert!(notifications(&c, t.id).await.is_empty(), "waiting is not terminal");
+    lease::settle(
+        &mut c,
+        claimed.id,
+        claimed.lease_token,
+        error(true),
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        notifications(&c, t.id).await.is_empty(),
+        "waiting is not terminal"
+    );
     make_due(&c, t.id).await;
     let claimed = claim_one(&c).await;
-    lease::settle(&mut c, claimed.id, claimed.lease_token, error(true), &fast_backoff())
-        .await
-        .unwrap();
+    lease::settle(
+        &mut c,
+        claimed.id,
+        claimed.lease_token,
+        error(true),
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
     expected.push((t.id, "task.failed"));
 
     // A fallback the task's privacy does not allow.
@@ -122,24 +143,43 @@ async fn every_terminal_path_notifies_each_subscribed_endpoint_once() {
     let fallback = Report::Fallback {
         reason: "no local model".into(),
     };
-    lease::settle(&mut c, claimed.id, claimed.lease_token, fallback, &fast_backoff())
-        .await
-        .unwrap();
+    lease::settle(
+        &mut c,
+        claimed.id,
+        claimed.lease_token,
+        fallback,
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
     expected.push((t.id, "task.failed"));
 
     // Cancel of a queued task.
     let t = submit(&c, "cancel-queued", serde_json::json!({})).await;
-    tasklane::store::cancel::cancel(&c, &owner, t.id).await.unwrap();
+    tasklane::store::cancel::cancel(&c, &owner, t.id)
+        .await
+        .unwrap();
     expected.push((t.id, "task.cancelled"));
 
     // Cancel of a running task, acknowledged by its worker: one notification, at the end.
     let t = submit(&c, "cancel-running", serde_json::json!({})).await;
     let claimed = claim_one(&c).await;
-    tasklane::store::cancel::cancel(&c, &owner, t.id).await.unwrap();
-    assert!(notifications(&c, t.id).await.is_empty(), "cancelling is not terminal");
-    lease::settle(&mut c, claimed.id, claimed.lease_token, Report::Cancelled, &fast_backoff())
+    tasklane::store::cancel::cancel(&c, &owner, t.id)
         .await
         .unwrap();
+    assert!(
+        notifications(&c, t.id).await.is_empty(),
+        "cancelling is not terminal"
+    );
+    lease::settle(
+        &mut c,
+        claimed.id,
+        claimed.lease_token,
+        Report::Cancelled,
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
     expected.push((t.id, "task.cancelled"));
 
     // The queue-deadline sweep.
@@ -180,7 +220,9 @@ async fn every_terminal_path_notifies_each_subscribed_endpoint_once() {
     // A cancelling task whose lease runs out.
     let t = submit(&c, "cancelling-lost", serde_json::json!({})).await;
     claim_one(&c).await;
-    tasklane::store::cancel::cancel(&c, &owner, t.id).await.unwrap();
+    tasklane::store::cancel::cancel(&c, &owner, t.id)
+        .await
+        .unwrap();
     expire_lease(&c, t.id).await;
     assert_eq!(rescue_expired(&c).await, 1);
     expected.push((t.id, "task.cancelled"));
@@ -205,10 +247,18 @@ async fn every_terminal_path_notifies_each_subscribed_endpoint_once() {
             wanted.push((failures, event.to_string()));
         }
         wanted.sort();
-        assert_eq!(notifications(&c, *task).await, wanted, "task {task} ({event})");
+        assert_eq!(
+            notifications(&c, *task).await,
+            wanted,
+            "task {task} ({event})"
+        );
     }
     let total = count(&c, "SELECT count(*) FROM tasklane.webhook_deliveries").await;
-    assert_eq!(total as usize, notifications_expected(&expected), "nothing else was written");
+    assert_eq!(
+        total as usize,
+        notifications_expected(&expected),
+        "nothing else was written"
+    );
 }
 
 fn notifications_expected(expected: &[(Uuid, &str)]) -> usize {
@@ -229,21 +279,32 @@ async fn a_rolled_back_transition_leaves_no_notification_and_a_retry_notifies_ag
     lease::complete(&c, claimed.id, claimed.lease_token, &Success::default())
         .await
         .unwrap();
-    assert_eq!(notifications(&c, t.id).await.len(), 1, "written in the transaction");
+    assert_eq!(
+        notifications(&c, t.id).await.len(),
+        1,
+        "written in the transaction"
+    );
     c.batch_execute("ROLLBACK").await.unwrap();
     assert!(notifications(&c, t.id).await.is_empty());
 
     // Cancelled, retried, cancelled again: two transitions, two notifications.
     let owner = Owner::app(APP);
     let t = submit(&c, "again", serde_json::json!({})).await;
-    tasklane::store::cancel::cancel(&c, &owner, t.id).await.unwrap();
+    tasklane::store::cancel::cancel(&c, &owner, t.id)
+        .await
+        .unwrap();
     let service = common::service::tasklane(db.pool.clone(), [task_type()]);
     service.retry(&owner, t.id).await.unwrap();
-    tasklane::store::cancel::cancel(&c, &owner, t.id).await.unwrap();
+    tasklane::store::cancel::cancel(&c, &owner, t.id)
+        .await
+        .unwrap();
     let seen = notifications(&c, t.id).await;
     assert_eq!(
         seen,
-        vec![(all, "task.cancelled".into()), (all, "task.cancelled".into())]
+        vec![
+            (all, "task.cancelled".into()),
+            (all, "task.cancelled".into())
+        ]
     );
     let distinct = count(
         &c,
@@ -269,7 +330,9 @@ async fn owner_deletion_removes_undelivered_notifications_and_keeps_the_log() {
     })
     .await;
     for t in [&delivered, &pending, &other] {
-        tasklane::store::cancel::cancel(&c, &owner, t.id).await.unwrap();
+        tasklane::store::cancel::cancel(&c, &owner, t.id)
+            .await
+            .unwrap();
     }
     c.execute(
         "UPDATE tasklane.webhook_deliveries SET status = 'delivered', finished_at = now()
@@ -282,7 +345,18 @@ async fn owner_deletion_removes_undelivered_notifications_and_keeps_the_log() {
         .await
         .unwrap();
     assert_eq!(deleted, 2);
-    assert!(notifications(&c, pending.id).await.is_empty(), "undelivered: gone");
-    assert_eq!(notifications(&c, delivered.id).await.len(), 1, "the log row stays");
-    assert_eq!(notifications(&c, other.id).await.len(), 1, "another scope: untouched");
+    assert!(
+        notifications(&c, pending.id).await.is_empty(),
+        "undelivered: gone"
+    );
+    assert_eq!(
+        notifications(&c, delivered.id).await.len(),
+        1,
+        "the log row stays"
+    );
+    assert_eq!(
+        notifications(&c, other.id).await.len(),
+        1,
+        "another scope: untouched"
+    );
 }
