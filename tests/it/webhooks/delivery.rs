@@ -54,6 +54,21 @@ async fn a_terminal_task_is_delivered_signed_with_the_app_view() {
     assert_eq!(rows[0]["attempts"], 1);
     assert_eq!(rows[0]["last_status"], 200);
     assert!(rows[0]["delivered_at"].is_string());
+    let scrape = api.http.get(format!("{}/metrics", api.base));
+    let metrics = api
+        .with_token("")
+        .execute(scrape)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("tasklane_webhooks_deliveries_total{")
+                && l.contains("outcome=\"delivered\"")),
+        "deliveries are counted by outcome"
+    );
 
     // A cancelled task too, and a redelivery sends the same id again.
     let cancelled = api

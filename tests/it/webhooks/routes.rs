@@ -107,6 +107,14 @@ async fn only_app_tokens_with_the_permission_manage_endpoints_of_their_app() {
     let db = common::test_db().await;
     let (_replica, api) = replica(&db, &[]).await;
     register(&api, "main", "https://example.com/hook", None).await;
+    let admin = common::api::token(&db.url, "ops", None, &["admin"]).await;
+    let overview = api.with_token(&admin).get("/v1/admin/overview").await;
+    assert_eq!(
+        overview.body["webhooks"]["endpoints"], 1,
+        "{:?}",
+        overview.body
+    );
+    assert_eq!(overview.body["webhooks"]["pending"], 0);
     let without = common::api::token(&db.url, "mail", None, &["submit", "read"]).await;
     let answer = api.with_token(&without).get("/v1/webhooks").await;
     assert_eq!((answer.status, answer.code()), (403, "forbidden"));
