@@ -191,7 +191,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotRetryable => ApiError::NotRetryable,
             ServiceError::LeaseLost => ApiError::LeaseLost,
             ServiceError::TaskGone => ApiError::TaskGone,
-            ServiceError::WebhookNotFound => ApiError::NotFoundThing("no such webhook endpoint".into()),
+            ServiceError::WebhookNotFound => {
+                ApiError::NotFoundThing("no such webhook endpoint".into())
+            }
             ServiceError::DeliveryNotFound => ApiError::NotFoundThing("no such delivery".into()),
             ServiceError::EndpointDisabled => ApiError::EndpointDisabled,
             ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
