@@ -172,6 +172,60 @@ pub async fn settle<C: GenericClient + Sync>(
     Ok(row.is_some())
 }
 
+/// What [`settle`] writes for `settlement`: status, delay in ms, HTTP status, error.
+fn columns(settlement: &Settlement) -> (&'static str, f64, Option<i32>, Option<String>) {
+    let (state, delay, status, error) = match settlement {
+        Settlement::Delivered { status } => ("delivered", 0.0, Some(*status), None),
+        Settlement::Retry {
+            after,
+            status,
+            error,
+        } => (
+            "pending",
+            after.as_secs_f64() * 1000.0,
+            *status,
+            error.clone(),
+        ),
+        Settlement::Failed { status, error } => ("failed", 0.0, *status, error.clone()),
+    };
+    let error = error.map(|e| crate::task::bounds::truncate(&e, 1024).to_owned());
+    (state, delay, status.map(i32::from), error)
+}
+
+/// Records a round of outcomes `(id, claim_token, settlement)` in one statement;
+/// returns how many claims held.
+pub async fn settle_many<C: GenericClient + Sync>(
+    client: &C,
+    outcomes: &mut [(Uuid, Uuid, Settlement)],
+) -> Result<u64, DbError> {
+    if outcomes.is_empty() {
+        return Ok(0);
+    }
+    outcomes.sort_by_key(|(id, _, _)| *id);
+    let mut ids = Vec::with_capacity(outcomes.len());
+    let mut tokens = Vec::with_capacity(outcomes.len());
+    let mut states = Vec::with_capacity(outcomes.len());
+    let mut delays = Vec::with_capacity(outcomes.len());
+    let mut statuses = Vec::with_capacity(outcomes.len());
+    let mut errors = Vec::with_capacity(outcomes.len());
+    for (id, token, settlement) in outcomes.iter() {
+        let (state, delay, status, error) = columns(settlement);
+        ids.push(*id);
+        tokens.push(*token);
+        states.push(state);
+        delays.push(delay);
+        statuses.push(status);
+        errors.push(error);
+    }
+    let rows = client
+        .query(
+            include_str!("../../sql/webhook_settle_many.sql"),
+            &[&ids, &tokens, &states, &delays, &statuses, &errors],
+        )
+        .await?;
+    Ok(rows.len() as u64)
+}
+
 /// Disables endpoint `endpoint_id` (a 410) and fails its pending notifications;
 /// returns how many failed.
 pub async fn disable_endpoint<C: GenericClient + Sync>(

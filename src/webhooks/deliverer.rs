@@ -130,7 +130,8 @@ impl Deliverer {
                 shutdown.clone(),
             ));
         }
-        let mut flight: JoinSet<Uuid> = JoinSet::new();
+        let mut flight: JoinSet<Done> = JoinSet::new();
+        let mut outcomes: Vec<Outcome> = Vec::new();
         let mut per_endpoint: HashMap<Uuid, (usize, Arc<Semaphore>)> = HashMap::new();
         let mut sampled = tokio::time::Instant::now() - SAMPLE_EVERY;
         let mut failing = false;
@@ -139,6 +140,7 @@ impl Deliverer {
                 self.sample().await;
                 sampled = tokio::time::Instant::now();
             }
+            self.record(&mut outcomes).await;
             let free = self.config.concurrency.saturating_sub(flight.len());
             let mut full = false;
             if free > 0 {
@@ -166,16 +168,40 @@ impl Deliverer {
                 _ = self.wake.notified() => {}
                 _ = tokio::time::sleep(self.config.poll_interval) => {}
                 Some(done) = flight.join_next(), if !flight.is_empty() => {
-                    finished(done, &mut per_endpoint);
+                    finished(done, &mut per_endpoint, &mut outcomes);
                 }
                 _ = shutdown.cancelled() => {}
             }
             while let Some(done) = flight.try_join_next() {
-                finished(done, &mut per_endpoint);
+                finished(done, &mut per_endpoint, &mut outcomes);
             }
         }
-        let drain = async { while flight.join_next().await.is_some() {} };
+        let drain = async {
+            while let Some(done) = flight.join_next().await {
+                finished(done, &mut per_endpoint, &mut outcomes);
+            }
+        };
         let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
+        self.record(&mut outcomes).await;
+    }
+
+    /// Records a round's outcomes in one statement. On failure they are dropped: the
+    /// claims run out and the rows are sent again (at least once).
+    async fn record(&self, outcomes: &mut Vec<Outcome>) {
+        if outcomes.is_empty() {
+            return;
+        }
+        let result = async {
+            let client = self.shared.pool.get().await.context("connection")?;
+            outbox::settle_many(store::client(&client), outcomes)
+                .await
+                .context("settle")
+        }
+        .await;
+        if let Err(error) = result {
+            tracing::warn!(count = outcomes.len(), error = %format!("{error:#}"), "record webhook deliveries");
+        }
+        outcomes.clear();
     }
 
     /// Claims up to `free` rows (none of endpoints at their bound) with what sending
@@ -223,7 +249,7 @@ impl Deliverer {
         claimed: Vec<Claimed>,
         targets: HashMap<Uuid, Target>,
         tasks: HashMap<Uuid, TaskRecord>,
-        flight: &mut JoinSet<Uuid>,
+        flight: &mut JoinSet<Done>,
         per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
     ) {
         let bound = self.config.per_endpoint.max(1);
@@ -240,8 +266,7 @@ impl Deliverer {
             flight.spawn(async move {
                 let endpoint_id = row.endpoint_id;
                 let _permit = permits.acquire_owned().await;
-                shared.attempt(row, target, task).await;
-                endpoint_id
+                (endpoint_id, shared.attempt(row, target, task).await)
             });
         }
     }
@@ -258,11 +283,20 @@ impl Deliverer {
     }
 }
 
+/// An attempt's endpoint, and its outcome unless it was recorded already.
+type Done = (Uuid, Option<Outcome>);
+/// `(id, claim_token, settlement)` of an attempt, recorded with its round.
+type Outcome = (Uuid, Uuid, Settlement);
+
 fn finished(
-    done: Result<Uuid, tokio::task::JoinError>,
+    done: Result<Done, tokio::task::JoinError>,
     per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
+    outcomes: &mut Vec<Outcome>,
 ) {
-    let Ok(endpoint_id) = done else { return };
+    let Ok((endpoint_id, outcome)) = done else {
+        return;
+    };
+    outcomes.extend(outcome);
     if let Some(entry) = per_endpoint.get_mut(&endpoint_id) {
         entry.0 -= 1;
         if entry.0 == 0 {
@@ -272,10 +306,16 @@ fn finished(
 }
 
 impl Shared {
-    /// Sends one claimed row and records what came of it.
-    async fn attempt(&self, row: Claimed, target: Option<Target>, task: Option<TaskRecord>) {
+    /// Sends one claimed row; what came of it, for the round's record (a 410 is
+    /// recorded here, with the endpoint's disabling).
+    async fn attempt(
+        &self,
+        row: Claimed,
+        target: Option<Target>,
+        task: Option<TaskRecord>,
+    ) -> Option<Outcome> {
         let Some(target) = target else {
-            return; // The endpoint was deleted, and the row with it.
+            return None; // The endpoint was deleted, and the row with it.
         };
         let settlement = match (target.disabled, task) {
             (true, _) => Settlement::Failed {
@@ -302,10 +342,14 @@ impl Shared {
             (Settlement::Failed { .. }, false) => "failed",
         };
         self.instruments.webhook_delivery(outcome);
-        if let Err(error) = self.record(&row, &settlement, gone).await {
-            // The claim runs out and the row is sent again: at least once.
-            tracing::warn!(delivery = %row.id, error = %format!("{error:#}"), "record a webhook delivery");
+        if !gone {
+            return Some((row.id, row.claim_token, settlement));
         }
+        if let Err(error) = self.disable(&row, &settlement).await {
+            // The claim runs out and the row is sent again: at least once.
+            tracing::warn!(delivery = %row.id, error = %format!("{error:#}"), "record a 410");
+        }
+        None
     }
 
     async fn send(&self, row: &Claimed, target: &Target, task: TaskRecord) -> Settlement {
@@ -367,23 +411,17 @@ impl Shared {
         }
     }
 
-    async fn record(
-        &self,
-        row: &Claimed,
-        settlement: &Settlement,
-        gone: bool,
-    ) -> anyhow::Result<()> {
+    /// Records a 410 and disables its endpoint (its other pending rows fail).
+    async fn disable(&self, row: &Claimed, settlement: &Settlement) -> anyhow::Result<()> {
         let client = self.pool.get().await.context("connection")?;
         let client = store::client(&client);
         outbox::settle(client, row.id, row.claim_token, settlement)
             .await
             .context("settle")?;
-        if gone {
-            outbox::disable_endpoint(client, row.endpoint_id)
-                .await
-                .context("disable the endpoint")?;
-            tracing::info!(endpoint = %row.endpoint_id, "webhook endpoint disabled after a 410");
-        }
+        outbox::disable_endpoint(client, row.endpoint_id)
+            .await
+            .context("disable the endpoint")?;
+        tracing::info!(endpoint = %row.endpoint_id, "webhook endpoint disabled after a 410");
         Ok(())
     }
 }
