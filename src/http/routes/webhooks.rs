@@ -76,7 +76,7 @@ pub struct EndpointList {
 #[utoipa::path(put, path = "/v1/webhooks/{name}", tag = "webhooks",
     params(("name" = String, Path, description = "1..100 of A-Z a-z 0-9 . _ -")),
     request_body = WebhookBody, security(("bearer" = [])),
-    responses((status = 200, body = EndpointView), (status = 400, body = Problem),
+    responses((status = 200, description = "the endpoint; its secret when this call created it", body = EndpointView), (status = 400, body = Problem),
         (status = 401, body = Problem), (status = 403, body = Problem), (status = 413, body = Problem),
         (status = 422, body = Problem)))]
 pub async fn put_webhook(
@@ -99,7 +99,7 @@ pub async fn put_webhook(
 
 /// The token's app's endpoints (never their secrets).
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks", security(("bearer" = [])),
-    responses((status = 200, body = EndpointList), (status = 401, body = Problem), (status = 403, body = Problem)))]
+    responses((status = 200, description = "the app's endpoints, without secrets", body = EndpointList), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub async fn list_webhooks(
     State(state): State<AppState>,
     caller: Allowed<perm::Webhooks>,
@@ -130,7 +130,7 @@ pub async fn delete_webhook(
 /// A new signing secret; the previous one still signs (a second signature) for 24 h.
 #[utoipa::path(post, path = "/v1/webhooks/{name}/rotate-secret", tag = "webhooks",
     params(("name" = String, Path)), security(("bearer" = [])),
-    responses((status = 200, body = EndpointView), (status = 401, body = Problem),
+    responses((status = 200, description = "the endpoint with its new secret", body = EndpointView), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 pub async fn rotate_secret(
     State(state): State<AppState>,
@@ -199,7 +199,7 @@ pub struct DeliveryList {
 /// The endpoint's newest notifications, with the outcome of their last attempt.
 #[utoipa::path(get, path = "/v1/webhooks/{name}/deliveries", tag = "webhooks",
     params(("name" = String, Path), DeliveriesQuery), security(("bearer" = [])),
-    responses((status = 200, body = DeliveryList), (status = 401, body = Problem),
+    responses((status = 200, description = "the newest notifications, newest first", body = DeliveryList), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 pub async fn deliveries(
     State(state): State<AppState>,
