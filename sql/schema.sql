@@ -15,7 +15,7 @@ ALTER TABLE tasklane.tasks
     ADD CONSTRAINT tasks_traceparent_length CHECK ((length(traceparent) <= 128)) NOT VALID;
 
 
--- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
     app text NOT NULL,
@@ -59,9 +59,6 @@ CREATE TABLE tasklane.tasks (
     resource_slot integer,
     holds_capacity boolean DEFAULT false NOT NULL,
     traceparent text,
-    attempt_started_at timestamp with time zone,
-    attempt_deadline_at timestamp with time zone,
-    attempts_before integer DEFAULT 0 NOT NULL,
     CONSTRAINT tasks_on_restart_check CHECK ((on_restart = ANY (ARRAY['fail'::text, 'retry'::text, 'resume'::text]))),
     CONSTRAINT tasks_privacy_check CHECK ((privacy = ANY (ARRAY['local_only'::text, 'external_allowed'::text]))),
     CONSTRAINT tasks_progress_check CHECK (((progress >= 0) AND (progress <= 100))),
@@ -101,11 +98,14 @@ CREATE INDEX tasks_scope_listing ON tasklane.tasks USING btree (app, scope_id, i
 -- index tasks_unreleased: migrations/V4__lifecycle.rs
 CREATE INDEX tasks_unreleased ON tasklane.tasks USING btree (app, scope_id COLLATE "C", COALESCE(source_id, ''::text) COLLATE "C") WHERE (released_at IS NULL);
 
--- trigger tasks_delete_attempts: migrations/V9__task_attempts.sql
-CREATE TRIGGER tasks_delete_attempts AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_attempts();
+-- trigger tasks_delete_deliveries: migrations/V11__webhooks.sql
+CREATE TRIGGER tasks_delete_deliveries AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_deliveries();
 
 -- trigger tasks_delete_events: migrations/V5__hot_paths.sql
 CREATE TRIGGER tasks_delete_events AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_events();
+
+-- trigger tasks_enqueue_webhooks: migrations/V11__webhooks.sql
+CREATE TRIGGER tasks_enqueue_webhooks AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.enqueue_webhooks();
 
 -- trigger tasks_record_usage: migrations/V3__admission.sql
 CREATE TRIGGER tasks_record_usage AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.usage_units IS NOT NULL) AND (new.usage_units > 0) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.record_usage();
@@ -218,24 +218,6 @@ CREATE INDEX capacity_slots_task ON tasklane.capacity_slots USING btree (task_id
 
 ALTER TABLE ONLY tasklane.capacity_slots
     ADD CONSTRAINT capacity_slots_limit_id_fkey FOREIGN KEY (limit_id) REFERENCES tasklane.limits(id) ON DELETE CASCADE;
-
-
--- table circuits: migrations/V10__circuits.sql
-CREATE TABLE tasklane.circuits (
-    route_name text NOT NULL,
-    consecutive_failures integer DEFAULT 0 NOT NULL,
-    opened_at timestamp with time zone,
-    retry_at timestamp with time zone,
-    probe_until timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT circuits_check CHECK (((opened_at IS NULL) = (retry_at IS NULL))),
-    CONSTRAINT circuits_check1 CHECK (((opened_at IS NOT NULL) OR (probe_until IS NULL))),
-    CONSTRAINT circuits_consecutive_failures_check CHECK ((consecutive_failures >= 0)),
-    CONSTRAINT circuits_route_name_check CHECK (((length(route_name) >= 1) AND (length(route_name) <= 200)))
-);
-
-ALTER TABLE ONLY tasklane.circuits
-    ADD CONSTRAINT circuits_pkey PRIMARY KEY (route_name);
 
 
 -- table emergency_stops: migrations/V3__admission.sql
@@ -381,32 +363,6 @@ ALTER TABLE ONLY tasklane.scope_fences
     ADD CONSTRAINT scope_fences_pkey PRIMARY KEY (app, scope_id);
 
 
--- table task_attempts: migrations/V9__task_attempts.sql
-CREATE TABLE tasklane.task_attempts (
-    task_id uuid NOT NULL,
-    attempt integer NOT NULL,
-    route text,
-    route_name text,
-    provider text,
-    model text,
-    worker_id text,
-    replica_id uuid,
-    started_at timestamp with time zone NOT NULL,
-    finished_at timestamp with time zone NOT NULL,
-    outcome text NOT NULL,
-    error_code text,
-    error_message text,
-    input_tokens bigint,
-    output_tokens bigint,
-    total_tokens bigint,
-    usage_units bigint,
-    CONSTRAINT task_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'retry'::text, 'fallback'::text, 'failed'::text, 'cancelled'::text, 'lost'::text, 'timed_out'::text])))
-);
-
-ALTER TABLE ONLY tasklane.task_attempts
-    ADD CONSTRAINT task_attempts_pkey PRIMARY KEY (task_id, attempt);
-
-
 -- table task_events: migrations/V1__core.sql, migrations/V5__hot_paths.sql
 CREATE TABLE tasklane.task_events (
     task_id uuid NOT NULL,
@@ -421,3 +377,98 @@ ALTER TABLE ONLY tasklane.task_events
 
 -- trigger task_events_notify: migrations/V2__tokens.sql, migrations/V5__hot_paths.sql
 CREATE TRIGGER task_events_notify AFTER INSERT ON tasklane.task_events FOR EACH ROW WHEN ((new.type = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text, 'task.output'::text]))) EXECUTE FUNCTION tasklane.notify_task_event();
+
+
+-- table webhook_deliveries: migrations/V11__webhooks.sql
+CREATE TABLE tasklane.webhook_deliveries (
+    id uuid DEFAULT tasklane.uuid_v7() NOT NULL,
+    endpoint_id uuid NOT NULL,
+    app text NOT NULL,
+    scope_id text NOT NULL,
+    task_id uuid NOT NULL,
+    event text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    claim_token uuid,
+    last_status integer,
+    last_error text,
+    delivered_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    CONSTRAINT webhook_deliveries_event_check CHECK ((event = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text]))),
+    CONSTRAINT webhook_deliveries_last_error_check CHECK ((length(last_error) <= 1024)),
+    CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
+);
+
+ALTER TABLE ONLY tasklane.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
+
+-- index webhook_deliveries_due: migrations/V11__webhooks.sql
+CREATE INDEX webhook_deliveries_due ON tasklane.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+
+-- index webhook_deliveries_finished: migrations/V11__webhooks.sql
+CREATE INDEX webhook_deliveries_finished ON tasklane.webhook_deliveries USING btree (finished_at) WHERE (status <> 'pending'::text);
+
+-- index webhook_deliveries_log: migrations/V11__webhooks.sql
+CREATE INDEX webhook_deliveries_log ON tasklane.webhook_deliveries USING btree (endpoint_id, id DESC);
+
+-- index webhook_deliveries_task: migrations/V11__webhooks.sql
+CREATE INDEX webhook_deliveries_task ON tasklane.webhook_deliveries USING btree (task_id) WHERE (status <> 'delivered'::text);
+
+ALTER TABLE ONLY tasklane.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES tasklane.webhook_endpoints(id) ON DELETE CASCADE;
+
+
+-- table webhook_endpoints: migrations/V11__webhooks.sql
+CREATE TABLE tasklane.webhook_endpoints (
+    id uuid NOT NULL,
+    app text NOT NULL,
+    name text NOT NULL,
+    url text NOT NULL,
+    events text[] NOT NULL,
+    disabled boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT webhook_endpoints_events_check CHECK (((cardinality(events) >= 1) AND (events <@ ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text]))),
+    CONSTRAINT webhook_endpoints_name_check CHECK (((length(name) >= 1) AND (length(name) <= 100))),
+    CONSTRAINT webhook_endpoints_url_check CHECK (((length(url) >= 1) AND (length(url) <= 2048)))
+);
+
+ALTER TABLE ONLY tasklane.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_name UNIQUE (app, name);
+
+ALTER TABLE ONLY tasklane.webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
+
+
+-- table webhook_secrets: migrations/V11__webhooks.sql
+CREATE TABLE tasklane.webhook_secrets (
+    id bigint NOT NULL,
+    endpoint_id uuid NOT NULL,
+    secret text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
+    CONSTRAINT webhook_secrets_secret_check CHECK (((secret ~~ 'whsec\_%'::text) AND (length(secret) <= 200)))
+);
+
+ALTER TABLE tasklane.webhook_secrets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tasklane.webhook_secrets_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY tasklane.webhook_secrets
+    ADD CONSTRAINT webhook_secrets_pkey PRIMARY KEY (id);
+
+-- index webhook_secrets_current: migrations/V11__webhooks.sql
+CREATE UNIQUE INDEX webhook_secrets_current ON tasklane.webhook_secrets USING btree (endpoint_id) WHERE (expires_at IS NULL);
+
+-- index webhook_secrets_endpoint: migrations/V11__webhooks.sql
+CREATE INDEX webhook_secrets_endpoint ON tasklane.webhook_secrets USING btree (endpoint_id);
+
+ALTER TABLE ONLY tasklane.webhook_secrets
+    ADD CONSTRAINT webhook_secrets_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES tasklane.webhook_endpoints(id) ON DELETE CASCADE;

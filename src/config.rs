@@ -27,6 +27,12 @@
 //! | `TASKLANE_MAX_INPUT_BYTES` | 1048576 |
 //! | `TASKLANE_MAX_BODY_BYTES` | max input bytes + 65536 |
 //! | `TASKLANE_READINESS_DRAIN_MS` | 1000 |
+//! | `TASKLANE_WEBHOOK_ALLOW_CIDRS` | none (internal addresses refused) |
+//! | `TASKLANE_WEBHOOK_RETRY_SCHEDULE` | `5s,5m,30m,2h,5h,10h,14h,20h,24h` |
+//! | `TASKLANE_WEBHOOK_CONCURRENCY` | 32 |
+//! | `TASKLANE_WEBHOOK_ENDPOINT_CONCURRENCY` | 8 |
+//! | `TASKLANE_WEBHOOK_TIMEOUT_SECONDS` | 15 |
+//! | `TASKLANE_WEBHOOK_CLAIM_SECONDS` | 60 |
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -151,6 +157,36 @@ pub struct ServeConfig {
     /// load balancers stop routing here before the listener closes, in ms.
     #[arg(long, env = "TASKLANE_READINESS_DRAIN_MS", default_value_t = 1000)]
     pub readiness_drain_ms: u64,
+
+    /// Address ranges webhook deliveries may reach although they are loopback, private,
+    /// link-local or unique-local (comma-separated CIDRs, e.g. `10.0.0.0/8,::1/128`);
+    /// every other internal address is refused at delivery time (SSRF guard).
+    #[arg(long, env = "TASKLANE_WEBHOOK_ALLOW_CIDRS", value_delimiter = ',')]
+    pub webhook_allow_cidrs: Vec<String>,
+
+    /// The waits between webhook attempts (`ms`, `s`, `m`, `h`); after the last, a
+    /// notification has failed. Jittered by ±10%; `Retry-After` on 429/503 is a floor.
+    #[arg(long, env = "TASKLANE_WEBHOOK_RETRY_SCHEDULE", default_value = crate::webhooks::schedule::DEFAULT_SCHEDULE)]
+    pub webhook_retry_schedule: String,
+
+    /// Webhook attempts in flight at once in this replica (maintenance role).
+    #[arg(long, env = "TASKLANE_WEBHOOK_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub webhook_concurrency: u16,
+
+    /// Webhook attempts in flight at once per endpoint in this replica.
+    #[arg(long, env = "TASKLANE_WEBHOOK_ENDPOINT_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub webhook_endpoint_concurrency: u16,
+
+    /// How long a receiver may take to answer a webhook, in seconds.
+    #[arg(long, env = "TASKLANE_WEBHOOK_TIMEOUT_SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub webhook_timeout_seconds: u64,
+
+    /// How long a claimed notification stays with the replica sending it before another
+    /// replica may send it (what a killed replica's notifications wait), in seconds.
+    /// Keep it above the timeout plus the wait for an endpoint's slot, or slow
+    /// receivers get duplicates.
+    #[arg(long, env = "TASKLANE_WEBHOOK_CLAIM_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub webhook_claim_seconds: u64,
 }
 
 /// What a replica does.
@@ -194,6 +230,34 @@ impl ServeConfig {
 
     pub fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.poll_interval_ms)
+    }
+
+    /// The webhook deliverer's settings; a bad CIDR or schedule is refused naming its
+    /// flag and variable.
+    pub fn delivery(&self) -> anyhow::Result<crate::webhooks::DeliveryConfig> {
+        let allowed = self
+            .webhook_allow_cidrs
+            .iter()
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| c.parse::<crate::webhooks::Cidr>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                anyhow::anyhow!("--webhook-allow-cidrs (TASKLANE_WEBHOOK_ALLOW_CIDRS): {e}")
+            })?;
+        let schedule = crate::webhooks::RetrySchedule::parse(&self.webhook_retry_schedule)
+            .map_err(|e| {
+                anyhow::anyhow!("--webhook-retry-schedule (TASKLANE_WEBHOOK_RETRY_SCHEDULE): {e}")
+            })?;
+        Ok(crate::webhooks::DeliveryConfig {
+            concurrency: self.webhook_concurrency as usize,
+            per_endpoint: self.webhook_endpoint_concurrency as usize,
+            claim_for: Duration::from_secs(self.webhook_claim_seconds),
+            timeout: Duration::from_secs(self.webhook_timeout_seconds),
+            schedule,
+            guard: crate::webhooks::AddressGuard::new(allowed),
+            poll_interval: self.poll_interval(),
+            listen_url: self.listen_notify.then(|| self.database_url.clone()),
+        })
     }
 
     /// Applies `TASKLANE_DATABASE_URL`, which wins over `DATABASE_URL` when both are set.

@@ -17,4 +17,5 @@ pub mod service;
 pub mod store;
 pub mod task;
 pub mod telemetry;
+pub mod webhooks;
 pub mod worker;

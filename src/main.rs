@@ -207,11 +207,17 @@ async fn dev(mut config: ServeConfig, telemetry: &Telemetry) -> anyhow::Result<(
     tracing::info!(database = %shown_url, "dev database");
     tasklane::store::migrate::run(&config.database_url).await?;
     config.no_migrate = true; // done: the token below needs the schema first
+                              // Receivers under development listen on this machine.
+    for loopback in ["127.0.0.0/8", "::1/128"] {
+        if !config.webhook_allow_cidrs.iter().any(|c| c == loopback) {
+            config.webhook_allow_cidrs.push(loopback.into());
+        }
+    }
     let spec = tasklane::service::tokens::TokenSpec {
         app: "dev".into(),
         scope_id: None,
         permissions: [
-            "submit", "read", "cancel", "release", "delete", "work", "admin",
+            "submit", "read", "cancel", "release", "delete", "work", "admin", "webhooks",
         ]
         .map(String::from)
         .to_vec(),

@@ -26,6 +26,7 @@ use crate::task::catalog::TaskTypes;
 use crate::task::task_type::TaskTypesFile;
 use crate::task::TaskType;
 use crate::telemetry::Telemetry;
+use crate::webhooks::Deliverer;
 use crate::worker::{Handler, Handlers, Worker, WorkerConfig};
 
 /// Builds the connection pool of a replica (TLS as the URL's `sslmode` says).
@@ -80,6 +81,8 @@ impl Replica {
         custom: HashMap<String, Arc<dyn Handler>>,
         telemetry: &Telemetry,
     ) -> anyhow::Result<Replica> {
+        // Refused before anything connects, like the types.
+        let delivery = config.delivery()?;
         let task_types = Arc::new(TaskTypes::new(types));
         let handlers = Arc::new(Handlers::new(&task_types, custom)?);
         // Bad TLS settings are refused here, before anything connects; without
@@ -177,6 +180,13 @@ impl Replica {
                 &telemetry.meter(),
             );
             services.spawn(sampler.run(shutdown.clone()));
+            let deliverer = Deliverer::new(
+                pool.clone(),
+                delivery,
+                &telemetry.meter(),
+                telemetry.instruments().clone(),
+            )?;
+            services.spawn(deliverer.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {
             for n in 0..config.claimers.max(1) {

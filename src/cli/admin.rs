@@ -10,7 +10,7 @@ use super::table::{self, cell};
 #[derive(Debug, clap::Subcommand)]
 pub enum AdminCommand {
     /// Queue depth, replicas, resources, limits, stops, paused types, circuits,
-    /// refusals.
+    /// refusals, webhooks.
     Overview {
         #[command(flatten)]
         endpoint: Endpoint,
@@ -225,5 +225,20 @@ fn print_overview(o: &Value) {
         }
         println!("{title}");
         table::print(fields, &rows(key, fields));
+    }
+    // One line, not a table: the webhooks figures are cluster-wide totals.
+    let hooks = &o["webhooks"];
+    if hooks.is_object() {
+        println!();
+        println!("Webhooks");
+        let fields = [
+            "endpoints",
+            "disabled_endpoints",
+            "pending",
+            "oldest_pending_seconds",
+            "failed",
+        ];
+        let row = fields.iter().map(|f| cell(&hooks[*f])).collect();
+        table::print(&fields, &[row]);
     }
 }

@@ -145,5 +145,5 @@ pub mod perm {
         )*};
     }
 
-    permission_types!(Submit, Read, Cancel, Release, Delete, Work, Admin);
+    permission_types!(Submit, Read, Cancel, Release, Delete, Work, Admin, Webhooks);
 }

@@ -29,6 +29,8 @@ pub enum ApiError {
     /// The detail says what was not found (another thing than a task).
     #[error("{0}")]
     NotFoundThing(String),
+    #[error("the endpoint is disabled (its receiver answered 410); PUT it again first")]
+    EndpointDisabled,
     #[error("no such route")]
     NoRoute,
     #[error("method not allowed")]
@@ -98,6 +100,7 @@ impl ApiError {
             Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Forbidden(_) | OtherScope => (StatusCode::FORBIDDEN, "forbidden"),
             NotFound | NotFoundThing(_) => (StatusCode::NOT_FOUND, "not_found"),
+            EndpointDisabled => (StatusCode::CONFLICT, "endpoint_disabled"),
             NoRoute => (StatusCode::NOT_FOUND, "no_route"),
             MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),
@@ -188,6 +191,11 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotRetryable => ApiError::NotRetryable,
             ServiceError::LeaseLost => ApiError::LeaseLost,
             ServiceError::TaskGone => ApiError::TaskGone,
+            ServiceError::WebhookNotFound => {
+                ApiError::NotFoundThing("no such webhook endpoint".into())
+            }
+            ServiceError::DeliveryNotFound => ApiError::NotFoundThing("no such delivery".into()),
+            ServiceError::EndpointDisabled => ApiError::EndpointDisabled,
             ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
             error @ (ServiceError::Pool(_) | ServiceError::Db(_)) => {
                 ApiError::Internal(anyhow::Error::new(error))

@@ -33,7 +33,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::service::Tasklane;
-use routes::{activity, admin, attempts, events, lifecycle, ops, tasks, whoami, worker};
+use routes::{
+    activity, admin, attempts, events, lifecycle, ops, tasks, webhooks, whoami, worker,
+};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -144,6 +146,11 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::reset_circuit))
         .routes(routes!(activity::activity))
         .routes(routes!(whoami::whoami))
+        .routes(routes!(webhooks::list_webhooks))
+        .routes(routes!(webhooks::put_webhook, webhooks::delete_webhook))
+        .routes(routes!(webhooks::rotate_secret))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(webhooks::redeliver))
         .routes(routes!(worker::claim_tasks))
         .routes(routes!(worker::heartbeat))
         .routes(routes!(worker::complete))

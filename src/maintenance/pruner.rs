@@ -4,6 +4,10 @@
 //! statement takes its rows with SKIP LOCKED, so sweepers never wait on or double count
 //! each other. Unreleased tasks are kept however old; unfinished ones are never touched.
 //!
+//! The webhook delivery log goes the same way: delivered and failed notifications
+//! finished longer than the retention ago, `batch` per pass (pending ones never; a
+//! deleted task takes its undelivered ones with it, by trigger).
+//!
 //! Admission history (rate windows older than 24 h) is swept by its own service,
 //! `maintenance::admission_history`, on its own interval.
 
@@ -50,6 +54,13 @@ impl Pruner {
             tracing::info!(pruned, "pruned released tasks past their retention");
         }
         self.instruments.pruned(pruned);
-        Ok(pruned as i64 >= self.batch)
+        let deliveries =
+            crate::store::outbox::prune(crate::store::client(&client), self.retention, self.batch)
+                .await
+                .context("prune webhook deliveries")?;
+        if deliveries > 0 {
+            tracing::info!(deliveries, "pruned webhook deliveries past their retention");
+        }
+        Ok(pruned as i64 >= self.batch || deliveries as i64 >= self.batch)
     }
 }

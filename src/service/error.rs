@@ -47,6 +47,15 @@ pub enum ServiceError {
     /// A worker's report that the task's state does not allow.
     #[error(transparent)]
     Illegal(#[from] IllegalTransition),
+    /// The app has no webhook endpoint of that name.
+    #[error("no such webhook endpoint")]
+    WebhookNotFound,
+    /// The endpoint has no such notification.
+    #[error("no such delivery")]
+    DeliveryNotFound,
+    /// The endpoint was disabled by a 410; PUT it again to enable it.
+    #[error("the endpoint is disabled (its receiver answered 410); PUT it again first")]
+    EndpointDisabled,
     /// No connection could be had from the pool.
     #[error("database pool: {0}")]
     Pool(String),
@@ -78,6 +87,8 @@ impl ServiceError {
             LeaseLost => "lease_lost",
             TaskGone => "task_gone",
             Illegal(_) => "illegal_transition",
+            WebhookNotFound | DeliveryNotFound => "not_found",
+            EndpointDisabled => "endpoint_disabled",
             Pool(_) => "pool_exhausted",
             Db(_) => "database_error",
         }

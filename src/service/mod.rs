@@ -22,6 +22,7 @@ mod submit;
 mod tasks;
 pub mod tokens;
 pub mod wakeup;
+pub mod webhooks;
 mod work;
 
 /// Shared LISTEN connections: how a replica hears other replicas' notifications.

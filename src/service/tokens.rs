@@ -25,10 +25,12 @@ pub enum Permission {
     Delete,
     Work,
     Admin,
+    /// Manage the app's webhook endpoints (terminal notifications).
+    Webhooks,
 }
 
 impl Permission {
-    pub const ALL: [Permission; 7] = [
+    pub const ALL: [Permission; 8] = [
         Permission::Submit,
         Permission::Read,
         Permission::Cancel,
@@ -36,6 +38,7 @@ impl Permission {
         Permission::Delete,
         Permission::Work,
         Permission::Admin,
+        Permission::Webhooks,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -47,6 +50,7 @@ impl Permission {
             Permission::Delete => "delete",
             Permission::Work => "work",
             Permission::Admin => "admin",
+            Permission::Webhooks => "webhooks",
         }
     }
 

@@ -163,3 +163,27 @@ pub async fn replica_count(client: &Client) -> Result<i64, DbError> {
         .await?
         .try_get(0)
 }
+
+/// Webhook notifications of a benchmark's app: how many delivered.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct WebhookProgress {
+    pub delivered: i64,
+    pub total: i64,
+    /// From the first notification written to the last delivered.
+    pub seconds: Option<f64>,
+    /// From the last notification written to the last delivered.
+    pub lag_seconds: Option<f64>,
+}
+
+/// Reads [`WebhookProgress`] of `app`.
+pub async fn webhook_progress(client: &Client, app: &str) -> Result<WebhookProgress, DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/load_webhooks.sql"), &[&app])
+        .await?;
+    Ok(WebhookProgress {
+        delivered: row.try_get("delivered")?,
+        total: row.try_get("total")?,
+        seconds: row.try_get("seconds")?,
+        lag_seconds: row.try_get("lag_seconds")?,
+    })
+}

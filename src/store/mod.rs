@@ -19,6 +19,7 @@ pub mod listen;
 pub mod load;
 pub mod migrate;
 pub mod notify;
+pub mod outbox;
 pub mod overview;
 pub mod prune;
 pub mod query;
@@ -32,6 +33,7 @@ pub mod submit;
 pub mod submit_batch;
 pub mod task_types;
 pub mod tokens;
+pub mod webhooks;
 
 pub use claim::ClaimedTask;
 pub use lease::{Beat, LeaseError};

@@ -20,6 +20,8 @@ pub struct Overview {
     /// listed is closed).
     pub circuits: Vec<super::circuits::Circuit>,
     pub refusals_today: Vec<RefusalCount>,
+    /// Terminal notifications: endpoints, pending and failed deliveries.
+    pub webhooks: super::outbox::WebhooksOverview,
 }
 
 /// A task type whose tasks no claim takes until it is resumed.
@@ -172,6 +174,7 @@ pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, D
                 })
             })
             .collect::<Result<_, DbError>>()?,
+        webhooks: super::outbox::overview(client).await?,
     })
 }
 

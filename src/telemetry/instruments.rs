@@ -28,6 +28,7 @@ pub struct Instruments {
     leases_lost: Counter<u64>,
     recovered: Counter<u64>,
     pruned: Counter<u64>,
+    webhook_deliveries: Counter<u64>,
     genai_duration: Histogram<f64>,
     genai_tokens: Histogram<u64>,
     circuit_changes: Counter<u64>,
@@ -68,6 +69,10 @@ impl Instruments {
             pruned: meter
                 .u64_counter("tasklane.tasks.pruned")
                 .with_description("Released terminal tasks deleted after the retention")
+                .build(),
+            webhook_deliveries: meter
+                .u64_counter("tasklane.webhooks.deliveries")
+                .with_description("Webhook delivery attempts, by outcome (delivered, retried, failed, disabled)")
                 .build(),
             genai_duration: meter
                 .f64_histogram("gen_ai.client.operation.duration")
@@ -164,6 +169,12 @@ impl Instruments {
         if count > 0 {
             self.pruned.add(count, &[]);
         }
+    }
+
+    /// One webhook delivery attempt and what came of it.
+    pub fn webhook_delivery(&self, outcome: &'static str) {
+        self.webhook_deliveries
+            .add(1, &[KeyValue::new("outcome", outcome)]);
     }
 
     /// One upstream model call: its duration and, when the provider reported them,

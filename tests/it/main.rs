@@ -50,4 +50,5 @@ mod stop_hold;
 mod telemetry;
 mod tls;
 mod transitions;
+mod webhooks;
 mod worker_runtime;

@@ -215,6 +215,18 @@ Takes a dict: root (the chart context), config (the merged config values), roles
   value: {{ $c.retentionSeconds | int64 | toString | quote }}
 - name: TASKLANE_PRUNE_INTERVAL_MS
   value: {{ $c.pruneIntervalMs | int64 | toString | quote }}
+- name: TASKLANE_WEBHOOK_ALLOW_CIDRS
+  value: {{ $c.webhookAllowCidrs | toString | quote }}
+- name: TASKLANE_WEBHOOK_RETRY_SCHEDULE
+  value: {{ $c.webhookRetrySchedule | toString | quote }}
+- name: TASKLANE_WEBHOOK_CONCURRENCY
+  value: {{ $c.webhookConcurrency | int64 | toString | quote }}
+- name: TASKLANE_WEBHOOK_ENDPOINT_CONCURRENCY
+  value: {{ $c.webhookEndpointConcurrency | int64 | toString | quote }}
+- name: TASKLANE_WEBHOOK_TIMEOUT_SECONDS
+  value: {{ $c.webhookTimeoutSeconds | int64 | toString | quote }}
+- name: TASKLANE_WEBHOOK_CLAIM_SECONDS
+  value: {{ $c.webhookClaimSeconds | int64 | toString | quote }}
 - name: TASKLANE_LOG
   value: {{ $root.Values.logLevel | quote }}
 {{- with $root.Values.extraEnv }}

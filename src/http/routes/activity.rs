@@ -18,7 +18,7 @@ pub struct Activity {
 
 /// Tasks submitted and finished (by terminal state) in each of the last 60 minutes.
 #[utoipa::path(get, path = "/v1/admin/activity", tag = "admin", operation_id = "activity", security(("bearer" = [])),
-    responses((status = 200, description = "the last hour, minute by minute", body = Activity), (status = 401, body = Problem), (status = 403, body = Problem)))]
+    responses((status = 200, description = "tasks submitted and finished in each of the last 60 minutes", body = Activity), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub async fn activity(
     State(state): State<AppState>,
     _admin: Allowed<perm::Admin>,

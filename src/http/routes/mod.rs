@@ -8,6 +8,7 @@ pub mod events;
 pub mod lifecycle;
 pub mod ops;
 pub mod tasks;
+pub mod webhooks;
 pub mod whoami;
 pub mod worker;
 pub mod worker_dto;

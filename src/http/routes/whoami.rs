@@ -25,7 +25,7 @@ pub struct Whoami {
 
 /// The caller's token: app, scope, permissions, and the task types a submit accepts.
 #[utoipa::path(get, path = "/v1/whoami", tag = "tokens", operation_id = "whoami", security(("bearer" = [])),
-    responses((status = 200, description = "what the token may do", body = Whoami), (status = 401, body = Problem)))]
+    responses((status = 200, description = "who the token speaks for and what it may do", body = Whoami), (status = 401, body = Problem)))]
 pub async fn whoami(
     State(state): State<AppState>,
     AnyToken(caller): AnyToken,

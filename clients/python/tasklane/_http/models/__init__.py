@@ -1,5 +1,7 @@
 """Contains all the data models used in inputs/outputs"""
 
+from .activity import Activity
+from .activity_minute import ActivityMinute
 from .batch_answer import BatchAnswer
 from .batch_body import BatchBody
 from .batch_item import BatchItem
@@ -12,8 +14,12 @@ from .claim_body import ClaimBody
 from .claimed_view import ClaimedView
 from .complete_body import CompleteBody
 from .deleted import Deleted
+from .delivery_list import DeliveryList
+from .delivery_view import DeliveryView
 from .emergency_stop import EmergencyStop
 from .emergency_stop_spec import EmergencyStopSpec
+from .endpoint_list import EndpointList
+from .endpoint_view import EndpointView
 from .error_view import ErrorView
 from .event_page import EventPage
 from .event_view import EventView
@@ -48,9 +54,14 @@ from .task_page import TaskPage
 from .task_view import TaskView
 from .type_paused import TypePaused
 from .usage import Usage
+from .webhook_body import WebhookBody
+from .webhooks_overview import WebhooksOverview
+from .whoami import Whoami
 from .worker_event import WorkerEvent
 
 __all__ = (
+    "Activity",
+    "ActivityMinute",
     "BatchAnswer",
     "BatchBody",
     "BatchItem",
@@ -63,8 +74,12 @@ __all__ = (
     "ClaimedView",
     "CompleteBody",
     "Deleted",
+    "DeliveryList",
+    "DeliveryView",
     "EmergencyStop",
     "EmergencyStopSpec",
+    "EndpointList",
+    "EndpointView",
     "ErrorView",
     "EventPage",
     "EventView",
@@ -99,5 +114,8 @@ __all__ = (
     "TaskView",
     "TypePaused",
     "Usage",
+    "WebhookBody",
+    "WebhooksOverview",
+    "Whoami",
     "WorkerEvent",
 )

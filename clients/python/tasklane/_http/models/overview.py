@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..models.queue_depth import QueueDepth
     from ..models.refusal_count import RefusalCount
     from ..models.resource_use import ResourceUse
+    from ..models.webhooks_overview import WebhooksOverview
 
 
 T = TypeVar("T", bound="Overview")
@@ -33,6 +34,7 @@ class Overview:
         refusals_today (list[RefusalCount]):
         replicas (list[LiveReplica]):
         resources (list[ResourceUse]):
+        webhooks (WebhooksOverview): The webhooks line of the admin overview.
     """
 
     circuits: list[Circuit]
@@ -43,6 +45,7 @@ class Overview:
     refusals_today: list[RefusalCount]
     replicas: list[LiveReplica]
     resources: list[ResourceUse]
+    webhooks: WebhooksOverview
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +89,8 @@ class Overview:
             resources_item = resources_item_data.to_dict()
             resources.append(resources_item)
 
+        webhooks = self.webhooks.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -98,6 +103,7 @@ class Overview:
                 "refusals_today": refusals_today,
                 "replicas": replicas,
                 "resources": resources,
+                "webhooks": webhooks,
             }
         )
 
@@ -113,6 +119,7 @@ class Overview:
         from ..models.queue_depth import QueueDepth
         from ..models.refusal_count import RefusalCount
         from ..models.resource_use import ResourceUse
+        from ..models.webhooks_overview import WebhooksOverview
 
         d = dict(src_dict)
         circuits = []
@@ -171,6 +178,8 @@ class Overview:
 
             resources.append(resources_item)
 
+        webhooks = WebhooksOverview.from_dict(d.pop("webhooks"))
+
         overview = cls(
             circuits=circuits,
             emergency_stops=emergency_stops,
@@ -180,6 +189,7 @@ class Overview:
             refusals_today=refusals_today,
             replicas=replicas,
             resources=resources,
+            webhooks=webhooks,
         )
 
         overview.additional_properties = d

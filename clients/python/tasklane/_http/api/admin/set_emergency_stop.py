@@ -90,7 +90,8 @@ def sync_detailed(
     body: EmergencyStopSpec,
 ) -> Response[EmergencyStopSpec | Problem]:
     """Turn the emergency stop on or off, globally or for one app: new submits get 503
-    `emergency_stop`; running tasks and replays are not disturbed.
+    `emergency_stop` and queued or retrying tasks are not claimed (by any replica or
+    remote worker) until it is lifted; running tasks and replays are not disturbed.
 
     Args:
         body (EmergencyStopSpec): The body of `PUT /v1/admin/emergency-stop`. No app: global.
@@ -120,7 +121,8 @@ def sync(
     body: EmergencyStopSpec,
 ) -> EmergencyStopSpec | Problem | None:
     """Turn the emergency stop on or off, globally or for one app: new submits get 503
-    `emergency_stop`; running tasks and replays are not disturbed.
+    `emergency_stop` and queued or retrying tasks are not claimed (by any replica or
+    remote worker) until it is lifted; running tasks and replays are not disturbed.
 
     Args:
         body (EmergencyStopSpec): The body of `PUT /v1/admin/emergency-stop`. No app: global.
@@ -145,7 +147,8 @@ async def asyncio_detailed(
     body: EmergencyStopSpec,
 ) -> Response[EmergencyStopSpec | Problem]:
     """Turn the emergency stop on or off, globally or for one app: new submits get 503
-    `emergency_stop`; running tasks and replays are not disturbed.
+    `emergency_stop` and queued or retrying tasks are not claimed (by any replica or
+    remote worker) until it is lifted; running tasks and replays are not disturbed.
 
     Args:
         body (EmergencyStopSpec): The body of `PUT /v1/admin/emergency-stop`. No app: global.
@@ -173,7 +176,8 @@ async def asyncio(
     body: EmergencyStopSpec,
 ) -> EmergencyStopSpec | Problem | None:
     """Turn the emergency stop on or off, globally or for one app: new submits get 503
-    `emergency_stop`; running tasks and replays are not disturbed.
+    `emergency_stop` and queued or retrying tasks are not claimed (by any replica or
+    remote worker) until it is lifted; running tasks and replays are not disturbed.
 
     Args:
         body (EmergencyStopSpec): The body of `PUT /v1/admin/emergency-stop`. No app: global.

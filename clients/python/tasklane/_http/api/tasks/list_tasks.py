@@ -15,6 +15,7 @@ def _get_kwargs(
     scope_id: str | Unset = UNSET,
     state: str | Unset = UNSET,
     task_type: str | Unset = UNSET,
+    source_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -26,6 +27,8 @@ def _get_kwargs(
     params["state"] = state
 
     params["task_type"] = task_type
+
+    params["source_id"] = source_id
 
     params["limit"] = limit
 
@@ -93,6 +96,7 @@ def sync_detailed(
     scope_id: str | Unset = UNSET,
     state: str | Unset = UNSET,
     task_type: str | Unset = UNSET,
+    source_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[Problem | TaskPage]:
@@ -102,6 +106,7 @@ def sync_detailed(
         scope_id (str | Unset):
         state (str | Unset):
         task_type (str | Unset):
+        source_id (str | Unset):
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -117,6 +122,7 @@ def sync_detailed(
         scope_id=scope_id,
         state=state,
         task_type=task_type,
+        source_id=source_id,
         limit=limit,
         cursor=cursor,
     )
@@ -134,6 +140,7 @@ def sync(
     scope_id: str | Unset = UNSET,
     state: str | Unset = UNSET,
     task_type: str | Unset = UNSET,
+    source_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Problem | TaskPage | None:
@@ -143,6 +150,7 @@ def sync(
         scope_id (str | Unset):
         state (str | Unset):
         task_type (str | Unset):
+        source_id (str | Unset):
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -159,6 +167,7 @@ def sync(
         scope_id=scope_id,
         state=state,
         task_type=task_type,
+        source_id=source_id,
         limit=limit,
         cursor=cursor,
     ).parsed
@@ -170,6 +179,7 @@ async def asyncio_detailed(
     scope_id: str | Unset = UNSET,
     state: str | Unset = UNSET,
     task_type: str | Unset = UNSET,
+    source_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[Problem | TaskPage]:
@@ -179,6 +189,7 @@ async def asyncio_detailed(
         scope_id (str | Unset):
         state (str | Unset):
         task_type (str | Unset):
+        source_id (str | Unset):
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -194,6 +205,7 @@ async def asyncio_detailed(
         scope_id=scope_id,
         state=state,
         task_type=task_type,
+        source_id=source_id,
         limit=limit,
         cursor=cursor,
     )
@@ -209,6 +221,7 @@ async def asyncio(
     scope_id: str | Unset = UNSET,
     state: str | Unset = UNSET,
     task_type: str | Unset = UNSET,
+    source_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Problem | TaskPage | None:
@@ -218,6 +231,7 @@ async def asyncio(
         scope_id (str | Unset):
         state (str | Unset):
         task_type (str | Unset):
+        source_id (str | Unset):
         limit (int | Unset):
         cursor (str | Unset):
 
@@ -235,6 +249,7 @@ async def asyncio(
             scope_id=scope_id,
             state=state,
             task_type=task_type,
+            source_id=source_id,
             limit=limit,
             cursor=cursor,
         )

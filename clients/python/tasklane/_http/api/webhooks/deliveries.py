@@ -1,0 +1,202 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.delivery_list import DeliveryList
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    name: str,
+    *,
+    limit: int | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["limit"] = limit
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/webhooks/{name}/deliveries".format(
+            name=quote(str(name), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> DeliveryList | Problem | None:
+    if response.status_code == 200:
+        response_200 = DeliveryList.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[DeliveryList | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    name: str,
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+) -> Response[DeliveryList | Problem]:
+    """The endpoint's newest notifications, with the outcome of their last attempt.
+
+    Args:
+        name (str):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[DeliveryList | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        name=name,
+        limit=limit,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    name: str,
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+) -> DeliveryList | Problem | None:
+    """The endpoint's newest notifications, with the outcome of their last attempt.
+
+    Args:
+        name (str):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        DeliveryList | Problem
+    """
+
+    return sync_detailed(
+        name=name,
+        client=client,
+        limit=limit,
+    ).parsed
+
+
+async def asyncio_detailed(
+    name: str,
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+) -> Response[DeliveryList | Problem]:
+    """The endpoint's newest notifications, with the outcome of their last attempt.
+
+    Args:
+        name (str):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[DeliveryList | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        name=name,
+        limit=limit,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    name: str,
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+) -> DeliveryList | Problem | None:
+    """The endpoint's newest notifications, with the outcome of their last attempt.
+
+    Args:
+        name (str):
+        limit (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        DeliveryList | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            name=name,
+            client=client,
+            limit=limit,
+        )
+    ).parsed

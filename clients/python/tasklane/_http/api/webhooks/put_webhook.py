@@ -1,0 +1,207 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.endpoint_view import EndpointView
+from ...models.problem import Problem
+from ...models.webhook_body import WebhookBody
+from ...types import Response
+
+
+def _get_kwargs(
+    name: str,
+    *,
+    body: WebhookBody,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "put",
+        "url": "/v1/webhooks/{name}".format(
+            name=quote(str(name), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> EndpointView | Problem | None:
+    if response.status_code == 200:
+        response_200 = EndpointView.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[EndpointView | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    name: str,
+    *,
+    client: AuthenticatedClient,
+    body: WebhookBody,
+) -> Response[EndpointView | Problem]:
+    """Create or update the endpoint `name` of the token's app (and enable it again).
+
+    Args:
+        name (str):
+        body (WebhookBody): Body of `PUT /v1/webhooks/{name}`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[EndpointView | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        name=name,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    name: str,
+    *,
+    client: AuthenticatedClient,
+    body: WebhookBody,
+) -> EndpointView | Problem | None:
+    """Create or update the endpoint `name` of the token's app (and enable it again).
+
+    Args:
+        name (str):
+        body (WebhookBody): Body of `PUT /v1/webhooks/{name}`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        EndpointView | Problem
+    """
+
+    return sync_detailed(
+        name=name,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    name: str,
+    *,
+    client: AuthenticatedClient,
+    body: WebhookBody,
+) -> Response[EndpointView | Problem]:
+    """Create or update the endpoint `name` of the token's app (and enable it again).
+
+    Args:
+        name (str):
+        body (WebhookBody): Body of `PUT /v1/webhooks/{name}`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[EndpointView | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        name=name,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    name: str,
+    *,
+    client: AuthenticatedClient,
+    body: WebhookBody,
+) -> EndpointView | Problem | None:
+    """Create or update the endpoint `name` of the token's app (and enable it again).
+
+    Args:
+        name (str):
+        body (WebhookBody): Body of `PUT /v1/webhooks/{name}`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        EndpointView | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            name=name,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,286 @@
+//! The notification outbox as the deliverer sees it: claim due rows (with a short claim
+//! that runs out by itself), read where and how to send them, record each attempt's
+//! outcome fenced on its claim, disable an endpoint after a 410, prune the delivered
+//! log. Rows are written by the `tasks_enqueue_webhooks` trigger in the transaction
+//! that makes a task terminal (migration V11).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio_postgres::GenericClient;
+use uuid::Uuid;
+
+use super::{DbError, TaskRecord};
+
+/// The channel the enqueue trigger NOTIFYs (once per transaction that enqueued).
+pub const WEBHOOKS_CHANNEL: &str = "tasklane_webhooks";
+
+/// A notification claimed for one attempt.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// Also the `webhook-id`.
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub task_id: Uuid,
+    pub event: String,
+    /// When the task became terminal.
+    pub created_at: DateTime<Utc>,
+    /// This attempt's number (1-based).
+    pub attempts: i32,
+    /// The fencing token of this attempt's outcome.
+    pub claim_token: Uuid,
+}
+
+/// What [`claim`] may take.
+#[derive(Debug, Clone)]
+pub struct ClaimLimits {
+    pub max: i64,
+    pub per_endpoint: i64,
+    /// How long a claim holds before another deliverer may take the row.
+    pub claim_for: Duration,
+    /// Endpoints to leave alone this time.
+    pub skip: Vec<Uuid>,
+}
+
+/// Claims due notifications (see `sql/webhook_claim.sql`).
+pub async fn claim<C: GenericClient + Sync>(
+    client: &C,
+    limits: &ClaimLimits,
+) -> Result<Vec<Claimed>, DbError> {
+    let rows = client
+        .query(
+            include_str!("../../sql/webhook_claim.sql"),
+            &[
+                &limits.max,
+                &limits.per_endpoint,
+                &limits.claim_for.as_secs_f64(),
+                &limits.skip,
+            ],
+        )
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Claimed {
+                id: row.try_get("id")?,
+                endpoint_id: row.try_get("endpoint_id")?,
+                task_id: row.try_get("task_id")?,
+                event: row.try_get("event")?,
+                created_at: row.try_get("created_at")?,
+                attempts: row.try_get("attempts")?,
+                claim_token: row.try_get("claim_token")?,
+            })
+        })
+        .collect()
+}
+
+/// Where and how an endpoint is sent to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    pub disabled: bool,
+    /// Live secrets, current first.
+    pub secrets: Vec<String>,
+}
+
+/// The targets of `endpoint_ids` (a deleted endpoint is absent).
+pub async fn targets<C: GenericClient + Sync>(
+    client: &C,
+    endpoint_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Target>, DbError> {
+    let rows = client
+        .query(
+            include_str!("../../sql/webhook_targets.sql"),
+            &[&endpoint_ids],
+        )
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get("id")?,
+                Target {
+                    url: row.try_get("url")?,
+                    disabled: row.try_get("disabled")?,
+                    secrets: row.try_get("secrets")?,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The tasks `task_ids` as their views (a deleted task is absent).
+pub async fn tasks<C: GenericClient + Sync>(
+    client: &C,
+    task_ids: &[Uuid],
+) -> Result<HashMap<Uuid, TaskRecord>, DbError> {
+    let rows = client
+        .query(include_str!("../../sql/webhook_tasks.sql"), &[&task_ids])
+        .await?;
+    rows.iter()
+        .map(|row| TaskRecord::from_row(row).map(|task| (task.id, task)))
+        .collect()
+}
+
+/// An attempt's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settlement {
+    /// 2xx.
+    Delivered { status: u16 },
+    /// Try again after `after`.
+    Retry {
+        after: Duration,
+        status: Option<u16>,
+        error: Option<String>,
+    },
+    /// No more attempts.
+    Failed {
+        status: Option<u16>,
+        error: Option<String>,
+    },
+}
+
+/// Records `settlement` for the attempt holding `claim_token`; false when the claim no
+/// longer held (another deliverer, a redelivery or a deletion came first).
+pub async fn settle<C: GenericClient + Sync>(
+    client: &C,
+    id: Uuid,
+    claim_token: Uuid,
+    settlement: &Settlement,
+) -> Result<bool, DbError> {
+    let (state, delay, status, error) = match settlement {
+        Settlement::Delivered { status } => ("delivered", 0.0, Some(*status), None),
+        Settlement::Retry {
+            after,
+            status,
+            error,
+        } => (
+            "pending",
+            after.as_secs_f64() * 1000.0,
+            *status,
+            error.clone(),
+        ),
+        Settlement::Failed { status, error } => ("failed", 0.0, *status, error.clone()),
+    };
+    let status = status.map(i32::from);
+    let error = error.map(|e| crate::task::bounds::truncate(&e, 1024).to_owned());
+    let row = client
+        .query_opt(
+            include_str!("../../sql/webhook_settle.sql"),
+            &[&id, &claim_token, &state, &delay, &status, &error],
+        )
+        .await?;
+    Ok(row.is_some())
+}
+
+/// What [`settle`] writes for `settlement`: status, delay in ms, HTTP status, error.
+fn columns(settlement: &Settlement) -> (&'static str, f64, Option<i32>, Option<String>) {
+    let (state, delay, status, error) = match settlement {
+        Settlement::Delivered { status } => ("delivered", 0.0, Some(*status), None),
+        Settlement::Retry {
+            after,
+            status,
+            error,
+        } => (
+            "pending",
+            after.as_secs_f64() * 1000.0,
+            *status,
+            error.clone(),
+        ),
+        Settlement::Failed { status, error } => ("failed", 0.0, *status, error.clone()),
+    };
+    let error = error.map(|e| crate::task::bounds::truncate(&e, 1024).to_owned());
+    (state, delay, status.map(i32::from), error)
+}
+
+/// Records a round of outcomes `(id, claim_token, settlement)` in one statement;
+/// returns how many claims held.
+pub async fn settle_many<C: GenericClient + Sync>(
+    client: &C,
+    outcomes: &mut [(Uuid, Uuid, Settlement)],
+) -> Result<u64, DbError> {
+    if outcomes.is_empty() {
+        return Ok(0);
+    }
+    outcomes.sort_by_key(|(id, _, _)| *id);
+    let mut ids = Vec::with_capacity(outcomes.len());
+    let mut tokens = Vec::with_capacity(outcomes.len());
+    let mut states = Vec::with_capacity(outcomes.len());
+    let mut delays = Vec::with_capacity(outcomes.len());
+    let mut statuses = Vec::with_capacity(outcomes.len());
+    let mut errors = Vec::with_capacity(outcomes.len());
+    for (id, token, settlement) in outcomes.iter() {
+        let (state, delay, status, error) = columns(settlement);
+        ids.push(*id);
+        tokens.push(*token);
+        states.push(state);
+        delays.push(delay);
+        statuses.push(status);
+        errors.push(error);
+    }
+    let rows = client
+        .query(
+            include_str!("../../sql/webhook_settle_many.sql"),
+            &[&ids, &tokens, &states, &delays, &statuses, &errors],
+        )
+        .await?;
+    Ok(rows.len() as u64)
+}
+
+/// Disables endpoint `endpoint_id` (a 410) and fails its pending notifications;
+/// returns how many failed.
+pub async fn disable_endpoint<C: GenericClient + Sync>(
+    client: &C,
+    endpoint_id: Uuid,
+) -> Result<i64, DbError> {
+    let row = client
+        .query_one(
+            include_str!("../../sql/webhook_endpoint_disable.sql"),
+            &[&endpoint_id],
+        )
+        .await?;
+    row.try_get("failed")
+}
+
+/// Deletes at most `limit` delivered or failed notifications finished longer than
+/// `retention` ago; returns how many.
+pub async fn prune<C: GenericClient + Sync>(
+    client: &C,
+    retention: Duration,
+    limit: i64,
+) -> Result<u64, DbError> {
+    let row = client
+        .query_one(
+            include_str!("../../sql/webhook_prune.sql"),
+            &[&retention.as_secs_f64(), &limit],
+        )
+        .await?;
+    Ok(row.try_get::<_, i64>("pruned")? as u64)
+}
+
+/// The webhooks line of the admin overview.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct WebhooksOverview {
+    pub endpoints: i64,
+    /// Disabled after a 410 (until the app PUTs them again).
+    pub disabled_endpoints: i64,
+    /// Notifications not yet delivered.
+    pub pending: i64,
+    /// Age of the oldest pending notification, in seconds (0 when none).
+    pub oldest_pending_seconds: i64,
+    /// Notifications that ran out of attempts, still in the log.
+    pub failed: i64,
+}
+
+/// Reads [`WebhooksOverview`].
+pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<WebhooksOverview, DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/webhook_overview.sql"), &[])
+        .await?;
+    Ok(WebhooksOverview {
+        endpoints: row.try_get("endpoints")?,
+        disabled_endpoints: row.try_get("disabled")?,
+        pending: row.try_get("pending")?,
+        oldest_pending_seconds: row.try_get("oldest_pending_seconds")?,
+        failed: row.try_get("failed")?,
+    })
+}

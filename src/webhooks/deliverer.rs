@@ -1,0 +1,440 @@
+//! The deliverer: the maintenance role's loop that sends the outbox. Any number of
+//! replicas run it at once; rows are claimed with SKIP LOCKED and a short claim, so a
+//! replica killed mid-delivery leaves rows that another replica sends once the claim
+//! runs out (at least once; the receiver sees the same `webhook-id`). It wakes on the
+//! enqueue trigger's NOTIFY (every replica LISTENs), polls as the fallback, and bounds
+//! the attempts in flight per replica and per endpoint.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use opentelemetry::metrics::{Meter, ObservableGauge};
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::guard::AddressGuard;
+use super::schedule::{verdict, RetrySchedule, Verdict};
+use super::sender::{Answer, Message, Sender};
+use super::{payload, signature};
+use crate::store::outbox::{self, ClaimLimits, Claimed, Settlement, Target, WEBHOOKS_CHANNEL};
+use crate::store::{self, TaskRecord};
+use crate::telemetry::Instruments;
+
+/// How a replica delivers.
+#[derive(Debug, Clone)]
+pub struct DeliveryConfig {
+    /// Attempts in flight at once in this replica.
+    pub concurrency: usize,
+    /// Attempts in flight at once per endpoint in this replica.
+    pub per_endpoint: usize,
+    /// How long a claimed row stays with this replica before another may send it.
+    pub claim_for: Duration,
+    /// How long an attempt may take.
+    pub timeout: Duration,
+    pub schedule: RetrySchedule,
+    pub guard: AddressGuard,
+    /// How often to look for due rows without a NOTIFY.
+    pub poll_interval: Duration,
+    /// For the LISTEN connection; `None`: poll only.
+    pub listen_url: Option<String>,
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            concurrency: 32,
+            per_endpoint: 8,
+            claim_for: Duration::from_secs(60),
+            timeout: Duration::from_secs(15),
+            schedule: RetrySchedule::default(),
+            guard: AddressGuard::default(),
+            poll_interval: Duration::from_secs(1),
+            listen_url: None,
+        }
+    }
+}
+
+/// How often the pending-notification gauges are refreshed.
+const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+
+/// What every attempt of this replica shares.
+struct Shared {
+    pool: deadpool_postgres::Pool,
+    sender: Sender,
+    schedule: RetrySchedule,
+    instruments: Instruments,
+}
+
+pub struct Deliverer {
+    config: DeliveryConfig,
+    shared: Arc<Shared>,
+    wake: Arc<Notify>,
+    pending: Arc<AtomicI64>,
+    oldest: Arc<AtomicI64>,
+    _gauges: [ObservableGauge<i64>; 2],
+}
+
+impl Deliverer {
+    pub fn new(
+        pool: deadpool_postgres::Pool,
+        config: DeliveryConfig,
+        meter: &Meter,
+        instruments: Instruments,
+    ) -> anyhow::Result<Self> {
+        let sender = Sender::new(config.guard.clone(), config.timeout)?;
+        let pending = Arc::new(AtomicI64::new(0));
+        let oldest = Arc::new(AtomicI64::new(0));
+        let (p, o) = (pending.clone(), oldest.clone());
+        let gauges = [
+            meter
+                .i64_observable_gauge("tasklane.webhooks.pending")
+                .with_description("Notifications not yet delivered (cluster-wide)")
+                .with_callback(move |observer| observer.observe(p.load(Ordering::Relaxed), &[]))
+                .build(),
+            meter
+                .i64_observable_gauge("tasklane.webhooks.oldest_pending")
+                .with_unit("s")
+                .with_description("Age of the oldest notification not yet delivered (cluster-wide)")
+                .with_callback(move |observer| observer.observe(o.load(Ordering::Relaxed), &[]))
+                .build(),
+        ];
+        Ok(Deliverer {
+            shared: Arc::new(Shared {
+                pool,
+                sender,
+                schedule: config.schedule.clone(),
+                instruments,
+            }),
+            config,
+            wake: Arc::new(Notify::new()),
+            pending,
+            oldest,
+            _gauges: gauges,
+        })
+    }
+
+    /// Claims, sends and records until `shutdown`; attempts in flight then get a few
+    /// seconds, the rest come back to the outbox when their claim runs out.
+    pub async fn run(self, shutdown: CancellationToken) {
+        if let Some(url) = self.config.listen_url.clone() {
+            tokio::spawn(crate::store::listen::listen(
+                url,
+                WEBHOOKS_CHANNEL,
+                "webhook wake-ups",
+                Waker(self.wake.clone()),
+                shutdown.clone(),
+            ));
+        }
+        let mut flight: JoinSet<Done> = JoinSet::new();
+        let mut outcomes: Vec<Outcome> = Vec::new();
+        let mut per_endpoint: HashMap<Uuid, (usize, Arc<Semaphore>)> = HashMap::new();
+        let mut sampled = tokio::time::Instant::now() - SAMPLE_EVERY;
+        let mut failing = false;
+        while !shutdown.is_cancelled() {
+            if sampled.elapsed() >= SAMPLE_EVERY {
+                self.sample().await;
+                sampled = tokio::time::Instant::now();
+            }
+            self.record(&mut outcomes).await;
+            let free = self.config.concurrency.saturating_sub(flight.len());
+            let mut full = false;
+            if free > 0 {
+                match self.claim(free, &per_endpoint).await {
+                    Ok((claimed, targets, tasks)) => {
+                        if failing {
+                            tracing::info!("webhook deliveries resumed");
+                            failing = false;
+                        }
+                        full = claimed.len() == free;
+                        self.start(claimed, targets, tasks, &mut flight, &mut per_endpoint);
+                    }
+                    Err(error) => {
+                        if !failing {
+                            tracing::warn!(error = %format!("{error:#}"), "claim webhook deliveries");
+                            failing = true;
+                        }
+                    }
+                }
+            }
+            if full && flight.len() < self.config.concurrency {
+                continue;
+            }
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(self.config.poll_interval) => {}
+                Some(done) = flight.join_next(), if !flight.is_empty() => {
+                    finished(done, &mut per_endpoint, &mut outcomes);
+                }
+                _ = shutdown.cancelled() => {}
+            }
+            while let Some(done) = flight.try_join_next() {
+                finished(done, &mut per_endpoint, &mut outcomes);
+            }
+        }
+        let drain = async {
+            while let Some(done) = flight.join_next().await {
+                finished(done, &mut per_endpoint, &mut outcomes);
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
+        self.record(&mut outcomes).await;
+    }
+
+    /// Records a round's outcomes in one statement. On failure they are dropped: the
+    /// claims run out and the rows are sent again (at least once).
+    async fn record(&self, outcomes: &mut Vec<Outcome>) {
+        if outcomes.is_empty() {
+            return;
+        }
+        let result = async {
+            let client = self.shared.pool.get().await.context("connection")?;
+            outbox::settle_many(store::client(&client), outcomes)
+                .await
+                .context("settle")
+        }
+        .await;
+        if let Err(error) = result {
+            tracing::warn!(count = outcomes.len(), error = %format!("{error:#}"), "record webhook deliveries");
+        }
+        outcomes.clear();
+    }
+
+    /// Claims up to `free` rows (none of endpoints at their bound) with what sending
+    /// them needs.
+    async fn claim(
+        &self,
+        free: usize,
+        per_endpoint: &HashMap<Uuid, (usize, Arc<Semaphore>)>,
+    ) -> anyhow::Result<(
+        Vec<Claimed>,
+        HashMap<Uuid, Target>,
+        HashMap<Uuid, TaskRecord>,
+    )> {
+        let bound = self.config.per_endpoint.max(1);
+        let skip = per_endpoint
+            .iter()
+            .filter(|(_, (n, _))| *n >= bound)
+            .map(|(id, _)| *id)
+            .collect();
+        let client = self.shared.pool.get().await.context("connection")?;
+        let client = store::client(&client);
+        let limits = ClaimLimits {
+            max: free as i64,
+            per_endpoint: bound as i64,
+            claim_for: self.config.claim_for,
+            skip,
+        };
+        let claimed = outbox::claim(client, &limits).await.context("claim")?;
+        if claimed.is_empty() {
+            return Ok(Default::default());
+        }
+        let mut endpoints: Vec<Uuid> = claimed.iter().map(|c| c.endpoint_id).collect();
+        endpoints.sort_unstable();
+        endpoints.dedup();
+        let task_ids: Vec<Uuid> = claimed.iter().map(|c| c.task_id).collect();
+        let targets = outbox::targets(client, &endpoints)
+            .await
+            .context("targets")?;
+        let tasks = outbox::tasks(client, &task_ids).await.context("tasks")?;
+        Ok((claimed, targets, tasks))
+    }
+
+    fn start(
+        &self,
+        claimed: Vec<Claimed>,
+        targets: HashMap<Uuid, Target>,
+        tasks: HashMap<Uuid, TaskRecord>,
+        flight: &mut JoinSet<Done>,
+        per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
+    ) {
+        let bound = self.config.per_endpoint.max(1);
+        for row in claimed {
+            let entry = per_endpoint
+                .entry(row.endpoint_id)
+                .or_insert_with(|| (0, Arc::new(Semaphore::new(bound))));
+            entry.0 += 1;
+            let permits = entry.1.clone();
+            let target = targets.get(&row.endpoint_id).cloned();
+            // Several endpoints may be notified of one task in one batch.
+            let task = tasks.get(&row.task_id).cloned();
+            let shared = self.shared.clone();
+            flight.spawn(async move {
+                let endpoint_id = row.endpoint_id;
+                let _permit = permits.acquire_owned().await;
+                (endpoint_id, shared.attempt(row, target, task).await)
+            });
+        }
+    }
+
+    async fn sample(&self) {
+        let Ok(client) = self.shared.pool.get().await else {
+            return;
+        };
+        if let Ok(overview) = outbox::overview(store::client(&client)).await {
+            self.pending.store(overview.pending, Ordering::Relaxed);
+            self.oldest
+                .store(overview.oldest_pending_seconds, Ordering::Relaxed);
+        }
+    }
+}
+
+/// An attempt's endpoint, and its outcome unless it was recorded already.
+type Done = (Uuid, Option<Outcome>);
+/// `(id, claim_token, settlement)` of an attempt, recorded with its round.
+type Outcome = (Uuid, Uuid, Settlement);
+
+fn finished(
+    done: Result<Done, tokio::task::JoinError>,
+    per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
+    outcomes: &mut Vec<Outcome>,
+) {
+    let Ok((endpoint_id, outcome)) = done else {
+        return;
+    };
+    outcomes.extend(outcome);
+    if let Some(entry) = per_endpoint.get_mut(&endpoint_id) {
+        entry.0 -= 1;
+        if entry.0 == 0 {
+            per_endpoint.remove(&endpoint_id);
+        }
+    }
+}
+
+impl Shared {
+    /// Sends one claimed row; what came of it, for the round's record (a 410 is
+    /// recorded here, with the endpoint's disabling).
+    async fn attempt(
+        &self,
+        row: Claimed,
+        target: Option<Target>,
+        task: Option<TaskRecord>,
+    ) -> Option<Outcome> {
+        let Some(target) = target else {
+            return None; // The endpoint was deleted, and the row with it.
+        };
+        let settlement = match (target.disabled, task) {
+            (true, _) => Settlement::Failed {
+                status: None,
+                error: Some("the endpoint is disabled".into()),
+            },
+            (false, None) => Settlement::Failed {
+                status: None,
+                error: Some("the task no longer exists".into()),
+            },
+            (false, Some(task)) => self.send(&row, &target, task).await,
+        };
+        let gone = matches!(
+            settlement,
+            Settlement::Failed {
+                status: Some(410),
+                ..
+            }
+        );
+        let outcome = match (&settlement, gone) {
+            (Settlement::Delivered { .. }, _) => "delivered",
+            (Settlement::Retry { .. }, _) => "retried",
+            (Settlement::Failed { .. }, true) => "disabled",
+            (Settlement::Failed { .. }, false) => "failed",
+        };
+        self.instruments.webhook_delivery(outcome);
+        if !gone {
+            return Some((row.id, row.claim_token, settlement));
+        }
+        if let Err(error) = self.disable(&row, &settlement).await {
+            // The claim runs out and the row is sent again: at least once.
+            tracing::warn!(delivery = %row.id, error = %format!("{error:#}"), "record a 410");
+        }
+        None
+    }
+
+    async fn send(&self, row: &Claimed, target: &Target, task: TaskRecord) -> Settlement {
+        let keys: Vec<Vec<u8>> = target
+            .secrets
+            .iter()
+            .filter_map(|s| signature::key_of(s).ok())
+            .collect();
+        let body = payload::body(&row.event, row.created_at, task);
+        let id = row.id.to_string();
+        let timestamp = chrono::Utc::now().timestamp();
+        let signature = signature::signature_header(&keys, &id, timestamp, &body);
+        let answer = self
+            .sender
+            .send(Message {
+                url: &target.url,
+                id: &id,
+                timestamp,
+                signature: &signature,
+                body,
+            })
+            .await;
+        let (status, retry_after, error) = match answer {
+            Answer::Status {
+                status,
+                retry_after,
+            } => match verdict(status, retry_after.as_deref()) {
+                Verdict::Delivered => return Settlement::Delivered { status },
+                Verdict::Gone => {
+                    return Settlement::Failed {
+                        status: Some(410),
+                        error: Some("the receiver answered 410: endpoint disabled".into()),
+                    }
+                }
+                Verdict::Retry { retry_after } => {
+                    let error = if (300..400).contains(&status) {
+                        format!("HTTP {status} (redirects are not followed)")
+                    } else {
+                        format!("HTTP {status}")
+                    };
+                    (Some(status), retry_after, error)
+                }
+            },
+            Answer::NoAnswer(error) => (None, None, error),
+        };
+        match self
+            .schedule
+            .next(row.attempts, retry_after, rand::random::<f64>())
+        {
+            Some(after) => Settlement::Retry {
+                after,
+                status,
+                error: Some(error),
+            },
+            None => Settlement::Failed {
+                status,
+                error: Some(error),
+            },
+        }
+    }
+
+    /// Records a 410 and disables its endpoint (its other pending rows fail).
+    async fn disable(&self, row: &Claimed, settlement: &Settlement) -> anyhow::Result<()> {
+        let client = self.pool.get().await.context("connection")?;
+        let client = store::client(&client);
+        outbox::settle(client, row.id, row.claim_token, settlement)
+            .await
+            .context("settle")?;
+        outbox::disable_endpoint(client, row.endpoint_id)
+            .await
+            .context("disable the endpoint")?;
+        tracing::info!(endpoint = %row.endpoint_id, "webhook endpoint disabled after a 410");
+        Ok(())
+    }
+}
+
+/// Wakes the loop on every NOTIFY, and when the LISTEN (re)starts.
+struct Waker(Arc<Notify>);
+
+impl crate::store::listen::Listener for Waker {
+    fn listening(&mut self) {
+        self.0.notify_one();
+    }
+
+    fn notified(&mut self, _payload: &str) {
+        self.0.notify_one();
+    }
+}

@@ -1,0 +1,21 @@
+//! Terminal notifications (issue 14): the transactional outbox written by a trigger
+//! when a task becomes terminal (migration V11), delivered at least once, signed as
+//! Standard Webhooks, by the maintenance role of any replica.
+//!
+//! Pure parts, unit-tested without a database: [`signature`] (signing and secrets),
+//! [`schedule`] (retry schedule, `Retry-After`, what an answer means), [`guard`] (which
+//! addresses may be reached), [`endpoint`] (what an app may register) and [`payload`]
+//! (the body). The I/O: [`sender`] (one HTTP attempt) and [`deliverer`] (the loop that
+//! claims, sends and records). Endpoints are managed through `service::webhooks`.
+
+pub mod deliverer;
+pub mod endpoint;
+pub mod guard;
+pub mod payload;
+pub mod schedule;
+pub mod sender;
+pub mod signature;
+
+pub use deliverer::{Deliverer, DeliveryConfig};
+pub use guard::{AddressGuard, Cidr};
+pub use schedule::RetrySchedule;

@@ -1,0 +1,132 @@
+//! At least once through failures: a replica killed (-9) while its deliveries are in
+//! flight, and database connections dropped under a delivering replica. Every
+//! notification is delivered in the end; a repeat carries the same webhook-id.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use common::serve::{Options, Serve};
+
+use super::{log_until, noop, register, replica, Receiver, Reply};
+use crate::common;
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+fn options(name: &str) -> Options {
+    Options {
+        name: Some(name.to_owned()),
+        env: vec![
+            ("TASKLANE_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8".into()),
+            (
+                "TASKLANE_WEBHOOK_RETRY_SCHEDULE",
+                "100ms,100ms,100ms".into(),
+            ),
+            // A killed replica's claims run out after 3 s.
+            ("TASKLANE_WEBHOOK_CLAIM_SECONDS", "3".into()),
+        ],
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn deliveries_in_flight_at_a_kill_9_are_sent_again_by_another_replica() {
+    let db = common::test_db().await;
+    let receiver = Receiver::start().await;
+    receiver.secrets(&[SECRET]);
+    let mut first = Serve::start(&db.url, options("first")).await;
+    let token = common::api::token(&db.url, "mail", None, &["submit", "read", "webhooks"]).await;
+    let api = first.api(&token);
+    register(&api, "main", &receiver.url, Some(SECRET)).await;
+    // The first five requests hang: they are in flight when the replica dies.
+    receiver.script((0..5).map(|_| Reply::status(200).delay(Duration::from_secs(120))));
+    for n in 0..5 {
+        noop(&api, &format!("k{n}")).await;
+    }
+    let in_flight = receiver.until(5, super::SOON).await;
+    first.kill9();
+
+    let second = Serve::start(&db.url, options("second")).await;
+    let api = second.api(&token);
+    let rows = log_until(&api, "main", 5, "delivered").await;
+    let received = receiver.received();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for message in &received {
+        assert_eq!(message.verified, [true], "every request is signed");
+        *seen.entry(message.id.clone()).or_default() += 1;
+    }
+    let first_ids: HashSet<&String> = in_flight.iter().map(|m| &m.id).collect();
+    assert_eq!(first_ids.len(), 5, "five notifications were in flight");
+    for row in &rows {
+        let id = row["id"].as_str().unwrap();
+        assert!(
+            first_ids.contains(&id.to_owned()),
+            "{id} was in flight at the kill"
+        );
+        assert!(
+            seen[id] >= 2,
+            "{id} was sent again, with the same webhook-id"
+        );
+    }
+}
+
+#[tokio::test]
+async fn dropped_database_connections_lose_no_notification() {
+    let db = common::test_db().await;
+    let (_replica, api) = replica(&db, &[("TASKLANE_WEBHOOK_CLAIM_SECONDS", "2")]).await;
+    let receiver = Receiver::start().await;
+    register(&api, "main", &receiver.url, Some(SECRET)).await;
+    receiver.secrets(&[SECRET]);
+    // Slow answers keep deliveries in flight while connections drop.
+    receiver.script((0..20).map(|_| Reply::status(200).delay(Duration::from_millis(300))));
+    let mut tasks = HashSet::new();
+    for n in 0..20 {
+        tasks.insert(noop(&api, &format!("k{n}")).await);
+    }
+    let admin = db.client().await;
+    let name = db.name().to_owned();
+    for _ in 0..4 {
+        admin
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = $1 AND pid <> pg_backend_pid()",
+                &[&name],
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let rows = common::eventually(
+        Duration::from_secs(60),
+        "20 deliveries delivered",
+        || async {
+            let rows = admin
+                .query(
+                    "SELECT task_id::text, status FROM tasklane.webhook_deliveries",
+                    &[],
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            let delivered: Vec<String> = rows
+                .iter()
+                .filter(|r| r.get::<_, String>(1) == "delivered")
+                .map(|r| r.get(0))
+                .collect();
+            if delivered.len() == 20 {
+                Ok(delivered)
+            } else {
+                Err(format!("{} of {} delivered", delivered.len(), rows.len()))
+            }
+        },
+    )
+    .await;
+    assert_eq!(rows.into_iter().collect::<HashSet<_>>(), tasks);
+    let got: HashSet<String> = receiver
+        .received()
+        .iter()
+        .map(|m| {
+            assert_eq!(m.verified, [true]);
+            m.body["data"]["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(got, tasks, "the receiver heard of every task");
+}
