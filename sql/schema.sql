@@ -15,7 +15,10 @@ ALTER TABLE tasklane.tasks
     ADD CONSTRAINT tasks_traceparent_length CHECK ((length(traceparent) <= 128)) NOT VALID;
 
 
--- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql
+GRANT USAGE ON SCHEMA tasklane TO tasklane_app;
+
+
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
     app text NOT NULL,
@@ -59,6 +62,9 @@ CREATE TABLE tasklane.tasks (
     resource_slot integer,
     holds_capacity boolean DEFAULT false NOT NULL,
     traceparent text,
+    attempt_started_at timestamp with time zone,
+    attempt_deadline_at timestamp with time zone,
+    attempts_before integer DEFAULT 0 NOT NULL,
     CONSTRAINT tasks_on_restart_check CHECK ((on_restart = ANY (ARRAY['fail'::text, 'retry'::text, 'resume'::text]))),
     CONSTRAINT tasks_privacy_check CHECK ((privacy = ANY (ARRAY['local_only'::text, 'external_allowed'::text]))),
     CONSTRAINT tasks_progress_check CHECK (((progress >= 0) AND (progress <= 100))),
@@ -97,6 +103,9 @@ CREATE INDEX tasks_scope_listing ON tasklane.tasks USING btree (app, scope_id, i
 
 -- index tasks_unreleased: migrations/V4__lifecycle.rs
 CREATE INDEX tasks_unreleased ON tasklane.tasks USING btree (app, scope_id COLLATE "C", COALESCE(source_id, ''::text) COLLATE "C") WHERE (released_at IS NULL);
+
+-- trigger tasks_delete_attempts: migrations/V9__task_attempts.sql
+CREATE TRIGGER tasks_delete_attempts AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_attempts();
 
 -- trigger tasks_delete_deliveries: migrations/V11__webhooks.sql
 CREATE TRIGGER tasks_delete_deliveries AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_deliveries();
@@ -183,6 +192,24 @@ ALTER TABLE ONLY tasklane.api_tokens
     ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
 
 
+-- table budget_reservations: migrations/V13__budget_reservations.sql
+CREATE TABLE tasklane.budget_reservations (
+    task_id uuid NOT NULL,
+    attempt integer NOT NULL,
+    app text NOT NULL,
+    usage_subject text NOT NULL,
+    units bigint NOT NULL,
+    reserved_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT budget_reservations_units_check CHECK ((units >= 0))
+);
+
+ALTER TABLE ONLY tasklane.budget_reservations
+    ADD CONSTRAINT budget_reservations_pkey PRIMARY KEY (task_id, attempt);
+
+-- index budget_reservations_budget: migrations/V13__budget_reservations.sql
+CREATE INDEX budget_reservations_budget ON tasklane.budget_reservations USING btree (app, usage_subject);
+
+
 -- table budget_usage: migrations/V3__admission.sql
 CREATE TABLE tasklane.budget_usage (
     app text NOT NULL,
@@ -218,6 +245,24 @@ CREATE INDEX capacity_slots_task ON tasklane.capacity_slots USING btree (task_id
 
 ALTER TABLE ONLY tasklane.capacity_slots
     ADD CONSTRAINT capacity_slots_limit_id_fkey FOREIGN KEY (limit_id) REFERENCES tasklane.limits(id) ON DELETE CASCADE;
+
+
+-- table circuits: migrations/V10__circuits.sql
+CREATE TABLE tasklane.circuits (
+    route_name text NOT NULL,
+    consecutive_failures integer DEFAULT 0 NOT NULL,
+    opened_at timestamp with time zone,
+    retry_at timestamp with time zone,
+    probe_until timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT circuits_check CHECK (((opened_at IS NULL) = (retry_at IS NULL))),
+    CONSTRAINT circuits_check1 CHECK (((opened_at IS NOT NULL) OR (probe_until IS NULL))),
+    CONSTRAINT circuits_consecutive_failures_check CHECK ((consecutive_failures >= 0)),
+    CONSTRAINT circuits_route_name_check CHECK (((length(route_name) >= 1) AND (length(route_name) <= 200)))
+);
+
+ALTER TABLE ONLY tasklane.circuits
+    ADD CONSTRAINT circuits_pkey PRIMARY KEY (route_name);
 
 
 -- table emergency_stops: migrations/V3__admission.sql
@@ -303,6 +348,24 @@ ALTER TABLE ONLY tasklane.refusals
     ADD CONSTRAINT refusals_pkey PRIMARY KEY (day, code, app, stripe);
 
 
+-- table registered_task_types: migrations/V12__sql_run_task.sql
+CREATE TABLE tasklane.registered_task_types (
+    name text NOT NULL,
+    max_attempts integer NOT NULL,
+    on_restart text NOT NULL,
+    privacy text NOT NULL,
+    lease_seconds integer NOT NULL,
+    attempt_timeout_seconds integer NOT NULL,
+    deadline_seconds bigint,
+    resource text,
+    input_bytes bigint NOT NULL,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.registered_task_types
+    ADD CONSTRAINT registered_task_types_pkey PRIMARY KEY (name);
+
+
 -- table replicas: migrations/V1__core.sql
 CREATE TABLE tasklane.replicas (
     id uuid NOT NULL,
@@ -361,6 +424,32 @@ CREATE TABLE tasklane.scope_fences (
 
 ALTER TABLE ONLY tasklane.scope_fences
     ADD CONSTRAINT scope_fences_pkey PRIMARY KEY (app, scope_id);
+
+
+-- table task_attempts: migrations/V9__task_attempts.sql
+CREATE TABLE tasklane.task_attempts (
+    task_id uuid NOT NULL,
+    attempt integer NOT NULL,
+    route text,
+    route_name text,
+    provider text,
+    model text,
+    worker_id text,
+    replica_id uuid,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    outcome text NOT NULL,
+    error_code text,
+    error_message text,
+    input_tokens bigint,
+    output_tokens bigint,
+    total_tokens bigint,
+    usage_units bigint,
+    CONSTRAINT task_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'retry'::text, 'fallback'::text, 'failed'::text, 'cancelled'::text, 'lost'::text, 'timed_out'::text])))
+);
+
+ALTER TABLE ONLY tasklane.task_attempts
+    ADD CONSTRAINT task_attempts_pkey PRIMARY KEY (task_id, attempt);
 
 
 -- table task_events: migrations/V1__core.sql, migrations/V5__hot_paths.sql

@@ -240,7 +240,15 @@ impl Deliverer {
         let targets = outbox::targets(client, &endpoints)
             .await
             .context("targets")?;
-        let tasks = outbox::tasks(client, &task_ids).await.context("tasks")?;
+        let mut tasks = outbox::tasks(client, &task_ids).await.context("tasks")?;
+        // The view an app token reads carries the attempts' usage and provenance.
+        let ids: Vec<Uuid> = tasks.keys().copied().collect();
+        let mut summaries = store::attempts::summaries(client, &ids)
+            .await
+            .context("attempt summaries")?;
+        for (id, task) in tasks.iter_mut() {
+            task.attempts = Some(summaries.remove(id).unwrap_or_default());
+        }
         Ok((claimed, targets, tasks))
     }
 

@@ -67,6 +67,7 @@ mod tests {
             provider: None,
             model: None,
             route: None,
+            attempts: None,
         }
     }
 

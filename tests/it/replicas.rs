@@ -271,10 +271,11 @@ async fn a_notification_wakes_an_idle_replica_on_another_process() {
     )
     .await;
     // The replica's first claim (at start) found nothing; give its listener a moment by
-    // waiting for its LISTEN to be registered in pg_stat_activity.
+    // waiting for its LISTEN to be registered in pg_stat_activity (the work wake-ups';
+    // the webhook deliverer listens on a channel of its own).
     until_count(
         &c,
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN tasklane_wakeup'",
         1,
         Duration::from_secs(20),
     )

@@ -78,9 +78,9 @@ pub struct AttemptList {
 }
 
 /// The attempts of one task, oldest first (a running attempt last).
-#[utoipa::path(get, path = "/v1/tasks/{id}/attempts", tag = "tasks", params(("id" = Uuid, Path)),
+#[utoipa::path(get, path = "/v1/tasks/{id}/attempts", tag = "tasks", operation_id = "list_attempts", params(("id" = Uuid, Path)),
     security(("bearer" = [])),
-    responses((status = 200, body = AttemptList), (status = 400, body = Problem), (status = 401, body = Problem),
+    responses((status = 200, description = "the task's attempts, oldest first", body = AttemptList), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn task_attempts(
     State(state): State<AppState>,
