@@ -58,6 +58,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Tasks submitted and finished (by terminal state) in each of the last 60 minutes. */
+        get: operations["activity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/circuits": {
         parameters: {
             query?: never;
@@ -108,7 +125,8 @@ export interface paths {
         get?: never;
         /**
          * Turn the emergency stop on or off, globally or for one app: new submits get 503
-         *     `emergency_stop`; running tasks and replays are not disturbed.
+         *     `emergency_stop` and queued or retrying tasks are not claimed (by any replica or
+         *     remote worker) until it is lifted; running tasks and replays are not disturbed.
          */
         put: operations["set_emergency_stop"];
         post?: never;
@@ -304,6 +322,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The attempts of one task, oldest first (a running attempt last). */
+        get: operations["list_attempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{id}/cancel": {
         parameters: {
             query?: never;
@@ -367,6 +402,109 @@ export interface paths {
          *     reconciling owners that no longer exist. An app-wide view, so scope tokens may not.
          */
         get: operations["list_unreleased_sources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The token's app's endpoints (never their secrets). */
+        get: operations["list_webhooks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Create or update the endpoint `name` of the token's app (and enable it again). */
+        put: operations["put_webhook"];
+        post?: never;
+        /** Delete an endpoint with its secrets and its notifications (pending ones are not sent). */
+        delete: operations["delete_webhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{name}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The endpoint's newest notifications, with the outcome of their last attempt. */
+        get: operations["deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{name}/deliveries/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a notification again, with the same `webhook-id` and a fresh retry schedule. */
+        post: operations["redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{name}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret; the previous one still signs (a second signature) for 24 h. */
+        post: operations["rotate_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's token: app, scope, permissions, and the task types a submit accepts. */
+        get: operations["whoami"];
         put?: never;
         post?: never;
         delete?: never;
@@ -484,6 +622,66 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The last 60 minutes, oldest first, the current (partial) minute last. */
+        Activity: {
+            minutes: components["schemas"]["ActivityMinute"][];
+        };
+        /** @description One minute of activity (the database's clock). */
+        ActivityMinute: {
+            /** Format: int64 */
+            cancelled: number;
+            /** Format: int64 */
+            failed: number;
+            /**
+             * Format: date-time
+             * @description The minute's start.
+             */
+            minute: string;
+            /**
+             * Format: int64
+             * @description Tasks created in this minute (still in the table: pruned or deleted ones are gone).
+             */
+            submitted: number;
+            /**
+             * Format: int64
+             * @description Tasks that reached each terminal state in this minute.
+             */
+            succeeded: number;
+        };
+        /** @description A task's attempts, oldest first. */
+        AttemptList: {
+            items: components["schemas"]["AttemptView"][];
+        };
+        /** @description One attempt of a task. */
+        AttemptView: {
+            /**
+             * Format: int32
+             * @description 1-based over the task's whole life (an owner's retry keeps counting).
+             */
+            attempt: number;
+            error?: components["schemas"]["ErrorView"] | null;
+            /**
+             * Format: date-time
+             * @description Null while running.
+             */
+            finished_at?: string | null;
+            /** @description Absent for scope tokens. */
+            model?: string | null;
+            /**
+             * @description `running`, `succeeded`, `retry`, `fallback`, `failed`, `cancelled`, `lost` (lease
+             *     expired or replica gone) or `timed_out`.
+             */
+            outcome: string;
+            /** @description Absent for scope tokens. */
+            provider?: string | null;
+            /** @description `local` or `external`; absent for scope tokens. */
+            route?: string | null;
+            /** @description Absent for scope tokens. */
+            route_name?: string | null;
+            /** Format: date-time */
+            started_at: string;
+            usage?: components["schemas"]["UsageView"] | null;
+        };
         /** @description The answers, one per item, in order. */
         BatchAnswer: {
             items: components["schemas"]["BatchItem"][];
@@ -605,6 +803,13 @@ export interface components {
         ClaimedView: {
             /** Format: int32 */
             attempt: number;
+            /**
+             * Format: date-time
+             * @description The server ends the attempt as `attempt_timeout` at this time whatever the
+             *     worker says (claim time + the type's attempt timeout); a later `complete` is
+             *     refused with 409 `lease_lost`. The lease never runs past it.
+             */
+            attempt_deadline_at: string;
             /** Format: date-time */
             deadline_at?: string | null;
             /** Format: uuid */
@@ -631,12 +836,48 @@ export interface components {
             lease_token: string;
             provenance?: components["schemas"]["ProvenanceBody"] | null;
             result: unknown;
-            usage?: components["schemas"]["Usage"] | null;
+            usage?: components["schemas"]["UsageBody"] | null;
         };
         /** @description How many tasks a deletion removed. */
         Deleted: {
             /** Format: int64 */
             deleted: number;
+        };
+        /** @description The newest notifications of an endpoint. */
+        DeliveryList: {
+            items: components["schemas"]["DeliveryView"][];
+        };
+        /** @description One notification of the log. */
+        DeliveryView: {
+            /**
+             * Format: int32
+             * @description Attempts made (counted when each starts).
+             */
+            attempts: number;
+            /** Format: date-time */
+            delivered_at?: string | null;
+            event: string;
+            /**
+             * Format: uuid
+             * @description Also its `webhook-id` header.
+             */
+            id: string;
+            /** @description Why the last attempt did not deliver. */
+            last_error?: string | null;
+            /**
+             * Format: int32
+             * @description The last answer's HTTP status.
+             */
+            last_status?: number | null;
+            /**
+             * Format: date-time
+             * @description Pending only: when the next attempt is due.
+             */
+            next_attempt_at?: string | null;
+            /** @description `pending`, `delivered` or `failed`. */
+            status: string;
+            /** Format: uuid */
+            task_id: string;
         };
         EmergencyStop: {
             /** @description None: global. */
@@ -648,6 +889,21 @@ export interface components {
         EmergencyStopSpec: {
             app?: string | null;
             enabled: boolean;
+        };
+        /** @description The app's endpoints. */
+        EndpointList: {
+            items: components["schemas"]["EndpointView"][];
+        };
+        /** @description An endpoint. `secret` only in the answer that created or rotated it. */
+        EndpointView: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description True after a receiver answered 410; a PUT enables it again. */
+            disabled: boolean;
+            events: string[];
+            name: string;
+            secret?: string | null;
+            url: string;
         };
         /** @description A failure: its stable code and (not for scope tokens) its bounded message. */
         ErrorView: {
@@ -683,9 +939,11 @@ export interface components {
             lease_token: string;
             /** @description Cut to 1 KiB. */
             message: string;
+            provenance?: components["schemas"]["ProvenanceBody"] | null;
             /** Format: int64 */
             retry_after_seconds?: number | null;
             retryable: boolean;
+            usage?: components["schemas"]["UsageBody"] | null;
         };
         FallbackBody: {
             /** Format: uuid */
@@ -792,6 +1050,8 @@ export interface components {
             refusals_today: components["schemas"]["RefusalCount"][];
             replicas: components["schemas"]["LiveReplica"][];
             resources: components["schemas"]["ResourceUse"][];
+            /** @description Terminal notifications: endpoints, pending and failed deliveries. */
+            webhooks: components["schemas"]["WebhooksOverview"];
         };
         /** @description Body of `PUT /v1/admin/task-types/{name}/pause`, and its answer with the name. */
         PauseBody: {
@@ -830,15 +1090,19 @@ export interface components {
         Provenance: {
             model?: string | null;
             provider?: string | null;
+            /** @description `local` or `external`: the route of the worker that claimed the attempt. */
             route?: string | null;
-            /** Format: int64 */
-            usage_units?: number | null;
+            /** @description The configured route's name. */
+            route_name?: string | null;
         };
+        /** @description Where the attempt ran. Names are 1..200 bytes. */
         ProvenanceBody: {
             model?: string | null;
             provider?: string | null;
-            /** @description Informational: the route was recorded by the claim. */
+            /** @description Informational (`local` or `external`): the route is the one the claim recorded. */
             route?: string | null;
+            /** @description The configured route's name (it names its circuit breaker). */
+            route_name?: string | null;
         };
         QueueDepth: {
             /** Format: int64 */
@@ -1012,6 +1276,7 @@ export interface components {
             started_at?: string | null;
             state: string;
             task_type: string;
+            usage?: components["schemas"]["UsageView"] | null;
             /** @description Absent for scope tokens. */
             usage_subject?: string | null;
         };
@@ -1020,9 +1285,91 @@ export interface components {
             paused: boolean;
             task_type: string;
         };
-        Usage: {
+        /**
+         * @description What an attempt consumed: the provider's tokens, or units of the worker's own
+         *     (charged instead of tokens when given). Each 0..10^12; at least one.
+         */
+        UsageBody: {
             /** Format: int64 */
-            units: number;
+            input_tokens?: number | null;
+            /** Format: int64 */
+            output_tokens?: number | null;
+            /**
+             * Format: int64
+             * @description Defaults to input + output.
+             */
+            total_tokens?: number | null;
+            /**
+             * Format: int64
+             * @description Budget units (v1): charged instead of `total_tokens` when given.
+             */
+            units?: number | null;
+        };
+        /** @description Tokens a provider reported. */
+        UsageView: {
+            /** Format: int64 */
+            input_tokens: number;
+            /** Format: int64 */
+            output_tokens: number;
+            /** Format: int64 */
+            total_tokens: number;
+            /**
+             * Format: int64
+             * @description Task view only: the budget units charged (the worker's own units where it
+             *     reported them, else one a token); null when none were.
+             */
+            units?: number | null;
+        };
+        /** @description Body of `PUT /v1/webhooks/{name}`. */
+        WebhookBody: {
+            /** @description Which terminal events to send: `task.succeeded`, `task.failed`, `task.cancelled`. */
+            events: string[];
+            /**
+             * @description Your own signing secret (`whsec_` + base64 of 24..64 bytes); one is generated
+             *     at creation when absent. Given on an update, it becomes the current secret and
+             *     the previous one signs for 24 h more.
+             */
+            secret?: string | null;
+            /** @description Where notifications are POSTed: an absolute http or https URL (≤ 2048 bytes). */
+            url: string;
+        };
+        /** @description The webhooks line of the admin overview. */
+        WebhooksOverview: {
+            /**
+             * Format: int64
+             * @description Disabled after a 410 (until the app PUTs them again).
+             */
+            disabled_endpoints: number;
+            /** Format: int64 */
+            endpoints: number;
+            /**
+             * Format: int64
+             * @description Notifications that ran out of attempts, still in the log.
+             */
+            failed: number;
+            /**
+             * Format: int64
+             * @description Age of the oldest pending notification, in seconds (0 when none).
+             */
+            oldest_pending_seconds: number;
+            /**
+             * Format: int64
+             * @description Notifications not yet delivered.
+             */
+            pending: number;
+        };
+        /**
+         * @description The caller's token: its owner, its permissions, and the task types this replica
+         *     accepts at submit.
+         */
+        Whoami: {
+            app: string;
+            /** @description The token's permissions (`submit`, `read`, `cancel`, ..., `admin`). */
+            permissions: string[];
+            /** @description Present for a scope token: it sees only this scope, with the redacted view. */
+            scope_id?: string | null;
+            /** @description The task types registered on this replica, sorted by name. */
+            task_types: string[];
         };
         /** @description A worker-emitted event. */
         WorkerEvent: {
@@ -1103,6 +1450,53 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before asking again. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    activity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description tasks submitted and finished in each of the last 60 minutes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Activity"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1783,6 +2177,8 @@ export interface operations {
                 /** @description One of the task states. */
                 state?: string;
                 task_type?: string;
+                /** @description Exactly this source (never a prefix or pattern). */
+                source_id?: string;
                 /** @description 1..100, default 50. */
                 limit?: number;
                 /** @description The `next_cursor` of the previous page. */
@@ -2068,6 +2464,73 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TaskView"];
+                };
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such task for this caller (another owner's task too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_attempts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the task's attempts, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptList"];
                 };
             };
             /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
@@ -2415,6 +2878,467 @@ export interface operations {
             };
             /** @description `validation_failed` or `unknown_field` (`field` names it). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_webhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the app's endpoints, without secrets */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointList"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    put_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1..100 of A-Z a-z 0-9 . _ - */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookBody"];
+            };
+        };
+        responses: {
+            /** @description the endpoint; its secret when this call created it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointView"];
+                };
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: the body exceeds the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` or `unknown_field` (`field` names it). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such task for this caller (another owner's task too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` or `unknown_field` (`field` names it). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deliveries: {
+        parameters: {
+            query?: {
+                /** @description 1..100, default 100. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the newest notifications, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such task for this caller (another owner's task too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` or `unknown_field` (`field` names it). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    redeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description queued for delivery */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such task for this caller (another owner's task too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description endpoint_disabled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` or `unknown_field` (`field` names it). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotate_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the endpoint with its new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointView"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such task for this caller (another owner's task too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` or `unknown_field` (`field` names it). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description who the token speaks for and what it may do */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Whoami"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,6 +2,8 @@
 
 from .activity import Activity
 from .activity_minute import ActivityMinute
+from .attempt_list import AttemptList
+from .attempt_view import AttemptView
 from .batch_answer import BatchAnswer
 from .batch_body import BatchBody
 from .batch_item import BatchItem
@@ -53,7 +55,8 @@ from .submit_body import SubmitBody
 from .task_page import TaskPage
 from .task_view import TaskView
 from .type_paused import TypePaused
-from .usage import Usage
+from .usage_body import UsageBody
+from .usage_view import UsageView
 from .webhook_body import WebhookBody
 from .webhooks_overview import WebhooksOverview
 from .whoami import Whoami
@@ -62,6 +65,8 @@ from .worker_event import WorkerEvent
 __all__ = (
     "Activity",
     "ActivityMinute",
+    "AttemptList",
+    "AttemptView",
     "BatchAnswer",
     "BatchBody",
     "BatchItem",
@@ -113,7 +118,8 @@ __all__ = (
     "TaskPage",
     "TaskView",
     "TypePaused",
-    "Usage",
+    "UsageBody",
+    "UsageView",
     "WebhookBody",
     "WebhooksOverview",
     "Whoami",

@@ -19,6 +19,10 @@ class ClaimedView:
 
     Attributes:
         attempt (int):
+        attempt_deadline_at (datetime.datetime): The server ends the attempt as `attempt_timeout` at this time whatever
+            the
+            worker says (claim time + the type's attempt timeout); a later `complete` is
+            refused with 409 `lease_lost`. The lease never runs past it.
         id (UUID):
         input_ (Any):
         lease_expires_at (datetime.datetime):
@@ -31,6 +35,7 @@ class ClaimedView:
     """
 
     attempt: int
+    attempt_deadline_at: datetime.datetime
     id: UUID
     input_: Any
     lease_expires_at: datetime.datetime
@@ -43,6 +48,8 @@ class ClaimedView:
 
     def to_dict(self) -> dict[str, Any]:
         attempt = self.attempt
+
+        attempt_deadline_at = self.attempt_deadline_at.isoformat()
 
         id = str(self.id)
 
@@ -75,6 +82,7 @@ class ClaimedView:
         field_dict.update(
             {
                 "attempt": attempt,
+                "attempt_deadline_at": attempt_deadline_at,
                 "id": id,
                 "input": input_,
                 "lease_expires_at": lease_expires_at,
@@ -95,6 +103,10 @@ class ClaimedView:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         attempt = d.pop("attempt")
+
+        attempt_deadline_at = datetime.datetime.fromisoformat(
+            d.pop("attempt_deadline_at")
+        )
 
         id = UUID(d.pop("id"))
 
@@ -136,6 +148,7 @@ class ClaimedView:
 
         claimed_view = cls(
             attempt=attempt,
+            attempt_deadline_at=attempt_deadline_at,
             id=id,
             input_=input_,
             lease_expires_at=lease_expires_at,

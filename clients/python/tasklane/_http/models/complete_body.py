@@ -10,7 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.provenance_body import ProvenanceBody
-    from ..models.usage import Usage
+    from ..models.usage_body import UsageBody
 
 
 T = TypeVar("T", bound="CompleteBody")
@@ -23,17 +23,17 @@ class CompleteBody:
         lease_token (UUID):
         result (Any):
         provenance (None | ProvenanceBody | Unset):
-        usage (None | Unset | Usage):
+        usage (None | Unset | UsageBody):
     """
 
     lease_token: UUID
     result: Any
     provenance: None | ProvenanceBody | Unset = UNSET
-    usage: None | Unset | Usage = UNSET
+    usage: None | Unset | UsageBody = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.provenance_body import ProvenanceBody
-        from ..models.usage import Usage
+        from ..models.usage_body import UsageBody
 
         lease_token = str(self.lease_token)
 
@@ -50,7 +50,7 @@ class CompleteBody:
         usage: dict[str, Any] | None | Unset
         if isinstance(self.usage, Unset):
             usage = UNSET
-        elif isinstance(self.usage, Usage):
+        elif isinstance(self.usage, UsageBody):
             usage = self.usage.to_dict()
         else:
             usage = self.usage
@@ -73,7 +73,7 @@ class CompleteBody:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.provenance_body import ProvenanceBody
-        from ..models.usage import Usage
+        from ..models.usage_body import UsageBody
 
         d = dict(src_dict)
         lease_token = UUID(d.pop("lease_token"))
@@ -97,7 +97,7 @@ class CompleteBody:
 
         provenance = _parse_provenance(d.pop("provenance", UNSET))
 
-        def _parse_usage(data: object) -> None | Unset | Usage:
+        def _parse_usage(data: object) -> None | Unset | UsageBody:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -105,12 +105,12 @@ class CompleteBody:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                usage_type_0 = Usage.from_dict(data)
+                usage_type_0 = UsageBody.from_dict(data)
 
                 return usage_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(None | Unset | Usage, data)
+            return cast(None | Unset | UsageBody, data)
 
         usage = _parse_usage(d.pop("usage", UNSET))
 

@@ -18,14 +18,14 @@ class Provenance:
     Attributes:
         model (None | str | Unset):
         provider (None | str | Unset):
-        route (None | str | Unset):
-        usage_units (int | None | Unset):
+        route (None | str | Unset): `local` or `external`: the route of the worker that claimed the attempt.
+        route_name (None | str | Unset): The configured route's name.
     """
 
     model: None | str | Unset = UNSET
     provider: None | str | Unset = UNSET
     route: None | str | Unset = UNSET
-    usage_units: int | None | Unset = UNSET
+    route_name: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -47,11 +47,11 @@ class Provenance:
         else:
             route = self.route
 
-        usage_units: int | None | Unset
-        if isinstance(self.usage_units, Unset):
-            usage_units = UNSET
+        route_name: None | str | Unset
+        if isinstance(self.route_name, Unset):
+            route_name = UNSET
         else:
-            usage_units = self.usage_units
+            route_name = self.route_name
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -62,8 +62,8 @@ class Provenance:
             field_dict["provider"] = provider
         if route is not UNSET:
             field_dict["route"] = route
-        if usage_units is not UNSET:
-            field_dict["usage_units"] = usage_units
+        if route_name is not UNSET:
+            field_dict["route_name"] = route_name
 
         return field_dict
 
@@ -98,20 +98,20 @@ class Provenance:
 
         route = _parse_route(d.pop("route", UNSET))
 
-        def _parse_usage_units(data: object) -> int | None | Unset:
+        def _parse_route_name(data: object) -> None | str | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
                 return data
-            return cast(int | None | Unset, data)
+            return cast(None | str | Unset, data)
 
-        usage_units = _parse_usage_units(d.pop("usage_units", UNSET))
+        route_name = _parse_route_name(d.pop("route_name", UNSET))
 
         provenance = cls(
             model=model,
             provider=provider,
             route=route,
-            usage_units=usage_units,
+            route_name=route_name,
         )
 
         provenance.additional_properties = d

@@ -12,16 +12,19 @@ T = TypeVar("T", bound="ProvenanceBody")
 
 @_attrs_define
 class ProvenanceBody:
-    """
+    """Where the attempt ran. Names are 1..200 bytes.
+
     Attributes:
         model (None | str | Unset):
         provider (None | str | Unset):
-        route (None | str | Unset): Informational: the route was recorded by the claim.
+        route (None | str | Unset): Informational (`local` or `external`): the route is the one the claim recorded.
+        route_name (None | str | Unset): The configured route's name (it names its circuit breaker).
     """
 
     model: None | str | Unset = UNSET
     provider: None | str | Unset = UNSET
     route: None | str | Unset = UNSET
+    route_name: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         model: None | str | Unset
@@ -42,6 +45,12 @@ class ProvenanceBody:
         else:
             route = self.route
 
+        route_name: None | str | Unset
+        if isinstance(self.route_name, Unset):
+            route_name = UNSET
+        else:
+            route_name = self.route_name
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -51,6 +60,8 @@ class ProvenanceBody:
             field_dict["provider"] = provider
         if route is not UNSET:
             field_dict["route"] = route
+        if route_name is not UNSET:
+            field_dict["route_name"] = route_name
 
         return field_dict
 
@@ -85,10 +96,20 @@ class ProvenanceBody:
 
         route = _parse_route(d.pop("route", UNSET))
 
+        def _parse_route_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        route_name = _parse_route_name(d.pop("route_name", UNSET))
+
         provenance_body = cls(
             model=model,
             provider=provider,
             route=route,
+            route_name=route_name,
         )
 
         return provenance_body

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..models.error_view import ErrorView
     from ..models.links import Links
     from ..models.provenance import Provenance
+    from ..models.usage_view import UsageView
 
 
 T = TypeVar("T", bound="TaskView")
@@ -43,6 +44,7 @@ class TaskView:
         result (Any | Unset):
         source_id (None | str | Unset):
         started_at (datetime.datetime | None | Unset):
+        usage (None | Unset | UsageView):
         usage_subject (None | str | Unset): Absent for scope tokens.
     """
 
@@ -65,12 +67,14 @@ class TaskView:
     result: Any | Unset = UNSET
     source_id: None | str | Unset = UNSET
     started_at: datetime.datetime | None | Unset = UNSET
+    usage: None | Unset | UsageView = UNSET
     usage_subject: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.error_view import ErrorView
         from ..models.provenance import Provenance
+        from ..models.usage_view import UsageView
 
         attempt = self.attempt
 
@@ -158,6 +162,14 @@ class TaskView:
         else:
             started_at = self.started_at
 
+        usage: dict[str, Any] | None | Unset
+        if isinstance(self.usage, Unset):
+            usage = UNSET
+        elif isinstance(self.usage, UsageView):
+            usage = self.usage.to_dict()
+        else:
+            usage = self.usage
+
         usage_subject: None | str | Unset
         if isinstance(self.usage_subject, Unset):
             usage_subject = UNSET
@@ -199,6 +211,8 @@ class TaskView:
             field_dict["source_id"] = source_id
         if started_at is not UNSET:
             field_dict["started_at"] = started_at
+        if usage is not UNSET:
+            field_dict["usage"] = usage
         if usage_subject is not UNSET:
             field_dict["usage_subject"] = usage_subject
 
@@ -209,6 +223,7 @@ class TaskView:
         from ..models.error_view import ErrorView
         from ..models.links import Links
         from ..models.provenance import Provenance
+        from ..models.usage_view import UsageView
 
         d = dict(src_dict)
         attempt = d.pop("attempt")
@@ -360,6 +375,23 @@ class TaskView:
 
         started_at = _parse_started_at(d.pop("started_at", UNSET))
 
+        def _parse_usage(data: object) -> None | Unset | UsageView:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                usage_type_0 = UsageView.from_dict(data)
+
+                return usage_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | UsageView, data)
+
+        usage = _parse_usage(d.pop("usage", UNSET))
+
         def _parse_usage_subject(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -389,6 +421,7 @@ class TaskView:
             result=result,
             source_id=source_id,
             started_at=started_at,
+            usage=usage,
             usage_subject=usage_subject,
         )
 
