@@ -541,6 +541,9 @@ intentional = {
     "TASKLANE_MAX_BODY_BYTES": (str(input_default + 65536),
         "the binary derives it (max input bytes + 65536) when unset; the chart renders the "
         "same derived value explicitly so the pod spec shows the limit in force"),
+    "TASKLANE_WEBHOOK_ALLOW_CIDRS": ("",
+        "an empty list, which is what the binary does without the variable: no internal "
+        "address is allowed for webhook deliveries"),
     "TASKLANE_REPLICA_NAME": ({"fieldRef": {"fieldPath": "metadata.name"}},
         "the pod name; the binary's default is host name + pid, and in a pod the pid is "
         "always 1, which the registry does not need"),
