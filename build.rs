@@ -1,18 +1,24 @@
 //! Build steps: refinery embeds `migrations/` at compile time without telling cargo, so a
 //! changed or added migration must rebuild the crate; and the claim template
-//! `sql/claim.sql` is rendered into its four variants in `OUT_DIR` (the template's own
+//! `sql/claim.sql` is rendered into its six variants in `OUT_DIR` (the template's own
 //! header describes its `--#` lines), so the hot path includes finished `&'static str`
 //! statements and builds no SQL at run time.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The claim variants: file name and the tags it renders with (route, slots).
-const CLAIM_VARIANTS: [(&str, [&str; 2]); 4] = [
-    ("claim_local.sql", ["local", "aware"]),
-    ("claim_external.sql", ["external", "aware"]),
-    ("claim_local_plain.sql", ["local", "plain"]),
-    ("claim_external_plain.sql", ["external", "plain"]),
+/// The claim variants: file name and the tags it renders with (route, slots, and
+/// `fallback` for the external claims of waiting fallbacks only).
+const CLAIM_VARIANTS: [(&str, &[&str]); 6] = [
+    ("claim_local.sql", &["local", "aware"]),
+    ("claim_external.sql", &["external", "aware"]),
+    ("claim_local_plain.sql", &["local", "plain"]),
+    ("claim_external_plain.sql", &["external", "plain"]),
+    ("claim_fallback.sql", &["external", "fallback", "aware"]),
+    (
+        "claim_fallback_plain.sql",
+        &["external", "fallback", "plain"],
+    ),
 ];
 
 fn main() {
@@ -21,7 +27,7 @@ fn main() {
     let template = std::fs::read_to_string("sql/claim.sql").expect("read sql/claim.sql");
     let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     for (name, tags) in CLAIM_VARIANTS {
-        let sql = render(&template, &tags).unwrap_or_else(|e| panic!("sql/claim.sql: {e}"));
+        let sql = render(&template, tags).unwrap_or_else(|e| panic!("sql/claim.sql: {e}"));
         std::fs::write(Path::new(&out_dir).join(name), sql).expect("write a claim variant");
     }
 }

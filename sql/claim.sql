@@ -1,6 +1,7 @@
---# The claim, as one template: build.rs renders it into four statements, one per route
---# (local, external) and slot handling (aware, plain), written to OUT_DIR as
---# claim_<route>[_plain].sql; src/store/claim.rs picks one. Template lines start with
+--# The claim, as one template: build.rs renders it into six statements, one per route
+--# (local, external, and fallback: external claims of waiting fallbacks only) and slot
+--# handling (aware, plain), written to OUT_DIR as claim_<route>[_plain].sql;
+--# src/store/claim.rs picks one. The fallback variants carry the external tag too. Template lines start with
 --# `--#` and are dropped: `--#if TAG` / `--#else` / `--#end` keep the lines between them
 --# only in the variants with TAG (local, external, aware, plain); `--#set NAME TAG VALUE`
 --# makes `{NAME}` read VALUE in the variants with TAG.
@@ -11,6 +12,7 @@
 --#set slots      plain     plain
 --#set claimable  local     'queued', 'waiting_for_retry'
 --#set claimable  external  'queued', 'waiting_for_retry', 'waiting_for_external_fallback'
+--#set claimable  fallback  'waiting_for_external_fallback'
 --#set unpaused   local     ARRAY(SELECT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#set unpaused   external  ARRAY(SELECT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#
@@ -20,9 +22,17 @@
 --   (local route: a task that fell back waits for an external worker)
 -- Claims up to $3 tasks for a local worker: queued and retrying tasks of any privacy.
 --#else
+--#if fallback
+-- transition: Claim only waiting_for_external_fallback
+--   (the external claim of types whose routes go local first: only their fallbacks)
+-- Claims up to $3 tasks for an external worker, only those waiting for an external
+-- fallback (privacy external_allowed): the types that run their local routes first
+-- (openai types with local routes) must never be taken off the queue externally.
+--#else
 -- transition: Claim
 -- Claims up to $3 tasks for an external worker: only tasks whose privacy is
 -- external_allowed, including those waiting for an external fallback.
+--#end
 --#end
 -- One statement: the SKIP LOCKED selection sits in a CTE so LIMIT bounds what is
 -- updated. Each claim gets a fresh random lease token, counts an attempt, starts its

@@ -33,6 +33,8 @@
 //! | `TASKLANE_WEBHOOK_ENDPOINT_CONCURRENCY` | 8 |
 //! | `TASKLANE_WEBHOOK_TIMEOUT_SECONDS` | 15 |
 //! | `TASKLANE_WEBHOOK_CLAIM_SECONDS` | 60 |
+//! | `TASKLANE_CA_FILE` | none (the compiled-in Mozilla roots only) |
+//! | `TASKLANE_UPSTREAM_CONNECT_TIMEOUT_MS` | 10000 |
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -187,6 +189,20 @@ pub struct ServeConfig {
     /// receivers get duplicates.
     #[arg(long, env = "TASKLANE_WEBHOOK_CLAIM_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub webhook_claim_seconds: u64,
+
+    /// A PEM bundle of extra CA certificates the `openai` and `http` executors trust
+    /// besides the compiled-in Mozilla roots (a private CA in front of a local model).
+    /// Refused at start when unreadable or empty.
+    #[arg(long, env = "TASKLANE_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+
+    /// How long a connection (TCP and TLS) to a model upstream may take, in ms.
+    #[arg(
+        long,
+        env = "TASKLANE_UPSTREAM_CONNECT_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub upstream_connect_timeout_ms: u64,
 }
 
 /// What a replica does.
@@ -226,6 +242,14 @@ impl ServeConfig {
     pub fn body_limit(&self) -> usize {
         self.max_body_bytes
             .unwrap_or(self.max_input_bytes + 64 * 1024)
+    }
+
+    /// The upstream executors' client settings.
+    pub fn client_options(&self) -> crate::worker::executors::ClientOptions {
+        crate::worker::executors::ClientOptions {
+            ca_file: self.ca_file.clone(),
+            connect_timeout: Duration::from_millis(self.upstream_connect_timeout_ms),
+        }
     }
 
     pub fn poll_interval(&self) -> Duration {

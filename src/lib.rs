@@ -12,6 +12,7 @@ pub mod devdb;
 pub mod http;
 pub mod load;
 pub mod maintenance;
+pub mod mockllm;
 pub mod server;
 pub mod service;
 pub mod store;

@@ -41,7 +41,13 @@ pub fn load_task_types(config: &ServeConfig) -> anyhow::Result<Vec<TaskType>> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("read {}", path.display()))?;
-            TaskTypesFile::parse(&text).with_context(|| format!("task types in {}", path.display()))
+            let types = TaskTypesFile::parse(&text)
+                .and_then(|types| {
+                    crate::worker::executors::check_keys(&types)?;
+                    Ok(types)
+                })
+                .with_context(|| format!("task types in {}", path.display()))?;
+            Ok(types)
         }
     }
 }
@@ -84,7 +90,11 @@ impl Replica {
         // Refused before anything connects, like the types.
         let delivery = config.delivery()?;
         let task_types = Arc::new(TaskTypes::new(types));
-        let handlers = Arc::new(Handlers::new(&task_types, custom)?);
+        let handlers = Arc::new(Handlers::with_options(
+            &task_types,
+            custom,
+            &config.client_options(),
+        )?);
         // Bad TLS settings are refused here, before anything connects; without
         // migrations, one connection proves the server and the TLS policy agree.
         let database = Database::from_url(&config.database_url)?;
@@ -199,8 +209,22 @@ impl Replica {
                     poll_interval: config.poll_interval(),
                     shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
                 };
+                let routed = (worker_config.route == crate::task::Route::Local)
+                    .then(|| {
+                        Worker::routed_external(
+                            worker_config.clone(),
+                            tasklane.clone(),
+                            handlers.clone(),
+                        )
+                    })
+                    .flatten();
                 let worker = Worker::new(worker_config, tasklane.clone(), handlers.clone());
                 workers.spawn(worker.run(stop_work.clone()));
+                // Fallbacks to the external routes of openai types need no replica
+                // configured for the external route: each local one runs their loop.
+                if let Some(routed) = routed {
+                    workers.spawn(routed.run(stop_work.clone()));
+                }
             }
         }
         tracing::info!(replica = %id, cold_start, "replica started");

@@ -14,6 +14,10 @@ use crate::store::WAKEUP_CHANNEL;
 pub struct Wakeup {
     generation: watch::Sender<u64>,
     notify: watch::Sender<u64>,
+    /// Fallbacks settled here: the external loop that takes only fallbacks waits on
+    /// this (and its poll interval) instead of every wake-up, so it costs no claim per
+    /// submit. Fallbacks settled on other replicas reach it at its next poll.
+    fallback: watch::Sender<u64>,
 }
 
 impl Default for Wakeup {
@@ -21,6 +25,7 @@ impl Default for Wakeup {
         Wakeup {
             generation: watch::channel(0).0,
             notify: watch::channel(0).0,
+            fallback: watch::channel(0).0,
         }
     }
 }
@@ -35,6 +40,16 @@ impl Wakeup {
     pub fn wake_all(&self) {
         self.wake_local();
         self.notify.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// Wakes this replica's fallback-only loops: a task now waits for an external route.
+    pub fn wake_fallback(&self) {
+        self.fallback.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// A receiver a fallback-only claim loop waits on.
+    pub fn subscribe_fallback(&self) -> watch::Receiver<u64> {
+        self.fallback.subscribe()
     }
 
     /// A receiver a claim loop waits on; `changed()` never misses a wake that happened

@@ -57,6 +57,30 @@ impl Tasklane {
         Ok(claimed)
     }
 
+    /// Claims, for an external in-process claimant, up to `limit` tasks of
+    /// `task_types` that wait for an external fallback (and no queued ones): the
+    /// external side of types whose routes go local first.
+    pub async fn claim_fallbacks(
+        &self,
+        claimant: &Claimant<'_>,
+        task_types: &[String],
+        limit: i64,
+    ) -> Result<Vec<ClaimedTask>, ServiceError> {
+        bounds::within("max", limit, &bounds::CLAIM_BATCH)?;
+        let slots = if self.task_types.any_needs_slots(task_types) {
+            Slots::Aware
+        } else {
+            Slots::Plain
+        };
+        let client = self.connection().await?;
+        let mut claimed =
+            claim::claim_fallbacks_pooled(&client, claimant, slots, task_types, limit).await?;
+        for task in &mut claimed {
+            self.claimed(claimant, task);
+        }
+        Ok(claimed)
+    }
+
     /// Records one claim: the task's wait since it became claimable, and a
     /// `tasklane.claim` span in the task's trace, which the attempt (here or on a remote
     /// worker, whose claim answer carries it) continues.
@@ -181,6 +205,9 @@ impl Tasklane {
         let mut object = self.connection().await?;
         let client: &mut tokio_postgres::Client = &mut object;
         let state = lease::settle_with(client, id, lease_token, ending, &backoff).await?;
+        if state == TaskState::WaitingForExternalFallback {
+            self.wakeup.wake_fallback();
+        }
         if !state.is_terminal() {
             self.wakeup.wake_all();
         }

@@ -1,5 +1,6 @@
 //! Claim: take a batch of claimable tasks in one statement. The statement is one template,
-//! `sql/claim.sql`, rendered by `build.rs` into a variant per route and [`Slots`].
+//! `sql/claim.sql`, rendered by `build.rs` into a variant per route and [`Slots`], plus the
+//! external claim of waiting fallbacks only.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::{GenericClient, Row};
@@ -113,18 +114,40 @@ pub async fn claim_pooled(
     .await
 }
 
+/// Like [`claim_pooled`] for an external claimant, taking only tasks waiting for an
+/// external fallback: the external claim of types that run their local routes first.
+pub async fn claim_fallbacks_pooled(
+    client: &deadpool_postgres::Object,
+    claimant: &Claimant<'_>,
+    slots: Slots,
+    task_types: &[String],
+    limit: i64,
+) -> Result<Vec<ClaimedTask>, DbError> {
+    let sql = match slots {
+        Slots::Aware => FALLBACK,
+        Slots::Plain => FALLBACK_PLAIN,
+    };
+    let statement = client.prepare_cached(sql).await?;
+    let client = crate::store::client(client);
+    claim_with(client, &statement, claimant, None, task_types, limit).await
+}
+
 /// The rendered claim variants by file name (tests prepare and check each one).
-pub const VARIANTS: [(&str, &str); 4] = [
+pub const VARIANTS: [(&str, &str); 6] = [
     ("claim_local.sql", LOCAL),
     ("claim_external.sql", EXTERNAL),
     ("claim_local_plain.sql", LOCAL_PLAIN),
     ("claim_external_plain.sql", EXTERNAL_PLAIN),
+    ("claim_fallback.sql", FALLBACK),
+    ("claim_fallback_plain.sql", FALLBACK_PLAIN),
 ];
 
 const LOCAL: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_local.sql"));
 const EXTERNAL: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_external.sql"));
 const LOCAL_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_local_plain.sql"));
 const EXTERNAL_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_external_plain.sql"));
+const FALLBACK: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_fallback.sql"));
+const FALLBACK_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_fallback_plain.sql"));
 
 fn sql(route: Route, slots: Slots) -> &'static str {
     match (route, slots) {

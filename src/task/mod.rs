@@ -10,8 +10,10 @@ pub mod circuit;
 pub mod outcome;
 pub mod request;
 pub mod restart;
+pub mod routes;
 pub mod state;
 pub mod task_type;
+pub mod upstream;
 
 pub use catalog::TaskTypes;
 pub use request::{NewTask, SubmitRequest};

@@ -104,12 +104,18 @@ fn decide(task: Leased, report: Report, backoff: &Backoff) -> Step {
             retryable,
             retry_after,
         } => {
-            let message = describe(&code, &message);
+            let stable = stable_code(&code);
+            // A stable code speaks for itself; another is kept in the message.
+            let message = match stable {
+                Some(_) => bounds::truncate(&message, bounds::ERROR_MESSAGE_BYTES).to_owned(),
+                None => describe(&code, &message),
+            };
             if !retryable {
-                failed(codes::PERMANENT_ERROR, message)
+                failed(stable.unwrap_or(codes::PERMANENT_ERROR), message)
             } else {
                 let delay = retry_after.map(|d| d.min(MAX_RETRY_AFTER));
-                retry_or_exhaust(task, stable_retry_code(&code), message, delay, backoff)
+                let code = stable.unwrap_or(codes::HANDLER_ERROR);
+                retry_or_exhaust(task, code, message, delay, backoff)
             }
         }
         Report::TimedOut => {
@@ -118,10 +124,14 @@ fn decide(task: Leased, report: Report, backoff: &Backoff) -> Step {
         }
         Report::Fallback { reason } => {
             let message = bounds::truncate(&reason, bounds::ERROR_MESSAGE_BYTES).to_owned();
-            if task.privacy == Privacy::ExternalAllowed && task.route == Route::Local {
-                step(Transition::Fallback, None, Some(message))
-            } else {
+            if task.privacy != Privacy::ExternalAllowed || task.route != Route::Local {
                 failed(codes::NO_FALLBACK_ALLOWED, message)
+            } else if task.attempt >= task.max_attempts {
+                // The external attempt would be one past max_attempts (every claim
+                // counts one): the task is out of attempts, as a retry would be.
+                failed(codes::ATTEMPTS_EXHAUSTED, message)
+            } else {
+                step(Transition::Fallback, None, Some(message))
             }
         }
     }
@@ -159,14 +169,22 @@ fn retry_or_exhaust(
     }
 }
 
-/// A worker's own code is kept only when it is one of the stable codes; any other code
-/// is reported as `handler_error` with the worker's code kept in the message.
-fn stable_retry_code(code: &str) -> &'static str {
-    if code == codes::ATTEMPT_TIMEOUT {
-        codes::ATTEMPT_TIMEOUT
-    } else {
-        codes::HANDLER_ERROR
-    }
+/// A worker's own code is kept when it is one of the stable codes a failure may carry
+/// (the upstream and routing codes among them); any other code is reported as
+/// `handler_error` (retryable) or `permanent_error`, with the worker's code kept in the
+/// message.
+fn stable_code(code: &str) -> Option<&'static str> {
+    [
+        codes::ATTEMPT_TIMEOUT,
+        codes::NO_FALLBACK_ALLOWED,
+        codes::UPSTREAM_UNAVAILABLE,
+        codes::UPSTREAM_REJECTED,
+        codes::UPSTREAM_QUOTA_EXHAUSTED,
+        codes::CIRCUIT_OPEN,
+        codes::BUDGET_EXHAUSTED,
+    ]
+    .into_iter()
+    .find(|stable| *stable == code)
 }
 
 /// `[code] message`, bounded.
@@ -266,6 +284,47 @@ mod tests {
         allowed.route = Route::External;
         let s = settle(allowed, fallback(), &Backoff::default()).unwrap();
         assert_eq!(s.state, TaskState::Failed);
+    }
+
+    #[test]
+    fn a_fallback_never_allows_an_attempt_past_max_attempts() {
+        let mut last = running(3, 3);
+        last.privacy = Privacy::ExternalAllowed;
+        let fallback = Report::Fallback {
+            reason: "local down".into(),
+        };
+        let s = settle(last, fallback, &Backoff::default()).unwrap();
+        assert_eq!(
+            (s.state, s.code),
+            (TaskState::Failed, Some("attempts_exhausted"))
+        );
+    }
+
+    #[test]
+    fn stable_codes_are_kept_and_others_reported_generically() {
+        let report = |code: &str, retryable| Report::Error {
+            code: code.into(),
+            message: "HTTP 429: slow down".into(),
+            retryable,
+            retry_after: None,
+        };
+        let backoff = Backoff::default();
+        for code in [
+            "upstream_rejected",
+            "upstream_quota_exhausted",
+            "no_fallback_allowed",
+        ] {
+            let s = settle(running(1, 3), report(code, false), &backoff).unwrap();
+            assert_eq!((s.state, s.code), (TaskState::Failed, Some(code)));
+            assert_eq!(s.message.as_deref(), Some("HTTP 429: slow down"));
+        }
+        for code in ["upstream_unavailable", "circuit_open"] {
+            let s = settle(running(1, 3), report(code, true), &backoff).unwrap();
+            assert_eq!((s.state, s.code), (TaskState::WaitingForRetry, Some(code)));
+        }
+        let s = settle(running(1, 3), report("made_up", false), &backoff).unwrap();
+        assert_eq!(s.code, Some("permanent_error"));
+        assert_eq!(s.message.as_deref(), Some("[made_up] HTTP 429: slow down"));
     }
 
     #[test]

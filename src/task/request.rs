@@ -87,6 +87,18 @@ impl SubmitRequest {
             ));
         }
         bounds::json("input", &self.input)?;
+        if task_type.executor == super::task_type::Executor::Openai {
+            super::routes::validate_openai_input(&self.input)?;
+        }
+        if self.privacy == Some(Privacy::ExternalAllowed) && !task_type.external_allowed {
+            return Err(Invalid::new(
+                "privacy",
+                format!(
+                    "task type {:?} does not allow external routes (external_allowed is false)",
+                    task_type.name
+                ),
+            ));
+        }
         let priority = self.priority.unwrap_or(0);
         bounds::within("priority", priority, &bounds::PRIORITY)?;
         let deadline_seconds = self.deadline_seconds.or(task_type.deadline_seconds);

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::backoff::Backoff;
 use super::bounds::{self, Invalid};
 use super::restart::RestartPolicy;
+use super::routes::RouteSpec;
 
 /// Who runs tasks of a type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -17,6 +18,8 @@ pub enum Executor {
     Sleep,
     /// POSTs the input to an upstream URL.
     Http,
+    /// Calls OpenAI-compatible Chat Completions endpoints over the type's routes.
+    Openai,
     /// Only remote workers (worker HTTP protocol) run it; no in-process handler.
     Remote,
     /// An in-process Rust handler registered by the embedding program.
@@ -98,6 +101,13 @@ pub struct TaskType {
     pub backoff_base_ms: u64,
     #[serde(default = "default_backoff_cap_seconds")]
     pub backoff_cap_seconds: u64,
+    /// The allowlist: may tasks of this type ever leave the local routes (default
+    /// false). A submit may narrow its privacy to `local_only`, never widen past this.
+    #[serde(default)]
+    pub external_allowed: bool,
+    /// The `openai` executor's routes, in order: every local one before any external.
+    #[serde(default)]
+    pub routes: Vec<RouteSpec>,
 }
 
 fn default_route() -> Route {
@@ -142,7 +152,19 @@ impl TaskType {
             privacy: default_privacy(),
             backoff_base_ms: default_backoff_base_ms(),
             backoff_cap_seconds: default_backoff_cap_seconds(),
+            external_allowed: false,
+            routes: Vec::new(),
         }
+    }
+
+    /// Whether the type has a route of `kind` (only `openai` types have routes).
+    pub fn has_route(&self, kind: Route) -> bool {
+        self.routes.iter().any(|r| r.route == kind)
+    }
+
+    /// The routes an attempt on `kind` tries, in order.
+    pub fn routes_of(&self, kind: Route) -> impl Iterator<Item = &RouteSpec> {
+        self.routes.iter().filter(move |r| r.route == kind)
     }
 
     pub fn backoff(&self) -> Backoff {
@@ -182,7 +204,7 @@ impl TaskType {
         if self.backoff_base_ms == 0 || self.backoff_cap_seconds == 0 {
             return Err(Invalid::new("backoff", "base and cap must be positive"));
         }
-        Ok(())
+        super::routes::validate(self)
     }
 }
 
@@ -200,19 +222,40 @@ pub struct TaskTypesFile {
 }
 
 impl TaskTypesFile {
-    /// Parses and validates a task-types file; duplicate names are refused.
+    /// Parses and validates a task-types file; duplicate names are refused. Every
+    /// refusal names the type (when it has a name) and the field, e.g.
+    /// `task type "summarize": routes[1].route: unknown variant ...`.
     pub fn parse(text: &str) -> anyhow::Result<Vec<TaskType>> {
-        let file: TaskTypesFile = toml::from_str(text)?;
+        let mut table: toml::Table = toml::from_str(text)?;
+        let entries = match table.remove("task_type") {
+            None => Vec::new(),
+            Some(toml::Value::Array(entries)) => entries,
+            Some(_) => anyhow::bail!("task_type: must be an array of tables ([[task_type]])"),
+        };
+        if let Some(key) = table.keys().next() {
+            anyhow::bail!("unknown key {key:?} (only [[task_type]] tables are read)");
+        }
+        let mut types = Vec::with_capacity(entries.len());
         let mut seen = std::collections::HashSet::new();
-        for task_type in &file.task_type {
+        for (i, entry) in entries.into_iter().enumerate() {
+            let name = match entry.get("name").and_then(toml::Value::as_str) {
+                Some(name) => format!("task type {name:?}"),
+                None => format!("task_type[{i}]"),
+            };
+            let task_type: TaskType = serde_path_to_error::deserialize(entry).map_err(|e| {
+                let path = e.path().to_string();
+                anyhow::anyhow!("{name}: {path}: {}", e.into_inner())
+            })?;
             task_type
                 .validate()
-                .map_err(|e| anyhow::anyhow!("task type {:?}: {e}", task_type.name))?;
+                .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
             if !seen.insert(task_type.name.clone()) {
                 anyhow::bail!("task type {:?} is defined twice", task_type.name);
             }
+            types.push(task_type);
         }
-        Ok(file.task_type)
+        super::routes::check_unique_names(&types).map_err(anyhow::Error::msg)?;
+        Ok(types)
     }
 }
 
@@ -253,8 +296,9 @@ mod tests {
     fn the_demo_types_parse() {
         let types = TaskTypesFile::parse(DEMO_TASK_TYPES).unwrap();
         let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["noop", "sleep", "remote"]);
+        assert_eq!(names, ["noop", "sleep", "remote", "openai"]);
         assert_eq!(types[2].privacy, Privacy::ExternalAllowed);
+        assert!(types[3].has_route(Route::Local) && types[3].has_route(Route::External));
     }
 
     #[test]

@@ -95,6 +95,7 @@ impl Attempt {
             cancel: CancellationToken::new(),
             lost: CancellationToken::new(),
             facts: Default::default(),
+            route: self.route,
         };
         // The claim loop's batcher (a task of its own, not polled beside the handler: a
         // handler that blocks its thread must not starve the heartbeat) keeps the lease.

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::service::{Beat, ClaimedTask, ServiceError, Success, Tasklane};
 use crate::task::attempt::{Facts, Provenance, Usage};
+use crate::task::Route;
 
 /// Runs one attempt of a task. Return `Ok` with the result, or a [`HandlerError`] that
 /// says whether another attempt may help. Long handlers call [`TaskContext::report`]
@@ -69,6 +70,8 @@ pub struct TaskContext {
     pub(crate) lost: CancellationToken,
     /// Provenance and usage recorded by the handler, written with the attempt.
     pub(crate) facts: Arc<Mutex<Facts>>,
+    /// The route of the claim loop running the attempt.
+    pub(crate) route: Route,
 }
 
 impl TaskContext {
@@ -79,6 +82,12 @@ impl TaskContext {
     /// The snapshot of the previous attempt, when the task is resumed.
     pub fn snapshot(&self) -> Option<&serde_json::Value> {
         self.task.snapshot.as_ref()
+    }
+
+    /// The route this attempt runs on: a local claim runs a type's local routes, an
+    /// external one (a fallback, or a type with only external routes) the external ones.
+    pub fn route(&self) -> Route {
+        self.route
     }
 
     /// Resolves once the owner asked to cancel (seen at a heartbeat).

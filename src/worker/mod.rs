@@ -21,7 +21,7 @@ use crate::service::{Claimant, ClaimedTask, Tasklane};
 use crate::task::Route;
 
 pub use handler::{Handler, HandlerError, Stop, TaskContext};
-pub use handlers::Handlers;
+pub use handlers::{ClaimSets, Handlers};
 
 /// Longest a claim loop with a backlog waits for half a batch of free slots.
 const CLAIM_COOLDOWN: Duration = Duration::from_millis(2);
@@ -57,30 +57,61 @@ pub struct Worker {
     config: WorkerConfig,
     tasklane: Tasklane,
     handlers: Arc<Handlers>,
+    sets: ClaimSets,
 }
 
 impl Worker {
-    /// A claim loop settling through `tasklane`, running the types `handlers` has.
+    /// A claim loop settling through `tasklane`, running the types `handlers` has
+    /// (as [`Handlers::claim_sets`] assigns them to the loop's route).
     pub fn new(config: WorkerConfig, tasklane: Tasklane, handlers: Arc<Handlers>) -> Self {
+        let sets = handlers.claim_sets(config.route, false);
         Worker {
             config,
             tasklane,
             handlers,
+            sets,
         }
+    }
+
+    /// The external loop a local replica runs beside its local one, for `openai`
+    /// types only: their fallbacks, and the types with only external routes. `None`
+    /// when no type needs one.
+    pub fn routed_external(
+        mut config: WorkerConfig,
+        tasklane: Tasklane,
+        handlers: Arc<Handlers>,
+    ) -> Option<Self> {
+        let sets = handlers.claim_sets(Route::External, true);
+        if sets.is_empty() {
+            return None;
+        }
+        config.route = Route::External;
+        config.worker_id.push_str("/external");
+        Some(Worker {
+            config,
+            tasklane,
+            handlers,
+            sets,
+        })
     }
 
     /// Claims and runs tasks until `shutdown`; then waits up to the grace period for
     /// running attempts and hands back the leases of the rest.
     pub async fn run(self, shutdown: CancellationToken) {
         let _running = self.tasklane.liveness().enter();
-        let task_types = self.handlers.names();
-        if task_types.is_empty() {
+        if self.sets.is_empty() {
             return shutdown.cancelled().await;
         }
         let slots = Arc::new(Semaphore::new(self.config.concurrency));
         let abort = CancellationToken::new();
         let mut attempts = JoinSet::new();
-        let mut wakeups = self.tasklane.wakeup().subscribe();
+        // A loop that takes only fallbacks wakes on fallbacks (and its poll), not on
+        // every submit: it would cost a claim statement per wake-up for nothing.
+        let mut wakeups = if self.sets.all.is_empty() {
+            self.tasklane.wakeup().subscribe_fallback()
+        } else {
+            self.tasklane.wakeup().subscribe()
+        };
         let completer = completer::Completer::start(
             self.tasklane.clone(),
             completer::DEFAULT_MAX_BATCH,
@@ -137,7 +168,7 @@ impl Worker {
             }
             last_claim = Some(tokio::time::Instant::now());
             wakeups.borrow_and_update();
-            let claimed = match self.claim(&claimant, &task_types, free as i64).await {
+            let claimed = match self.claim(&claimant, free as i64).await {
                 Ok(claimed) => claimed,
                 Err(error) => {
                     tracing::warn!(error = %format!("{error:#}"), "claim tasks");
@@ -186,15 +217,24 @@ impl Worker {
         }
     }
 
-    async fn claim(
-        &self,
-        claimant: &Claimant<'_>,
-        task_types: &[String],
-        limit: i64,
-    ) -> anyhow::Result<Vec<ClaimedTask>> {
-        Ok(self
-            .tasklane
-            .claim(claimant, None, task_types, limit)
-            .await?)
+    /// Claims up to `limit`: the waiting fallbacks of local-first types first (they
+    /// have spent attempts already), then the loop's other types.
+    async fn claim(&self, claimant: &Claimant<'_>, limit: i64) -> anyhow::Result<Vec<ClaimedTask>> {
+        let mut claimed = Vec::new();
+        if !self.sets.fallbacks.is_empty() {
+            claimed = self
+                .tasklane
+                .claim_fallbacks(claimant, &self.sets.fallbacks, limit)
+                .await?;
+        }
+        let left = limit - claimed.len() as i64;
+        if !self.sets.all.is_empty() && left > 0 {
+            let more = self
+                .tasklane
+                .claim(claimant, None, &self.sets.all, left)
+                .await?;
+            claimed.extend(more);
+        }
+        Ok(claimed)
     }
 }

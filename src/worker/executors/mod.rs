@@ -1,0 +1,13 @@
+//! Built-in executors: `noop` and `sleep` for demos and benchmarks, `http` for one
+//! upstream URL, and `openai` for OpenAI-compatible Chat Completions over a type's
+//! ordered routes (local first, external on fallback), each route behind its circuit.
+
+mod basic;
+pub mod client;
+mod http;
+mod openai;
+
+pub use basic::{Noop, Sleep};
+pub use client::ClientOptions;
+pub use http::Http;
+pub use openai::{check_keys, Openai};

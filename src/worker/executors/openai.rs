@@ -1,0 +1,388 @@
+//! The `openai` executor: one attempt tries the type's routes of the worker's route
+//! kind in order (`POST {base_url}/chat/completions` with the route's model), skipping
+//! routes whose circuit is open, until one answers. What ends the attempt:
+//!
+//! - a success, or a permanent answer (quota, another 4xx): at once;
+//! - every route failed transiently or was open: on a local attempt of a task whose
+//!   snapshot is `external_allowed` (and a type with external routes), a fallback to
+//!   the external routes; on a `local_only` task of such a type, a retry while attempts
+//!   remain and `no_fallback_allowed` on the last one; otherwise a retry (the last
+//!   failure's code, `circuit_open` when no route was called), which the settlement
+//!   turns into `attempts_exhausted` on the last attempt.
+//!
+//! Provenance is recorded before each call and usage after each answer that carries it
+//! (failed ones too). The API key goes only into the request's `Authorization` header
+//! (marked sensitive); error text from upstream bodies is bounded and redacted.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use reqwest::header::HeaderValue;
+use tracing::Instrument as _;
+
+use crate::service::circuits::{CircuitSpec, Permit};
+use crate::service::Success;
+use crate::task::attempt::Provenance;
+use crate::task::routes::RouteSpec;
+use crate::task::upstream::{self, Failure};
+use crate::task::{codes, Privacy, Route, TaskType};
+use crate::telemetry::GenAiCall;
+
+use super::super::handler::{Handler, HandlerError, TaskContext};
+use super::client::ClientOptions;
+
+/// A route ready to call: its endpoint and its `Authorization` header.
+struct Prepared {
+    spec: RouteSpec,
+    endpoint: String,
+    host: String,
+    auth: Option<HeaderValue>,
+}
+
+/// The `openai` executor of one task type.
+pub struct Openai {
+    task_type: TaskType,
+    routes: Vec<Prepared>,
+    client: reqwest::Client,
+}
+
+/// How one call ended.
+enum Call {
+    Answered(Result<upstream::Completion, Failure>),
+    /// The attempt's time ran out during the call.
+    TimedOut,
+    Cancelled,
+}
+
+impl Openai {
+    /// Prepares the type's routes: reads each API key (refusing a missing variable or
+    /// an unreadable file, naming type, route and field) and builds the client.
+    pub fn new(task_type: &TaskType, options: &ClientOptions) -> anyhow::Result<Self> {
+        let mut routes = Vec::with_capacity(task_type.routes.len());
+        for (i, spec) in task_type.routes.iter().enumerate() {
+            let auth = api_key(spec)
+                .with_context(|| format!("task type {:?}: routes[{i}]", task_type.name))?;
+            let host = reqwest::Url::parse(&spec.base_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_default();
+            routes.push(Prepared {
+                endpoint: spec.endpoint(),
+                host,
+                spec: spec.clone(),
+                auth,
+            });
+        }
+        let client = options.builder()?.build()?;
+        Ok(Openai {
+            task_type: task_type.clone(),
+            routes,
+            client,
+        })
+    }
+}
+
+/// Checks that every `openai` route's key can be read, so a bad file is refused
+/// before anything starts (the caller names the file).
+pub fn check_keys<'a>(types: impl IntoIterator<Item = &'a TaskType>) -> anyhow::Result<()> {
+    for task_type in types {
+        for (i, spec) in task_type.routes.iter().enumerate() {
+            api_key(spec)
+                .with_context(|| format!("task type {:?}: routes[{i}]", task_type.name))?;
+        }
+    }
+    Ok(())
+}
+
+/// The route's `Authorization: Bearer` header, from `api_key_env` or `api_key_file`.
+/// Errors name the variable or file, never the key.
+fn api_key(spec: &RouteSpec) -> anyhow::Result<Option<HeaderValue>> {
+    let key = if let Some(var) = &spec.api_key_env {
+        match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => key,
+            _ => anyhow::bail!("api_key_env: the variable {var} is not set or empty"),
+        }
+    } else if let Some(path) = &spec.api_key_file {
+        let key = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("api_key_file: cannot read {}: {e}", path.display()))?;
+        if key.trim().is_empty() {
+            anyhow::bail!("api_key_file: {} is empty", path.display());
+        }
+        key
+    } else {
+        return Ok(None);
+    };
+    let mut header = HeaderValue::try_from(format!("Bearer {}", key.trim()))
+        .map_err(|_| anyhow::anyhow!("the API key holds characters a header cannot carry"))?;
+    header.set_sensitive(true);
+    Ok(Some(header))
+}
+
+/// Time kept back from the attempt timeout so a call that runs out is still recorded
+/// (circuit, provenance) before the runner's own timeout drops the attempt.
+fn margin(timeout: Duration) -> Duration {
+    (timeout / 10).min(Duration::from_secs(1))
+}
+
+#[async_trait::async_trait]
+impl Handler for Openai {
+    async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
+        let timeout = Duration::from_secs(ctx.task.attempt_timeout_seconds.max(1) as u64);
+        let deadline = Instant::now() + timeout - margin(timeout);
+        let kind = ctx.route();
+        let mut last: Option<Failure> = None;
+        let mut reopens: Option<chrono::DateTime<chrono::Utc>> = None;
+        let mut tried = 0;
+        for route in self.routes.iter().filter(|r| r.spec.route == kind) {
+            tried += 1;
+            let spec = CircuitSpec {
+                route_name: &route.spec.name,
+                failures: route.spec.circuit_failures,
+                open_seconds: route.spec.circuit_open_seconds,
+            };
+            let permit = ctx.tasklane.circuit_permit(&spec).await;
+            if let Permit::Open { retry_at } = permit {
+                reopens = Some(reopens.map_or(retry_at, |r| r.min(retry_at)));
+                continue;
+            }
+            ctx.set_provenance(Provenance {
+                provider: route.spec.provider.clone(),
+                model: route.spec.model.clone(),
+                route: route.spec.route,
+                route_name: route.spec.name.clone(),
+            });
+            let call = self.call(&ctx, route, deadline).await;
+            let transient = match &call {
+                Call::Cancelled => return Err(HandlerError::Cancelled),
+                Call::TimedOut => true,
+                Call::Answered(Ok(_)) => false,
+                Call::Answered(Err(failure)) => failure.transient,
+            };
+            ctx.tasklane.circuit_record(&spec, permit, transient).await;
+            match call {
+                Call::Cancelled => unreachable!("returned above"),
+                Call::TimedOut => {
+                    return Err(HandlerError::Retryable {
+                        code: codes::ATTEMPT_TIMEOUT.into(),
+                        message: format!(
+                            "the attempt ran past its timeout calling route {:?}",
+                            route.spec.name
+                        ),
+                        retry_after: None,
+                    })
+                }
+                Call::Answered(Ok(completion)) => {
+                    if let Some(usage) = completion.usage {
+                        ctx.add_usage(usage);
+                    }
+                    return Ok(Success {
+                        result: completion.result,
+                        usage_units: completion.usage.map(|u| u.total_tokens),
+                        provider: Some(route.spec.provider.clone()),
+                        model: Some(completion.model.unwrap_or_else(|| route.spec.model.clone())),
+                    });
+                }
+                Call::Answered(Err(failure)) => {
+                    if let Some(usage) = failure.usage {
+                        ctx.add_usage(usage);
+                    }
+                    if !failure.transient {
+                        return Err(HandlerError::Permanent {
+                            code: failure.code.into(),
+                            message: route_message(&route.spec, &failure.message),
+                        });
+                    }
+                    last = Some(Failure {
+                        message: route_message(&route.spec, &failure.message),
+                        ..failure
+                    });
+                }
+            }
+        }
+        Err(self.exhausted(&ctx, kind, tried, last, reopens))
+    }
+}
+
+fn route_message(spec: &RouteSpec, message: &str) -> String {
+    format!("route {:?}: {message}", spec.name)
+}
+
+impl Openai {
+    /// What an attempt whose routes all failed transiently or were open ends with.
+    fn exhausted(
+        &self,
+        ctx: &TaskContext,
+        kind: Route,
+        tried: usize,
+        last: Option<Failure>,
+        reopens: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> HandlerError {
+        let (code, message, retry_after) = match last {
+            Some(failure) => (failure.code, failure.message, failure.retry_after),
+            None if tried == 0 => (
+                codes::UPSTREAM_UNAVAILABLE,
+                format!("the type has no {} route", kind.as_str()),
+                None,
+            ),
+            None => {
+                // Every route was open: try again when the first one may take a probe.
+                let wait = reopens
+                    .and_then(|at| (at - chrono::Utc::now()).to_std().ok())
+                    .map(|d| d.min(upstream::MAX_RETRY_AFTER));
+                let message = format!("every {} route's circuit is open", kind.as_str());
+                (codes::CIRCUIT_OPEN, message, wait)
+            }
+        };
+        let fallback_exists = kind == Route::Local && self.task_type.has_route(Route::External);
+        if fallback_exists && ctx.task.privacy == Privacy::ExternalAllowed {
+            return HandlerError::Fallback {
+                reason: format!("[{code}] {message}"),
+            };
+        }
+        if fallback_exists && ctx.task.attempt >= ctx.task.max_attempts {
+            return HandlerError::Permanent {
+                code: codes::NO_FALLBACK_ALLOWED.into(),
+                message: format!(
+                    "the local routes are exhausted and the task is local_only: [{code}] {message}"
+                ),
+            };
+        }
+        HandlerError::Retryable {
+            code: code.into(),
+            message,
+            retry_after,
+        }
+    }
+
+    /// One call to `route`, aborted (the connection dropped) when cancellation is
+    /// requested, and bounded by the attempt's `deadline`.
+    async fn call(&self, ctx: &TaskContext, route: &Prepared, deadline: Instant) -> Call {
+        let Some(remaining) = deadline.checked_duration_since(Instant::now()) else {
+            return Call::TimedOut;
+        };
+        let span = tracing::info_span!(
+            "tasklane.upstream",
+            server.address = %route.host,
+            route_name = %route.spec.name,
+            gen_ai.request.model = %route.spec.model,
+        );
+        let started = Instant::now();
+        let request = self.request(ctx, route, remaining);
+        let call = tokio::select! {
+            call = request.instrument(span) => call,
+            _ = ctx.cancelled() => Call::Cancelled,
+        };
+        let (input_tokens, output_tokens) = match &call {
+            Call::Answered(Ok(upstream::Completion { usage: Some(u), .. }))
+            | Call::Answered(Err(Failure { usage: Some(u), .. })) => (
+                Some(u.input_tokens.max(0) as u64),
+                Some(u.output_tokens.max(0) as u64),
+            ),
+            _ => (None, None),
+        };
+        let error_type = match &call {
+            Call::Answered(Ok(_)) => None,
+            Call::Answered(Err(failure)) => Some(failure.code),
+            Call::TimedOut => Some("timeout"),
+            Call::Cancelled => Some("cancelled"),
+        };
+        ctx.tasklane.instruments().genai_call(&GenAiCall {
+            operation: "chat",
+            provider: &route.spec.provider,
+            model: &route.spec.model,
+            seconds: started.elapsed().as_secs_f64(),
+            input_tokens,
+            output_tokens,
+            error_type,
+        });
+        call
+    }
+
+    async fn request(&self, ctx: &TaskContext, route: &Prepared, timeout: Duration) -> Call {
+        let mut body = ctx.input().as_object().cloned().unwrap_or_default();
+        body.insert("model".into(), route.spec.model.clone().into());
+        let mut request = self
+            .client
+            .post(&route.endpoint)
+            .timeout(timeout)
+            .json(&body);
+        if let Some(auth) = &route.auth {
+            request = request.header(reqwest::header::AUTHORIZATION, auth.clone());
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) if e.is_timeout() => return Call::TimedOut,
+            Err(e) if certificate_refused(&e) => {
+                // Another attempt meets the same certificate: permanent, and clear.
+                return Call::Answered(Err(Failure {
+                    transient: false,
+                    code: codes::UPSTREAM_REJECTED,
+                    message: upstream::safe_text(&format!(
+                        "TLS: the upstream's certificate is not trusted (add its CA with TASKLANE_CA_FILE): {}",
+                        describe(&e)
+                    )),
+                    retry_after: None,
+                    usage: None,
+                }));
+            }
+            Err(e) => return Call::Answered(Err(upstream::unreachable(&describe(&e)))),
+        };
+        let status = response.status().as_u16();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = header("retry-after");
+        let retry_after_ms = header("retry-after-ms");
+        let body = match response.bytes().await {
+            Ok(body) => body,
+            Err(e) if e.is_timeout() => return Call::TimedOut,
+            Err(e) => return Call::Answered(Err(upstream::unreachable(&describe(&e)))),
+        };
+        Call::Answered(upstream::classify(
+            status,
+            retry_after.as_deref(),
+            retry_after_ms.as_deref(),
+            &body,
+        ))
+    }
+}
+
+/// Whether a connection failed because rustls refused the server's certificate.
+fn certificate_refused(error: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let inner = cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|e| e as &(dyn std::error::Error + 'static));
+        for candidate in [Some(cause), inner].into_iter().flatten() {
+            if let Some(rustls::Error::InvalidCertificate(_)) = candidate.downcast_ref() {
+                return true;
+            }
+        }
+        source = cause.source();
+    }
+    false
+}
+
+/// A transport error in words, without the URL (the base URL is configuration, but
+/// nothing from the request belongs in a stored message) and with its causes (a TLS
+/// error says why the certificate was refused).
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = if error.is_connect() {
+        "connection failed".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
