@@ -38,18 +38,21 @@ pub fn pool(database_url: &str, size: usize) -> anyhow::Result<deadpool_postgres
 pub fn load_task_types(config: &ServeConfig) -> anyhow::Result<Vec<TaskType>> {
     match &config.task_types {
         None => Ok(Vec::new()),
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("read {}", path.display()))?;
-            let types = TaskTypesFile::parse(&text)
-                .and_then(|types| {
-                    crate::worker::executors::check_keys(&types)?;
-                    Ok(types)
-                })
-                .with_context(|| format!("task types in {}", path.display()))?;
-            Ok(types)
-        }
+        Some(path) => load_task_types_file(path),
     }
+}
+
+/// Reads and checks a task-types file: every refusal names the file, the type and the
+/// field, including a route's API key variable that is not set or key file that
+/// cannot be read (checked here, at start, not at the first call).
+pub fn load_task_types_file(path: &std::path::Path) -> anyhow::Result<Vec<TaskType>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    TaskTypesFile::parse(&text)
+        .and_then(|types| {
+            crate::worker::executors::check_keys(&types)?;
+            Ok(types)
+        })
+        .with_context(|| format!("task types in {}", path.display()))
 }
 
 /// A replica that has started its services.
@@ -90,6 +93,8 @@ impl Replica {
         // Refused before anything connects, like the types.
         let delivery = config.delivery()?;
         let task_types = Arc::new(TaskTypes::new(types));
+        // Refused whether or not a type calls an upstream: the setting is wrong.
+        drop(config.client_options().builder()?);
         let handlers = Arc::new(Handlers::with_options(
             &task_types,
             custom,

@@ -16,7 +16,11 @@ pub const SCOPE: &str = "mailbox-7";
 pub const TYPE: &str = "summarize";
 
 pub fn task_type() -> TaskType {
-    TaskType::new(TYPE, Executor::Noop)
+    TaskType {
+        // Allowlisted, so tests may submit either privacy.
+        external_allowed: true,
+        ..TaskType::new(TYPE, Executor::Noop)
+    }
 }
 
 pub fn request(effect_key: &str, input: serde_json::Value) -> SubmitRequest {

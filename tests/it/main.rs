@@ -34,6 +34,7 @@ mod http_auth;
 mod http_cluster;
 mod http_lifecycle;
 mod lifecycle;
+mod openai;
 mod operations;
 mod pause;
 mod races;

@@ -26,6 +26,7 @@ async fn submit_as(
 ) -> uuid::Uuid {
     let task_type = TaskType {
         resource: resource.map(str::to_owned),
+        external_allowed: true,
         ..TaskType::new(TYPE, Executor::Noop)
     };
     let mut request = fixtures::request(key, serde_json::json!({}));

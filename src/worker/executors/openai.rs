@@ -351,18 +351,17 @@ impl Openai {
     }
 }
 
-/// Whether a connection failed because rustls refused the server's certificate.
+/// Whether a connection failed because rustls refused the server's certificate. The
+/// rustls error sits inside an `io::Error` inside boxed connector errors, where a
+/// downcast does not reach it; its text (`invalid peer certificate: ...`) does.
 fn certificate_refused(error: &reqwest::Error) -> bool {
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
-        let inner = cause
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .map(|e| e as &(dyn std::error::Error + 'static));
-        for candidate in [Some(cause), inner].into_iter().flatten() {
-            if let Some(rustls::Error::InvalidCertificate(_)) = candidate.downcast_ref() {
-                return true;
-            }
+        if let Some(rustls::Error::InvalidCertificate(_)) = cause.downcast_ref() {
+            return true;
+        }
+        if cause.to_string().contains("invalid peer certificate") {
+            return true;
         }
         source = cause.source();
     }
