@@ -41,7 +41,7 @@ enum Command {
     #[command(subcommand)]
     Token(TokenCommand),
     /// Serve with demo task types, on a private throwaway database when none is reachable.
-    Dev(ServeConfig),
+    Dev(DevArgs),
     /// Tasks over the HTTP API: list, get, events (--follow), cancel, retry.
     #[command(subcommand)]
     Tasks(tasklane::cli::TasksCommand),
@@ -52,6 +52,18 @@ enum Command {
     /// Print the OpenAPI 3.1 document of the HTTP API (what `/openapi.json` serves, without
     /// a replica's task-type names), for client generators and validators.
     Openapi,
+}
+
+/// `tasklane dev`: `serve`'s settings, and the demo's own.
+#[derive(clap::Args)]
+struct DevArgs {
+    #[command(flatten)]
+    config: ServeConfig,
+    /// Start an OpenAI-compatible mock in-process and point every route of the task
+    /// types at it (the demo `openai` type: a local model that fails its first calls,
+    /// an external one that answers).
+    #[arg(long, env = "TASKLANE_MOCK_LLM")]
+    mock_llm: bool,
 }
 
 #[derive(Subcommand)]
@@ -111,7 +123,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
     let result = match command {
         Command::Serve(config) => serve(config.resolve_env(), &telemetry).await,
         Command::Migrate { database_url } => tasklane::store::migrate::run(&database_url).await,
-        Command::Dev(config) => dev(config.resolve_env(), &telemetry).await,
+        Command::Dev(args) => dev(args.config.resolve_env(), args.mock_llm, &telemetry).await,
         Command::Load(config) => tasklane::load::run(config).await.map(drop),
         Command::Token(command) => token(command).await,
         Command::Tasks(_) | Command::Admin(_) | Command::Openapi => {
@@ -193,10 +205,22 @@ async fn serve_types(
 /// otherwise (the flag's default included) a private throwaway cluster, so trying
 /// tasklane never writes into a server the user did not name. The demo task types are
 /// served from the binary itself (no file is written), unless `--task-types` names one.
-async fn dev(mut config: ServeConfig, telemetry: &Telemetry) -> anyhow::Result<()> {
-    let types = match config.task_types {
+async fn dev(mut config: ServeConfig, mock_llm: bool, telemetry: &Telemetry) -> anyhow::Result<()> {
+    let mut types = match config.task_types {
         Some(_) => server::load_task_types(&config)?,
         None => TaskTypesFile::parse(DEMO_TASK_TYPES).context("the demo task types")?,
+    };
+    // Kept alive while the replica serves.
+    let _mock = match mock_llm {
+        true => {
+            let mock = tasklane::mockllm::demo::start_for(&mut types).await?;
+            println!(
+                "mock LLM at {} (every route of the task types points there)",
+                mock.base_url()
+            );
+            Some(mock)
+        }
+        false => None,
     };
     let named = std::env::var("TASKLANE_DATABASE_URL")
         .or_else(|_| std::env::var("DATABASE_URL"))

@@ -5,6 +5,7 @@
 //! (a cancelled attempt closes its connection), and serves https with a certificate
 //! the caller brings (tests sign one with a CA of their own).
 
+pub mod demo;
 mod reply;
 mod tls;
 
