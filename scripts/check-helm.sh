@@ -518,7 +518,8 @@ def serve_defaults(text):
         flag_line = block.strip().splitlines()[0]
         default = re.search(r"\[default: ([^\]]*)\]", block)
         if default:
-            defaults[env.group(1)] = default.group(1)
+            # clap shows an empty default as `""`.
+            defaults[env.group(1)] = "" if default.group(1) == '""' else default.group(1)
         elif "<" not in flag_line:
             defaults[env.group(1)] = "false"
         else:

@@ -33,7 +33,7 @@
 //! | `TASKLANE_WEBHOOK_ENDPOINT_CONCURRENCY` | 8 |
 //! | `TASKLANE_WEBHOOK_TIMEOUT_SECONDS` | 15 |
 //! | `TASKLANE_WEBHOOK_CLAIM_SECONDS` | 60 |
-//! | `TASKLANE_CA_FILE` | none (the compiled-in Mozilla roots only) |
+//! | `TASKLANE_CA_FILE` | empty: none (the compiled-in Mozilla roots only) |
 //! | `TASKLANE_UPSTREAM_CONNECT_TIMEOUT_MS` | 10000 |
 
 use std::path::PathBuf;
@@ -192,9 +192,9 @@ pub struct ServeConfig {
 
     /// A PEM bundle of extra CA certificates the `openai` and `http` executors trust
     /// besides the compiled-in Mozilla roots (a private CA in front of a local model).
-    /// Refused at start when unreadable or empty.
-    #[arg(long, env = "TASKLANE_CA_FILE")]
-    pub ca_file: Option<PathBuf>,
+    /// Refused at start when unreadable or empty. Empty (the default): none.
+    #[arg(long, env = "TASKLANE_CA_FILE", default_value = "")]
+    pub ca_file: String,
 
     /// How long a connection (TCP and TLS) to a model upstream may take, in ms.
     #[arg(
@@ -247,7 +247,7 @@ impl ServeConfig {
     /// The upstream executors' client settings.
     pub fn client_options(&self) -> crate::worker::executors::ClientOptions {
         crate::worker::executors::ClientOptions {
-            ca_file: self.ca_file.clone(),
+            ca_file: (!self.ca_file.is_empty()).then(|| PathBuf::from(&self.ca_file)),
             connect_timeout: Duration::from_millis(self.upstream_connect_timeout_ms),
         }
     }

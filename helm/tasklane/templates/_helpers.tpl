@@ -227,6 +227,10 @@ Takes a dict: root (the chart context), config (the merged config values), roles
   value: {{ $c.webhookTimeoutSeconds | int64 | toString | quote }}
 - name: TASKLANE_WEBHOOK_CLAIM_SECONDS
   value: {{ $c.webhookClaimSeconds | int64 | toString | quote }}
+- name: TASKLANE_CA_FILE
+  value: {{ $c.caFile | toString | quote }}
+- name: TASKLANE_UPSTREAM_CONNECT_TIMEOUT_MS
+  value: {{ $c.upstreamConnectTimeoutMs | int64 | toString | quote }}
 - name: TASKLANE_LOG
   value: {{ $root.Values.logLevel | quote }}
 {{- with $root.Values.extraEnv }}
