@@ -133,17 +133,30 @@ impl Handler for Openai {
         let mut last: Option<Failure> = None;
         let mut reopens: Option<chrono::DateTime<chrono::Utc>> = None;
         let mut tried = 0;
+        let mut reserved = false;
         for route in self.routes.iter().filter(|r| r.spec.route == kind) {
             tried += 1;
             let spec = CircuitSpec {
                 route_name: &route.spec.name,
                 failures: route.spec.circuit_failures,
                 open_seconds: route.spec.circuit_open_seconds,
+                probe_seconds: timeout.as_secs() as u32,
             };
             let permit = ctx.tasklane.circuit_permit(&spec).await;
             if let Permit::Open { retry_at } = permit {
+                // While another caller holds the probe, retry_at is the end of its
+                // lease (up to the attempt timeout): its answer comes much sooner, so
+                // wait at most one open period.
+                let period = chrono::Duration::seconds(i64::from(spec.open_seconds));
+                let retry_at = retry_at.min(chrono::Utc::now() + period);
                 reopens = Some(reopens.map_or(retry_at, |r| r.min(retry_at)));
                 continue;
+            }
+            if !reserved {
+                // Once per attempt, before its first call: a budget spent since the
+                // admission stops the attempt without calling the provider.
+                self.reserve(&ctx).await?;
+                reserved = true;
             }
             ctx.set_provenance(Provenance {
                 provider: route.spec.provider.clone(),
@@ -203,11 +216,48 @@ impl Handler for Openai {
     }
 }
 
+/// What an attempt reserves of its budget: the request's `max_tokens` (or
+/// `max_completion_tokens`); none named, nothing (the check still refuses a budget
+/// that is already spent).
+fn reservation(input: &serde_json::Value) -> i64 {
+    ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|k| input.get(k).and_then(|v| v.as_i64()))
+        .unwrap_or(0)
+        .max(0)
+}
+
 fn route_message(spec: &RouteSpec, message: &str) -> String {
     format!("route {:?}: {message}", spec.name)
 }
 
 impl Openai {
+    /// Reserves the attempt's budget (`Tasklane::reserve_budget`); a spent budget
+    /// fails the task `budget_exhausted` without a call.
+    async fn reserve(&self, ctx: &TaskContext) -> Result<(), HandlerError> {
+        use crate::admission::RefusalCode;
+        use crate::service::ServiceError;
+        match ctx
+            .tasklane
+            .reserve_budget(&ctx.task, reservation(ctx.input()))
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(ServiceError::Refused(refusal)) if refusal.code == RefusalCode::BudgetExhausted => {
+                Err(HandlerError::Permanent {
+                    code: codes::BUDGET_EXHAUSTED.into(),
+                    message: "the budget that pays for this task is spent".into(),
+                })
+            }
+            // A lost lease is seen by the runner too; a database error: try again.
+            Err(error) => Err(HandlerError::Retryable {
+                code: "budget_check_failed".into(),
+                message: format!("the budget could not be checked: {error}"),
+                retry_after: None,
+            }),
+        }
+    }
+
     /// What an attempt whose routes all failed transiently or were open ends with.
     fn exhausted(
         &self,

@@ -3,6 +3,7 @@
 //! TLS, cancellation, submit validation and refused configurations.
 
 mod classification;
+mod cluster;
 mod config;
 mod routing;
 mod tls;
