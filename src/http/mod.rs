@@ -33,9 +33,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::service::Tasklane;
-use routes::{
-    activity, admin, attempts, events, lifecycle, ops, tasks, webhooks, whoami, worker,
-};
+use routes::{activity, admin, attempts, events, lifecycle, ops, tasks, webhooks, whoami, worker};
 
 /// What every handler shares.
 #[derive(Clone)]

@@ -188,11 +188,12 @@ impl Handler for Openai {
                     if let Some(usage) = completion.usage {
                         ctx.add_usage(usage);
                     }
+                    // Provenance and usage (this call's and any earlier failed call's
+                    // of the attempt) are on the context; the runner writes them.
                     return Ok(Success {
                         result: completion.result,
-                        usage_units: completion.usage.map(|u| u.total_tokens),
-                        provider: Some(route.spec.provider.clone()),
-                        model: Some(completion.model.unwrap_or_else(|| route.spec.model.clone())),
+                        usage_units: None,
+                        facts: Default::default(),
                     });
                 }
                 Call::Answered(Err(failure)) => {

@@ -124,6 +124,23 @@ async fn every_classification_row() {
         ("succeeded", Some(2))
     );
     assert_eq!(mock.calls("flaky"), 2);
+    // One attempts row per attempt, each with its provenance; usage where it was reported.
+    let attempts = api
+        .get(&format!("/v1/tasks/{}/attempts", id("flaky")))
+        .await;
+    let items = attempts.body["items"]
+        .as_array()
+        .expect("attempt items")
+        .clone();
+    assert_eq!(items.len(), 2, "{:?}", attempts.body);
+    assert_eq!(
+        (items[0]["outcome"].as_str(), items[1]["outcome"].as_str()),
+        (Some("retry"), Some("succeeded"))
+    );
+    assert_eq!(items[0]["route_name"], "flaky-local");
+    assert_eq!(items[0]["model"], "flaky");
+    assert_eq!(items[1]["usage"]["total_tokens"], 15);
+    assert_eq!(flaky["usage"]["total_tokens"], 15, "{flaky}");
 
     // 503 on every attempt: failed once attempts run out, one call per attempt.
     let down = terminal(&api, &id("down")).await;
