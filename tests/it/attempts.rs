@@ -449,6 +449,7 @@ executor = "remote"
 lease_seconds = 30
 max_attempts = 2
 privacy = "external_allowed"
+external_allowed = true
 
 [[task_type]]
 name = "brief"
