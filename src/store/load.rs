@@ -148,6 +148,15 @@ pub async fn backend_pids(client: &Client) -> Result<Vec<i32>, DbError> {
     rows.iter().map(|row| row.try_get(0)).collect()
 }
 
+/// Tasks of `app` that did not succeed on their first and only claim (a lost lease, a
+/// retry, a second claim); events of their own, such as progress, are allowed.
+pub async fn reclaimed(client: &Client, app: &str) -> Result<i64, DbError> {
+    client
+        .query_one(include_str!("../../sql/load_reclaimed.sql"), &[&app])
+        .await?
+        .try_get(0)
+}
+
 /// Transactions committed and rolled back in this database so far.
 pub async fn transactions(client: &Client) -> Result<i64, DbError> {
     client
