@@ -70,6 +70,15 @@ impl ServiceError {
         !matches!(self, ServiceError::Pool(_) | ServiceError::Db(_))
     }
 
+    /// PostgreSQL's SQLSTATE of a database error, for logs: `Display` of a server error
+    /// says only "db error", and its message may quote row values.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            ServiceError::Db(error) => error.code().map(|code| code.code()),
+            _ => None,
+        }
+    }
+
     /// The stable machine-readable code of this error.
     pub fn code(&self) -> &'static str {
         use ServiceError::*;

@@ -113,7 +113,6 @@ impl TaskContext {
     }
 
     /// What the handler has recorded so far.
-    #[allow(dead_code)] // read by the attempt runner once attempts are recorded
     pub(crate) fn facts(&self) -> Facts {
         self.lock_facts().clone()
     }

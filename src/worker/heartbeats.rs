@@ -154,7 +154,7 @@ fn apply(
     let statuses = match answer {
         Ok(statuses) => statuses,
         Err(error) => {
-            tracing::warn!(%error, leases = batch.len(), "heartbeat");
+            tracing::warn!(%error, sqlstate = error.sqlstate(), leases = batch.len(), "heartbeat");
             for lease in batch {
                 if let Some(entry) = entries.get_mut(&lease.id) {
                     entry.due = Instant::now() + entry.period.min(RETRY);
