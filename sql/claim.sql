@@ -35,7 +35,8 @@
 --#end
 --#end
 -- One statement: the SKIP LOCKED selection sits in a CTE so LIMIT bounds what is
--- updated. Each claim gets a fresh random lease token, counts an attempt, starts its
+-- updated. Candidates come from the narrow mirror tasklane.task_queue (its indexes are
+-- the queue's; see migrations/V14__task_queue.sql), the locks from the tasks rows. Each claim gets a fresh random lease token, counts an attempt, starts its
 -- clock (attempt_started_at, attempt_deadline_at) and writes its task.running event. Rendered from sql/claim.sql: the {route}, {slots} variant.
 -- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
 -- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
@@ -62,51 +63,57 @@ WITH slots AS (
     FROM tasklane.resource_slots s
     WHERE s.task_id IS NULL
       AND NOT EXISTS (SELECT 1 FROM tasklane.resource_slots r WHERE r.resource = s.resource AND r.retired)
-      AND EXISTS (SELECT 1 FROM tasklane.tasks t
-                  WHERE t.resource = s.resource AND t.state IN ({claimable})
-                    AND t.task_type = ANY({unpaused}) AND t.run_at <= now()
-                    AND ($5::text IS NULL OR t.app = $5) AND ($6::text IS NULL OR t.scope_id = $6)
+      AND EXISTS (SELECT 1 FROM tasklane.task_queue q
+                  WHERE q.resource = s.resource AND q.state IN ({claimable})
+                    AND q.task_type = ANY({unpaused}) AND q.run_at <= now()
+                    AND ($5::text IS NULL OR q.app = $5) AND ($6::text IS NULL OR q.scope_id = $6)
                     AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app = '')
-                    AND NOT (ARRAY[t.app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
+                    AND NOT (ARRAY[q.app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
 --#if external
-                    AND t.privacy = 'external_allowed'
+                    AND q.privacy = 'external_allowed'
 --#end
                  )
     LIMIT $3
     FOR UPDATE OF s SKIP LOCKED
 ), picked AS (
-    SELECT id, resource, priority, run_at
+    SELECT t.id, q.resource, q.priority, q.run_at
 --#else
 -- The variant for claimers none of whose task types names a resource: tasks holding a
 -- resource are left to resource-aware claimers, so this stays as cheap as a claim
 -- without resources.
 -- Locks: the claimed rows (FOR UPDATE SKIP LOCKED: never waits on another claimer).
 WITH picked AS (
-    SELECT id
+    SELECT t.id
 --#end
-    FROM tasklane.tasks
-    WHERE state IN ({claimable})
-      AND run_at <= now()
-      AND task_type = ANY({unpaused})
-      AND ($5::text IS NULL OR app = $5)
-      AND ($6::text IS NULL OR scope_id = $6)
-      AND (deadline_at IS NULL OR deadline_at > now())
+    FROM tasklane.task_queue q
+    JOIN tasklane.tasks t ON t.id = q.id
+    WHERE q.state IN ({claimable})
+      AND q.run_at <= now()
+      AND q.task_type = ANY({unpaused})
+      AND ($5::text IS NULL OR q.app = $5)
+      AND ($6::text IS NULL OR q.scope_id = $6)
+      AND (q.deadline_at IS NULL OR q.deadline_at > now())
       AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app = '')
-      AND NOT (ARRAY[app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
+      AND NOT (ARRAY[q.app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
 --#if plain
-      AND resource IS NULL
+      AND q.resource IS NULL
 --#end
 --#if external
-      AND privacy = 'external_allowed'
+      AND q.privacy = 'external_allowed'
 --#end
 --#if aware
-      AND (resource IS NULL
-           OR resource IN (SELECT resource FROM slots)
-           OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = tasks.resource))
+      AND (q.resource IS NULL
+           OR q.resource IN (SELECT resource FROM slots)
+           OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = q.resource))
 --#end
-    ORDER BY priority DESC, run_at, id
+      -- The mirror is read as of this statement's snapshot; the task row is the truth,
+      -- locked and (when changed since) rechecked on its newest version, so only what
+      -- can change after submit is tested again here.
+      AND t.state IN ({claimable})
+      AND t.run_at <= now()
+    ORDER BY q.priority DESC, q.run_at, q.id
     LIMIT $3
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF t SKIP LOCKED
 --#if aware
 ), granted AS (
     -- The n-th picked task of a resource gets its n-th free slot; the rest wait.

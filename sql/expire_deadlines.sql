@@ -4,13 +4,18 @@
 -- Fails closed the waiting tasks whose queue deadline has passed, with their events.
 -- $1 limit. Locks: the rows FOR UPDATE SKIP LOCKED (a claimer holding one wins it;
 -- the claim itself never takes a task past its deadline).
+-- Found through the mirror's task_queue_deadline; the state is rechecked on the locked
+-- task row.
 WITH due AS (
-    SELECT id FROM tasklane.tasks
-    WHERE deadline_at <= now() AND deadline_at IS NOT NULL
-      AND state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-    ORDER BY deadline_at
+    SELECT t.id
+    FROM tasklane.task_queue q
+    JOIN tasklane.tasks t ON t.id = q.id
+    WHERE q.deadline_at <= now() AND q.deadline_at IS NOT NULL
+      AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+      AND t.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+    ORDER BY q.deadline_at
     LIMIT $1
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF t SKIP LOCKED
 ), moved AS (
     UPDATE tasklane.tasks t
     SET state = 'failed', error_code = 'queue_deadline_exceeded',

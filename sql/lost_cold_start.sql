@@ -6,9 +6,11 @@
 -- every queued task, whatever its lease says. Tasks leased by remote workers are left to
 -- their lease. $1 limit, $2 the starting replica (its own claims are not lost).
 -- Locks: the rows FOR UPDATE SKIP LOCKED.
-SELECT id, state, on_restart, attempt, max_attempts
-FROM tasklane.tasks
-WHERE (state IN ('running', 'cancelling') AND replica_id IS NOT NULL AND replica_id <> $2)
-   OR (state = 'queued' AND on_restart = 'fail')
+-- Reads the mirror (live tasks only), never the finished history.
+SELECT t.id, t.state, t.on_restart, t.attempt, t.max_attempts
+FROM tasklane.task_queue q
+JOIN tasklane.tasks t ON t.id = q.id
+WHERE ((t.state IN ('running', 'cancelling') AND t.replica_id IS NOT NULL AND t.replica_id <> $2)
+       OR (t.state = 'queued' AND t.on_restart = 'fail'))
 LIMIT $1
-FOR UPDATE SKIP LOCKED
+FOR UPDATE OF t SKIP LOCKED

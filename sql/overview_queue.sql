@@ -1,7 +1,7 @@
 -- Queue depth of the admin overview: non-terminal tasks by state and type.
 -- No parameters. Locks: none.
+-- Counted on the mirror, which holds exactly the live tasks (same commit as tasks).
 SELECT state, task_type, count(*) AS count
-FROM tasklane.tasks
-WHERE state IN ('queued', 'running', 'cancelling', 'waiting_for_retry', 'waiting_for_external_fallback')
+FROM tasklane.task_queue
 GROUP BY state, task_type
 ORDER BY state, task_type

@@ -6,13 +6,16 @@
 -- Locks: the selected rows FOR UPDATE SKIP LOCKED, so any number of replicas prune at
 -- once without waiting on or double counting each other (and skip rows an owner
 -- deletion holds). The CTE bounds the rows to $2 (STYLE §3).
+-- Scans tasks_released in release order (an index on released_at alone: finished_at
+-- and state change on the hot path, and an index naming them would make every settle a
+-- non-HOT update); finished_at and state are filtered on the rows it hands over.
 WITH doomed AS (
     SELECT id FROM tasklane.tasks
-    WHERE released_at IS NOT NULL AND finished_at IS NOT NULL
+    WHERE released_at IS NOT NULL
+      AND released_at < coalesce($3::timestamptz, now()) - $1::float8 * interval '1 second'
+      AND finished_at < coalesce($3::timestamptz, now()) - $1::float8 * interval '1 second'
       AND state IN ('succeeded', 'failed', 'cancelled')
-      AND greatest(released_at, finished_at)
-          < coalesce($3::timestamptz, now()) - $1::float8 * interval '1 second'
-    ORDER BY greatest(released_at, finished_at)
+    ORDER BY released_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), gone AS (

@@ -18,7 +18,7 @@ ALTER TABLE tasklane.tasks
 GRANT USAGE ON SCHEMA tasklane TO tasklane_app;
 
 
--- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql, migrations/V14__task_queue.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
     app text NOT NULL,
@@ -69,7 +69,8 @@ CREATE TABLE tasklane.tasks (
     CONSTRAINT tasks_privacy_check CHECK ((privacy = ANY (ARRAY['local_only'::text, 'external_allowed'::text]))),
     CONSTRAINT tasks_progress_check CHECK (((progress >= 0) AND (progress <= 100))),
     CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'cancelling'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
-);
+)
+WITH (fillfactor='40');
 
 ALTER TABLE ONLY tasklane.tasks
     ADD CONSTRAINT tasks_identity UNIQUE NULLS NOT DISTINCT (app, scope_id, effect_key, usage_subject);
@@ -80,23 +81,8 @@ ALTER TABLE ONLY tasklane.tasks
 -- index tasks_app_listing: migrations/V1__core.sql
 CREATE INDEX tasks_app_listing ON tasklane.tasks USING btree (app, id DESC);
 
--- index tasks_claimable: migrations/V1__core.sql
-CREATE INDEX tasks_claimable ON tasklane.tasks USING btree (priority DESC, run_at, id) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text]));
-
--- index tasks_claimable_resource: migrations/V3__admission.sql
-CREATE INDEX tasks_claimable_resource ON tasklane.tasks USING btree (resource) WHERE ((resource IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
-
--- index tasks_deadline: migrations/V1__core.sql
-CREATE INDEX tasks_deadline ON tasklane.tasks USING btree (deadline_at) WHERE ((deadline_at IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
-
--- index tasks_fallback: migrations/V1__core.sql
-CREATE INDEX tasks_fallback ON tasklane.tasks USING btree (priority DESC, run_at, id) WHERE (state = 'waiting_for_external_fallback'::text);
-
--- index tasks_leased: migrations/V1__core.sql
-CREATE INDEX tasks_leased ON tasklane.tasks USING btree (lease_expires_at) WHERE (state = ANY (ARRAY['running'::text, 'cancelling'::text]));
-
--- index tasks_prunable: migrations/V4__lifecycle.rs
-CREATE INDEX tasks_prunable ON tasklane.tasks USING btree (GREATEST(released_at, finished_at)) WHERE ((released_at IS NOT NULL) AND (finished_at IS NOT NULL) AND (state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])));
+-- index tasks_released: migrations/V14__task_queue.sql
+CREATE INDEX tasks_released ON tasklane.tasks USING btree (released_at) WHERE (released_at IS NOT NULL);
 
 -- index tasks_scope_listing: migrations/V1__core.sql
 CREATE INDEX tasks_scope_listing ON tasklane.tasks USING btree (app, scope_id, id DESC);
@@ -115,6 +101,15 @@ CREATE TRIGGER tasks_delete_events AFTER DELETE ON tasklane.tasks REFERENCING OL
 
 -- trigger tasks_enqueue_webhooks: migrations/V11__webhooks.sql
 CREATE TRIGGER tasks_enqueue_webhooks AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.enqueue_webhooks();
+
+-- trigger tasks_queue_delete: migrations/V14__task_queue.sql
+CREATE TRIGGER tasks_queue_delete AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_queue();
+
+-- trigger tasks_queue_insert: migrations/V14__task_queue.sql
+CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasklane.tasks REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION tasklane.insert_task_queue();
+
+-- trigger tasks_queue_update: migrations/V14__task_queue.sql
+CREATE TRIGGER tasks_queue_update AFTER UPDATE ON tasklane.tasks REFERENCING NEW TABLE AS fresh FOR EACH STATEMENT EXECUTE FUNCTION tasklane.sync_task_queue();
 
 -- trigger tasks_record_usage: migrations/V3__admission.sql
 CREATE TRIGGER tasks_record_usage AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.usage_units IS NOT NULL) AND (new.usage_units > 0) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.record_usage();
@@ -466,6 +461,41 @@ ALTER TABLE ONLY tasklane.task_events
 
 -- trigger task_events_notify: migrations/V2__tokens.sql, migrations/V5__hot_paths.sql
 CREATE TRIGGER task_events_notify AFTER INSERT ON tasklane.task_events FOR EACH ROW WHEN ((new.type = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text, 'task.output'::text]))) EXECUTE FUNCTION tasklane.notify_task_event();
+
+
+-- table task_queue: migrations/V14__task_queue.sql
+CREATE TABLE tasklane.task_queue (
+    id uuid NOT NULL,
+    state text NOT NULL,
+    priority smallint NOT NULL,
+    run_at timestamp with time zone NOT NULL,
+    deadline_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    task_type text NOT NULL,
+    app text NOT NULL,
+    scope_id text NOT NULL,
+    privacy text NOT NULL,
+    resource text
+)
+WITH (fillfactor='80');
+
+ALTER TABLE ONLY tasklane.task_queue
+    ADD CONSTRAINT task_queue_pkey PRIMARY KEY (id);
+
+-- index task_queue_claimable: migrations/V14__task_queue.sql
+CREATE INDEX task_queue_claimable ON tasklane.task_queue USING btree (priority DESC, run_at, id) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text]));
+
+-- index task_queue_deadline: migrations/V14__task_queue.sql
+CREATE INDEX task_queue_deadline ON tasklane.task_queue USING btree (deadline_at) WHERE ((deadline_at IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
+
+-- index task_queue_fallback: migrations/V14__task_queue.sql
+CREATE INDEX task_queue_fallback ON tasklane.task_queue USING btree (priority DESC, run_at, id) WHERE (state = 'waiting_for_external_fallback'::text);
+
+-- index task_queue_leased: migrations/V14__task_queue.sql
+CREATE INDEX task_queue_leased ON tasklane.task_queue USING btree (lease_expires_at) WHERE (state = ANY (ARRAY['running'::text, 'cancelling'::text]));
+
+-- index task_queue_resource: migrations/V14__task_queue.sql
+CREATE INDEX task_queue_resource ON tasklane.task_queue USING btree (resource) WHERE ((resource IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
 
 
 -- table webhook_deliveries: migrations/V11__webhooks.sql

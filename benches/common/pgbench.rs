@@ -68,7 +68,7 @@ pub async fn tasklane_sql(
     tasklane::load::drain::enqueue(&client, "pgbench", "noop", rows, &serde_json::json!({}))
         .await?;
     client
-        .batch_execute("VACUUM ANALYZE tasklane.tasks")
+        .batch_execute("VACUUM ANALYZE tasklane.tasks, tasklane.task_queue")
         .await?;
     let done = "SELECT count(*) FROM tasklane.tasks WHERE state = 'succeeded'";
     pgbench(url, "tasklane_100", rows, clients, seconds, &client, done).await

@@ -1,14 +1,15 @@
 -- tasklane's own statements without the engine around them: claim 100 exactly as the
--- local variant of sql/claim.sql does (lease, attempt and its clock, task.running event),
+-- local variant of sql/claim.sql does (candidates from the mirror task_queue, locks on tasks) (lease, attempt and its clock, task.running event),
 -- then settle them as sql/complete_many.sql does (state, result, task.succeeded event,
 -- the attempt's row, the budget charge of reported usage: none here), one
 -- transaction each. The ceiling the engine's drain can approach on this schema; the gap to the
 -- bare baselines is what the schema itself costs per task (indexes, events).
 WITH picked AS (
-    SELECT id FROM tasklane.tasks
-    WHERE state IN ('queued', 'waiting_for_retry') AND run_at <= now() AND task_type = ANY('{noop}')
-      AND (deadline_at IS NULL OR deadline_at > now())
-    ORDER BY priority DESC, run_at, id LIMIT 100 FOR UPDATE SKIP LOCKED
+    SELECT t.id FROM tasklane.task_queue q JOIN tasklane.tasks t ON t.id = q.id
+    WHERE q.state IN ('queued', 'waiting_for_retry') AND q.run_at <= now() AND q.task_type = ANY('{noop}')
+      AND (q.deadline_at IS NULL OR q.deadline_at > now())
+      AND t.state IN ('queued', 'waiting_for_retry') AND t.run_at <= now()
+    ORDER BY q.priority DESC, q.run_at, q.id LIMIT 100 FOR UPDATE OF t SKIP LOCKED
 ), claimed AS (
     UPDATE tasklane.tasks t
     SET state = 'running', attempt = t.attempt + 1, lease_token = gen_random_uuid(),
@@ -31,7 +32,9 @@ WITH done AS (
     SET state = 'succeeded', result = '{}', provider = NULL, model = NULL,
         finished_at = now(), lease_token = NULL, lease_expires_at = NULL,
         error_code = NULL, error_message = NULL, snapshot = NULL, event_seq = t.event_seq + 1
-    WHERE t.state IN ('running', 'cancelling') AND t.worker_id = 'pgbench-' || :client_id
+    FROM tasklane.task_queue q
+    WHERE q.state IN ('running', 'cancelling') AND t.id = q.id
+      AND t.state IN ('running', 'cancelling') AND t.worker_id = 'pgbench-' || :client_id
     RETURNING t.id, t.event_seq, t.attempt, t.finished_at, t.app, t.usage_subject,
               t.attempts_before, t.worker_id, t.replica_id, t.attempt_started_at, t.route
 ), event AS (

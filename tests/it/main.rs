@@ -48,6 +48,7 @@ mod sql_api;
 mod sql_statements;
 mod statistics;
 mod stop_hold;
+mod task_queue;
 mod telemetry;
 mod tls;
 mod transitions;

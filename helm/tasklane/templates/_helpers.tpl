@@ -356,15 +356,16 @@ spec:
 Claimable tasks of the route in-process workers serve: the WHERE clause of
 sql/claim_local_plain.sql (local) or sql/claim_external_plain.sql (external) without the
 per-claimer filters (task types, app, scope, resource). The state filter implies the
-predicate of the partial index tasks_claimable (external: tasks_claimable OR
-tasks_fallback, written as an OR so the planner can combine the two), so the count
-visits claimable rows only, however many finished tasks the table holds.
+predicate of the partial index task_queue_claimable (external: task_queue_claimable OR
+task_queue_fallback, written as an OR so the planner can combine the two) of the
+mirror table task_queue, which holds live tasks only, so the count never visits the
+finished history.
 Takes a dict: route.
 */}}
 {{- define "tasklane.claimableQuery" -}}
 {{- if eq (toString .route) "external" -}}
-SELECT count(*) FROM tasklane.tasks WHERE (state IN ('queued', 'waiting_for_retry') OR state = 'waiting_for_external_fallback') AND run_at <= now() AND (deadline_at IS NULL OR deadline_at > now()) AND privacy = 'external_allowed'
+SELECT count(*) FROM tasklane.task_queue WHERE (state IN ('queued', 'waiting_for_retry') OR state = 'waiting_for_external_fallback') AND run_at <= now() AND (deadline_at IS NULL OR deadline_at > now()) AND privacy = 'external_allowed'
 {{- else -}}
-SELECT count(*) FROM tasklane.tasks WHERE state IN ('queued', 'waiting_for_retry') AND run_at <= now() AND (deadline_at IS NULL OR deadline_at > now())
+SELECT count(*) FROM tasklane.task_queue WHERE state IN ('queued', 'waiting_for_retry') AND run_at <= now() AND (deadline_at IS NULL OR deadline_at > now())
 {{- end }}
 {{- end }}

@@ -10,8 +10,8 @@
 //! fallback index. The external ones also take tasks waiting for an
 //! external fallback, a state no one index orders together with the queued ones, and
 //! have planned as a scan and sort since before the claim template (noticed, left for
-//! the performance round: an external claim should read `tasks_claimable` and
-//! `tasks_fallback` in order and merge them).
+//! the performance round: an external claim should read `task_queue_claimable` and
+//! `task_queue_fallback` in order and merge them).
 
 use tasklane::store::claim::VARIANTS;
 
@@ -29,7 +29,7 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
            3, 'retry', 'external_allowed', 30, 300, 1 FROM generate_series(1, 20000) g; \
          INSERT INTO tasklane.paused_task_types (task_type) VALUES ('other'); \
          INSERT INTO tasklane.emergency_stops (app) VALUES ('other'); \
-         ANALYZE tasklane.tasks; \
+         ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue; \
          SET plan_cache_mode = force_generic_plan;",
     )
     .await
@@ -37,7 +37,7 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
     // A tenth of the backlog fell back, so the fallback index has rows to order.
     c.batch_execute(
         "UPDATE tasklane.tasks SET state = 'waiting_for_external_fallback' \
-         WHERE effect_key LIKE '%0'; ANALYZE tasklane.tasks;",
+         WHERE effect_key LIKE '%0'; ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;",
     )
     .await
     .unwrap();
@@ -46,9 +46,9 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
         .filter(|(name, _)| name.starts_with("claim_local") || name.starts_with("claim_fallback"));
     for (name, sql) in checked {
         let index = if name.starts_with("claim_fallback") {
-            "tasks_fallback"
+            "task_queue_fallback"
         } else {
-            "tasks_claimable"
+            "task_queue_claimable"
         };
         c.batch_execute(&format!("PREPARE claim AS {sql}"))
             .await
@@ -66,15 +66,15 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
             .join("\n");
         c.batch_execute("DEALLOCATE claim").await.unwrap();
         assert!(
-            plan.contains(&format!("Index Scan using {index} on tasks")),
+            plan.contains(&format!("Index Scan using {index} on task_queue")),
             "{name} reads {index}:\n{plan}"
         );
         assert!(
-            !plan.contains("Seq Scan on tasks"),
+            !plan.contains("Seq Scan on task"),
             "{name} scans the whole table:\n{plan}"
         );
         assert!(
-            !plan.contains("Sort Key: tasks.priority DESC"),
+            !plan.contains("Sort Key: q.priority DESC"),
             "{name} sorts the backlog:\n{plan}"
         );
     }

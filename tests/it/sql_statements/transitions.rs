@@ -362,12 +362,23 @@ fn task_aliases(tokens: &[Token]) -> Vec<String> {
 }
 
 /// Whether the statement assigns `state` (`SET state =` or `, state =` in a SET list).
+/// Whether the statement assigns a `state` column of `tasklane.tasks`. The queue mirror's
+/// trigger (`sync_task_queue`) assigns `task_queue.state` from rows the transition
+/// already wrote, which is a copy, not a transition: a file counts only when it also
+/// updates or inserts into `tasklane.tasks` itself.
 fn writes_state(tokens: &[Token]) -> bool {
-    tokens.windows(3).any(|w| {
+    let assigns = tokens.windows(3).any(|w| {
         (is_word(&w[0], "SET") || w[0] == Token::Punct(','))
             && is_word(&w[1], "state")
             && w[2] == Token::Punct('=')
-    })
+    });
+    let writes_tasks = tokens.windows(4).any(|w| {
+        (is_word(&w[0], "UPDATE") || is_word(&w[0], "INTO"))
+            && is_word(&w[1], "tasklane")
+            && w[2] == Token::Punct('.')
+            && is_word(&w[3], "tasks")
+    });
+    assigns && writes_tasks
 }
 
 fn names(states: &[TaskState]) -> String {

@@ -1,0 +1,22 @@
+-- GENERATED from the migrations by tests/schema/: do not edit. To change
+-- tasklane.insert_task_queue, add a migration that replaces it, then run
+-- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+--
+-- The current definition of tasklane.insert_task_queue (pg_dump --schema-only, normalised).
+-- The line above it names the migrations that wrote it; their comments say why.
+
+-- function insert_task_queue: migrations/V14__task_queue.sql
+CREATE FUNCTION tasklane.insert_task_queue() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO tasklane.task_queue
+        (id, state, priority, run_at, deadline_at, lease_expires_at, task_type, app,
+         scope_id, privacy, resource)
+    SELECT n.id, n.state, n.priority, n.run_at, n.deadline_at, n.lease_expires_at,
+           n.task_type, n.app, n.scope_id, n.privacy, n.resource
+    FROM fresh n
+    WHERE n.state NOT IN ('succeeded', 'failed', 'cancelled');
+    RETURN NULL;
+END
+$$;

@@ -1,0 +1,230 @@
+//! The queue mirror (`tasklane.task_queue`, migration V14): the narrow table whose
+//! indexes claims and sweeps read, kept by statement triggers on `tasks`. It must hold
+//! exactly the live tasks with their current queue fields after every statement that
+//! moves one, never cost a write when nothing it holds changed, leave the hot path's
+//! updates of `tasks` HOT, and add no deadlock when claims race cancels.
+
+use crate::common;
+
+use std::sync::Arc;
+
+use common::fixtures::*;
+use tasklane::store::cancel;
+use tasklane::store::lease::{self, Success};
+use tasklane::store::query::Owner;
+
+/// Live tasks as `tasks` has them and as the mirror has them, in both directions: any
+/// row in one answer and not the other is a drift.
+async fn drift(c: &tokio_postgres::Client) -> Vec<String> {
+    let fields = "id, state, priority, run_at, deadline_at, lease_expires_at, task_type, app, \
+                  scope_id, privacy, resource";
+    let sql = format!(
+        "(SELECT 'missing ' || id::text FROM (SELECT {fields} FROM tasklane.tasks \
+           WHERE state NOT IN ('succeeded', 'failed', 'cancelled') \
+           EXCEPT SELECT {fields} FROM tasklane.task_queue) d) \
+         UNION ALL \
+         (SELECT 'stale ' || id::text FROM (SELECT {fields} FROM tasklane.task_queue \
+           EXCEPT SELECT {fields} FROM tasklane.tasks) d)"
+    );
+    c.query(&sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+async fn assert_in_step(c: &tokio_postgres::Client, step: &str) {
+    let drift = drift(c).await;
+    assert!(drift.is_empty(), "after {step}: {drift:?}");
+}
+
+#[tokio::test]
+async fn the_mirror_follows_every_transition() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let owner = Owner::app(APP);
+    let a = submit(&c, "a", serde_json::json!({"n": 1})).await;
+    let b = submit(&c, "b", serde_json::json!({"n": 2})).await;
+    let d = submit(&c, "d", serde_json::json!({"n": 3})).await;
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.task_queue").await, 3);
+    assert_in_step(&c, "submit").await;
+
+    let claimed = claim(&c, 2).await;
+    assert_eq!(claimed.len(), 2);
+    assert_in_step(&c, "claim").await;
+    let running: i64 = count(
+        &c,
+        "SELECT count(*) FROM tasklane.task_queue WHERE state = 'running'",
+    )
+    .await;
+    assert_eq!(running, 2);
+
+    // A heartbeat moves the lease the sweeps read.
+    let first = &claimed[0];
+    let beat = lease::Beat::default();
+    lease::heartbeat(&c, first.id, first.lease_token, &beat)
+        .await
+        .unwrap();
+    assert_in_step(&c, "heartbeat").await;
+
+    // Success leaves the mirror.
+    lease::complete(&c, first.id, first.lease_token, &Success::default())
+        .await
+        .unwrap();
+    assert_in_step(&c, "complete").await;
+    let left: i64 = c
+        .query_one(
+            "SELECT count(*) FROM tasklane.task_queue WHERE id = $1",
+            &[&first.id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+
+    // A lost lease is requeued by the rescuer, found through the mirror's lease index.
+    let second = &claimed[1];
+    expire_lease(&c, second.id).await;
+    assert_in_step(&c, "expired lease").await;
+    assert_eq!(rescue_expired(&c).await, 1);
+    assert_in_step(&c, "rescue").await;
+
+    // Cancel: a waiting task at once; a running one goes cancelling.
+    let waiting = [a.id, b.id, d.id]
+        .into_iter()
+        .find(|id| *id != first.id && *id != second.id)
+        .unwrap();
+    cancel::cancel(&c, &owner, waiting).await.unwrap();
+    assert_in_step(&c, "cancel queued").await;
+    let again = claim_one(&c).await;
+    assert_eq!(again.id, second.id);
+    cancel::cancel(&c, &owner, again.id).await.unwrap();
+    assert_in_step(&c, "cancel running").await;
+    let cancelling: i64 = count(
+        &c,
+        "SELECT count(*) FROM tasklane.task_queue WHERE state = 'cancelling'",
+    )
+    .await;
+    assert_eq!(cancelling, 1);
+
+    // Any statement on tasks keeps it: a finished task brought back, and a delete.
+    c.execute(
+        "UPDATE tasklane.tasks SET state = 'queued', finished_at = NULL WHERE id = $1",
+        &[&first.id],
+    )
+    .await
+    .unwrap();
+    assert_in_step(&c, "a finished task requeued by hand").await;
+    c.execute("DELETE FROM tasklane.tasks WHERE id = $1", &[&first.id])
+        .await
+        .unwrap();
+    assert_in_step(&c, "delete").await;
+    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.task_queue").await, 1);
+}
+
+/// An update that changes nothing the mirror holds (progress, phase, a release) writes
+/// no mirror row: its row version stays the same.
+#[tokio::test]
+async fn an_update_of_other_fields_writes_no_mirror_row() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let task = submit(&c, "p", serde_json::json!({})).await;
+    let version = "SELECT xmin::text FROM tasklane.task_queue WHERE id = $1";
+    let before: String = c.query_one(version, &[&task.id]).await.unwrap().get(0);
+    c.execute(
+        "UPDATE tasklane.tasks SET progress = 40, phase = 'reading' WHERE id = $1",
+        &[&task.id],
+    )
+    .await
+    .unwrap();
+    let after: String = c.query_one(version, &[&task.id]).await.unwrap().get(0);
+    assert_eq!(before, after);
+    assert_in_step(&c, "progress").await;
+}
+
+/// The point of the mirror: claim and settle update the wide row without touching any of
+/// its indexes (a HOT update), which no index on `state` or the lease would allow. A
+/// batch claim and a batch settle in their own transactions, as a replica runs them
+/// (the page's room for new versions comes from the table's fillfactor and from the
+/// versions the previous transition left dead).
+#[tokio::test]
+async fn claim_and_settle_are_hot_updates_of_tasks() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    for n in 0..40 {
+        submit(&c, &format!("hot{n}"), serde_json::json!({"n": n})).await;
+    }
+    let counters = "SELECT pg_stat_get_xact_tuples_updated('tasklane.tasks'::regclass), \
+                           pg_stat_get_xact_tuples_hot_updated('tasklane.tasks'::regclass)";
+    c.batch_execute("BEGIN").await.unwrap();
+    let claimed = claim(&c, 40).await;
+    let row = c.query_one(counters, &[]).await.unwrap();
+    let claims: (i64, i64) = (row.get(0), row.get(1));
+    c.batch_execute("COMMIT").await.unwrap();
+    c.batch_execute("BEGIN").await.unwrap();
+    for task in &claimed {
+        lease::complete(&c, task.id, task.lease_token, &Success::default())
+            .await
+            .unwrap();
+    }
+    let row = c.query_one(counters, &[]).await.unwrap();
+    let settles: (i64, i64) = (row.get(0), row.get(1));
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(claims.0, 40);
+    assert!(settles.0 >= 40, "{settles:?}");
+    assert_eq!((claims.1, settles.1), (claims.0, settles.0), "every update was HOT");
+}
+
+/// Claims lock `tasks` rows found through the mirror; cancels lock `tasks` rows and then
+/// the trigger writes the mirror. Sixteen connections racing both on the same tasks,
+/// over several rounds: no deadlock, no task claimed twice for one attempt, and the
+/// mirror in step at the end of each round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_racing_cancels_neither_deadlock_nor_drift() {
+    let db = common::test_db().await;
+    let pool = common::pool(&db.url, 16);
+    let c = db.client().await;
+    for round in 0..5 {
+        let mut ids = Vec::new();
+        for n in 0..120 {
+            ids.push(
+                submit(&c, &format!("r{round}-{n}"), serde_json::json!({"n": n}))
+                    .await
+                    .id,
+            );
+        }
+        let ids = Arc::new(ids);
+        let barrier = Arc::new(tokio::sync::Barrier::new(16));
+        let mut handles = Vec::new();
+        for worker in 0..16 {
+            let pool = pool.clone();
+            let barrier = barrier.clone();
+            let ids = ids.clone();
+            handles.push(tokio::spawn(async move {
+                let object = pool.get().await.unwrap();
+                let client: &tokio_postgres::Client = &object;
+                barrier.wait().await;
+                let mut claimed = Vec::new();
+                if worker % 2 == 0 {
+                    for _ in 0..10 {
+                        claimed.extend(claim(client, 5).await.into_iter().map(|t| t.id));
+                    }
+                } else {
+                    let owner = Owner::app(APP);
+                    for id in ids.iter().skip(worker).step_by(8) {
+                        cancel::cancel(client, &owner, *id).await.unwrap();
+                    }
+                }
+                claimed
+            }));
+        }
+        let mut claimed = Vec::new();
+        for handle in handles {
+            claimed.extend(handle.await.unwrap());
+        }
+        let unique: std::collections::HashSet<_> = claimed.iter().collect();
+        assert_eq!(unique.len(), claimed.len(), "round {round}: a task claimed twice");
+        assert_in_step(&c, &format!("round {round}")).await;
+    }
+}
