@@ -17,7 +17,9 @@ impl Tasklane {
     /// reservation counts until that attempt ends (its settle charges the real usage in
     /// the same transaction), so nothing has to give it back. A task no budget applies
     /// to costs two index reads and writes nothing. Call it before each provider call
-    /// of the attempt (a second call's units add to the first's).
+    /// of the attempt (a second call's units add to the first's). An executor that also
+    /// asks a route's circuit folds both into one round trip with
+    /// [`Tasklane::start_call`].
     ///
     /// `Err(ServiceError::Refused(refusal))` with `refusal.code ==
     /// RefusalCode::BudgetExhausted` (`retry_after`: until the next UTC day): today's
@@ -37,16 +39,21 @@ impl Tasklane {
             units,
         )
         .await?;
-        match reservation {
-            Reservation::Reserved { .. } | Reservation::Unlimited => Ok(()),
-            Reservation::Exhausted { limit_id, at } => Err(ServiceError::Refused(Refusal::new(
-                RefusalCode::BudgetExhausted,
-                Some(limit_id),
-                at,
-                None,
-            ))),
-            Reservation::LeaseLost => Err(ServiceError::LeaseLost),
-            Reservation::TaskGone => Err(ServiceError::TaskGone),
-        }
+        answer(reservation)
+    }
+}
+
+/// What a reservation means to the attempt: room (or no budget), or why not to call.
+pub(super) fn answer(reservation: Reservation) -> Result<(), ServiceError> {
+    match reservation {
+        Reservation::Reserved { .. } | Reservation::Unlimited => Ok(()),
+        Reservation::Exhausted { limit_id, at } => Err(ServiceError::Refused(Refusal::new(
+            RefusalCode::BudgetExhausted,
+            Some(limit_id),
+            at,
+            None,
+        ))),
+        Reservation::LeaseLost => Err(ServiceError::LeaseLost),
+        Reservation::TaskGone => Err(ServiceError::TaskGone),
     }
 }

@@ -4,7 +4,10 @@
 //! The executor asks for a [`Permit`] before each call to a route and reports how the
 //! call ended with [`Tasklane::circuit_record`]. A permit costs one primary-key read
 //! and no write while the circuit is closed; only failures, the probe and a success
-//! after failures write. There is deliberately no per-replica cache: a cached "closed"
+//! after failures write. [`Tasklane::start_call`] asks for the permit and makes the
+//! attempt's budget reservation in one round trip (one prepared statement), so a call
+//! waits for one pooled statement before it goes, not two (four round trips when each
+//! was prepared per use). There is deliberately no per-replica cache: a cached "closed"
 //! would let a replica keep calling a route the cluster already opened, and the read
 //! is cheap next to a model call.
 //!
@@ -15,12 +18,13 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use super::{ServiceError, Tasklane};
+use super::{ClaimedTask, ServiceError, Tasklane};
 use crate::store;
-use crate::task::circuit::{decide, write_for, Decision, Write};
+use crate::task::bounds::Invalid;
+use crate::task::circuit::{decide, permit_at_start, write_for, Decision, Write};
 
 pub use crate::store::circuits::Circuit;
-pub use crate::task::circuit::{CircuitSpec, Permit};
+pub use crate::task::circuit::{CircuitRow, CircuitSpec, Permit};
 
 /// How long a permit or a record may wait for the database before it fails safe.
 pub const DB_TIMEOUT: Duration = Duration::from_secs(3);
@@ -42,7 +46,97 @@ fn warn_fail_safe(route_name: &str, what: &str, error: &dyn std::fmt::Display) {
     }
 }
 
+/// What a call's start decided ([`Tasklane::start_call`]).
+#[derive(Debug)]
+pub struct CallStart {
+    /// May the call go.
+    pub permit: Permit,
+    /// The budget's answer (as [`Tasklane::reserve_budget`] gives it) when units were
+    /// to be reserved; `None` when nothing was asked or the route is skipped
+    /// ([`Permit::Open`]), which reserves nothing.
+    pub reservation: Option<Result<(), ServiceError>>,
+}
+
 impl Tasklane {
+    /// The start of one call of `task`'s attempt to `spec`'s route: its circuit permit
+    /// (as [`Tasklane::circuit_permit`]) and, when `reserve` names units and the call
+    /// may go, the attempt's budget reservation (as [`Tasklane::reserve_budget`]), in
+    /// one statement. Fails safe as the permit does: when the database cannot be read
+    /// the circuit counts as closed, and a reservation asked for is an error (do not
+    /// call; retry the attempt).
+    pub async fn start_call(
+        &self,
+        spec: &CircuitSpec<'_>,
+        task: &ClaimedTask,
+        reserve: Option<i64>,
+    ) -> CallStart {
+        if reserve.is_some_and(|units| units < 0) {
+            let invalid = Invalid::new("units", "must be at least 0").into();
+            return CallStart {
+                permit: self.circuit_permit(spec).await,
+                reservation: Some(Err(invalid)),
+            };
+        }
+        let started = tokio::time::timeout(DB_TIMEOUT, self.try_start_call(spec, task, reserve));
+        let error = match started.await {
+            Ok(Ok(start)) => return start,
+            Ok(Err(error)) => error,
+            Err(_) => ServiceError::Pool(format!("no answer within {DB_TIMEOUT:?}")),
+        };
+        warn_fail_safe(spec.route_name, "read", &error);
+        CallStart {
+            permit: Permit::Call { failures: 0 },
+            reservation: reserve.map(|_| Err(error)),
+        }
+    }
+
+    async fn try_start_call(
+        &self,
+        spec: &CircuitSpec<'_>,
+        task: &ClaimedTask,
+        reserve: Option<i64>,
+    ) -> Result<CallStart, ServiceError> {
+        let start = {
+            let object = self.connection().await?;
+            store::circuits::start_call(
+                &object,
+                spec.route_name,
+                spec.probe_seconds,
+                task.id,
+                task.lease_token,
+                reserve,
+            )
+            .await?
+        };
+        let row = start.row.unwrap_or(CircuitRow::CLOSED);
+        if start.probe_taken {
+            self.probe_taken(spec.route_name);
+        }
+        let Some(permit) = permit_at_start(&row, start.now, start.probe_taken) else {
+            // The probe was due but another caller took it (or closed the circuit)
+            // first: decide again from the row as it is now, rare enough for two more
+            // round trips.
+            let permit = self.try_permit(spec).await?;
+            let reservation = match (permit, reserve) {
+                (Permit::Open { .. }, _) | (_, None) => None,
+                (_, Some(units)) => Some(self.reserve_budget(task, units).await),
+            };
+            return Ok(CallStart {
+                permit,
+                reservation,
+            });
+        };
+        Ok(CallStart {
+            permit,
+            reservation: start.reservation.map(super::budget::answer),
+        })
+    }
+
+    fn probe_taken(&self, route_name: &str) {
+        self.instruments.circuit_change(route_name, "probe");
+        tracing::info!(route_name, "circuit half-open: this replica probes");
+    }
+
     /// The permit for one call to `spec`'s route. Never fails: when the database cannot
     /// be read the circuit counts as closed (the attempt budget still bounds the calls).
     pub async fn circuit_permit(&self, spec: &CircuitSpec<'_>) -> Permit {
@@ -70,11 +164,7 @@ impl Tasklane {
             Decision::Skip { retry_at } => Ok(Permit::Open { retry_at }),
             Decision::TryProbe => {
                 if store::circuits::take_probe(client, spec.route_name, spec.probe_seconds).await? {
-                    self.instruments.circuit_change(spec.route_name, "probe");
-                    tracing::info!(
-                        route_name = spec.route_name,
-                        "circuit half-open: this replica probes"
-                    );
+                    self.probe_taken(spec.route_name);
                     return Ok(Permit::Probe);
                 }
                 // Another caller took the probe (or closed the circuit) meanwhile.

@@ -37,16 +37,24 @@ pub async fn reserve<C: GenericClient + Sync>(
         )
         .await?;
     let outcome: &str = row.try_get("outcome")?;
-    let limit_id: Option<i64> = row.try_get("limit_id")?;
-    Ok(match (outcome, limit_id) {
-        ("reserved", Some(limit_id)) => Reservation::Reserved { limit_id },
-        ("budget_exhausted", Some(limit_id)) => Reservation::Exhausted {
-            limit_id,
-            at: row.try_get("at")?,
-        },
-        ("unlimited", _) => Reservation::Unlimited,
-        ("lease_lost", _) => Reservation::LeaseLost,
-        ("task_gone", _) => Reservation::TaskGone,
-        (other, _) => unreachable!("tasklane.reserve_budget answered {other:?}"),
-    })
+    Ok(Reservation::from_answer(
+        outcome,
+        row.try_get("limit_id")?,
+        row.try_get("at")?,
+    ))
+}
+
+impl Reservation {
+    /// The reservation `tasklane.reserve_budget` answered with `outcome`, `limit_id`
+    /// and `at` (also read from `sql/call_start.sql`, which carries them as JSON).
+    pub fn from_answer(outcome: &str, limit_id: Option<i64>, at: DateTime<Utc>) -> Reservation {
+        match (outcome, limit_id) {
+            ("reserved", Some(limit_id)) => Reservation::Reserved { limit_id },
+            ("budget_exhausted", Some(limit_id)) => Reservation::Exhausted { limit_id, at },
+            ("unlimited", _) => Reservation::Unlimited,
+            ("lease_lost", _) => Reservation::LeaseLost,
+            ("task_gone", _) => Reservation::TaskGone,
+            (other, _) => unreachable!("tasklane.reserve_budget answered {other:?}"),
+        }
+    }
 }

@@ -1,10 +1,14 @@
-//! The circuit breakers' rows (`tasklane.circuits`, V10): one read per permit, and one
-//! atomic statement per change (count a failure, take the probe, end the probe, reset a
-//! count, an operator's reset). What each means is decided in `task::circuit`.
+//! The circuit breakers' rows (`tasklane.circuits`, V10): one read per permit (at a
+//! call's start folded with the probe and the budget reservation into one statement,
+//! [`start_call`]), and one atomic statement per change (count a failure, take the
+//! probe, end the probe, reset a count, an operator's reset). What each means is
+//! decided in `task::circuit`.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::{GenericClient, Row};
+use uuid::Uuid;
 
+use super::budget::Reservation;
 use super::DbError;
 use crate::task::circuit::CircuitRow;
 
@@ -135,4 +139,72 @@ pub async fn reset<C: GenericClient + Sync>(client: &C, route_name: &str) -> Res
         .query_opt(include_str!("../../sql/circuit_reset.sql"), &[&route_name])
         .await?;
     Ok(row.is_some())
+}
+
+/// What `sql/call_start.sql` answered for one call's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallStart {
+    /// The circuit's row as the statement read it; None: no row (closed, no failures).
+    pub row: Option<CircuitRow>,
+    /// The database's clock.
+    pub now: DateTime<Utc>,
+    /// This caller took the circuit's one probe.
+    pub probe_taken: bool,
+    /// The budget's answer, when asked for and the call may go (closed, or probing).
+    pub reservation: Option<Reservation>,
+}
+
+/// The start of a call to `route_name` in one round trip: reads the circuit, takes its
+/// probe if its open time is over (for `probe_seconds`) and, when `reserve` names
+/// units and the call may go, reserves them for the attempt holding `lease_token` on
+/// task `id`. Prepared once per connection.
+pub async fn start_call<C: deadpool_postgres::GenericClient>(
+    client: &C,
+    route_name: &str,
+    probe_seconds: u32,
+    id: Uuid,
+    lease_token: Uuid,
+    reserve: Option<i64>,
+) -> Result<CallStart, DbError> {
+    let statement = client
+        .prepare_cached(include_str!("../../sql/call_start.sql"))
+        .await?;
+    let row = client
+        .query_one(
+            &statement,
+            &[
+                &route_name,
+                &f64::from(probe_seconds),
+                &id,
+                &lease_token,
+                &reserve.unwrap_or(0),
+                &reserve.is_some(),
+            ],
+        )
+        .await?;
+    let failures: Option<i32> = row.try_get("consecutive_failures")?;
+    let circuit = match failures {
+        None => None,
+        Some(_) => Some(circuit_row(&row)?),
+    };
+    let reservation = row
+        .try_get::<_, Option<serde_json::Value>>("reservation")?
+        .map(|answer| reservation_of(&answer));
+    Ok(CallStart {
+        row: circuit,
+        now: row.try_get("now")?,
+        probe_taken: row.try_get("probe_taken")?,
+        reservation,
+    })
+}
+
+/// `tasklane.reserve_budget`'s answer from its JSON form (`to_jsonb` of its row).
+fn reservation_of(answer: &serde_json::Value) -> Reservation {
+    let outcome = answer["outcome"].as_str().unwrap_or_default();
+    let limit_id = answer["limit_id"].as_i64();
+    let at = answer["at"]
+        .as_str()
+        .and_then(|at| DateTime::parse_from_rfc3339(at).ok())
+        .map_or_else(Utc::now, |at| at.with_timezone(&Utc));
+    Reservation::from_answer(outcome, limit_id, at)
 }

@@ -127,6 +127,21 @@ pub fn decide(row: &CircuitRow, now: DateTime<Utc>) -> Decision {
     }
 }
 
+/// The permit of a call's start (`sql/call_start.sql`), from the row as it read it
+/// (no row: [`CircuitRow::CLOSED`]) and whether it took the probe. `None`: the probe
+/// was due but another caller took it (or closed the circuit) first; read again.
+pub fn permit_at_start(row: &CircuitRow, now: DateTime<Utc>, probe_taken: bool) -> Option<Permit> {
+    if probe_taken {
+        // Held by this caller: it must call, and its ending ends the probe.
+        return Some(Permit::Probe);
+    }
+    match decide(row, now) {
+        Decision::Call { failures } => Some(Permit::Call { failures }),
+        Decision::Skip { retry_at } => Some(Permit::Open { retry_at }),
+        Decision::TryProbe => None,
+    }
+}
+
 /// What the end of a permitted call writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Write {
@@ -251,6 +266,31 @@ mod tests {
         assert_eq!(
             write_for(Permit::Probe, true),
             Write::ProbeEnded { succeeded: false }
+        );
+    }
+
+    #[test]
+    fn a_call_start_permits_what_it_read_and_the_probe_it_took() {
+        let closed = CircuitRow {
+            consecutive_failures: 2,
+            ..CircuitRow::CLOSED
+        };
+        assert_eq!(
+            permit_at_start(&closed, at(0), false),
+            Some(Permit::Call { failures: 2 })
+        );
+        let row = open(0, 30, None);
+        assert_eq!(
+            permit_at_start(&row, at(10), false),
+            Some(Permit::Open { retry_at: at(30) })
+        );
+        assert_eq!(permit_at_start(&row, at(30), true), Some(Permit::Probe));
+        // Due, but another caller won the probe: read again.
+        assert_eq!(permit_at_start(&row, at(30), false), None);
+        let probing = open(0, 30, Some(150));
+        assert_eq!(
+            permit_at_start(&probing, at(40), false),
+            Some(Permit::Open { retry_at: at(150) })
         );
     }
 

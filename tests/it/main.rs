@@ -23,6 +23,7 @@ mod admission_support;
 mod attempts;
 mod batch;
 mod budget_reserve;
+mod call_start;
 mod circuits;
 mod circuits_admin;
 mod cli;

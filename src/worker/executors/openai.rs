@@ -20,8 +20,9 @@ use anyhow::Context as _;
 use reqwest::header::HeaderValue;
 use tracing::Instrument as _;
 
+use crate::admission::RefusalCode;
 use crate::service::circuits::{CircuitSpec, Permit};
-use crate::service::Success;
+use crate::service::{ServiceError, Success};
 use crate::task::attempt::Provenance;
 use crate::task::routes::RouteSpec;
 use crate::task::upstream::{self, Failure};
@@ -142,7 +143,12 @@ impl Handler for Openai {
                 open_seconds: route.spec.circuit_open_seconds,
                 probe_seconds: timeout.as_secs() as u32,
             };
-            let permit = ctx.tasklane.circuit_permit(&spec).await;
+            // Once per attempt, before its first call, the budget is reserved with the
+            // permit (one round trip): a budget spent since the admission stops the
+            // attempt without calling the provider; a skipped route reserves nothing.
+            let units = (!reserved).then(|| reservation(ctx.input()));
+            let start = ctx.tasklane.start_call(&spec, &ctx.task, units).await;
+            let permit = start.permit;
             if let Permit::Open { retry_at } = permit {
                 // While another caller holds the probe, retry_at is the end of its
                 // lease (up to the attempt timeout): its answer comes much sooner, so
@@ -152,10 +158,8 @@ impl Handler for Openai {
                 reopens = Some(reopens.map_or(retry_at, |r| r.min(retry_at)));
                 continue;
             }
-            if !reserved {
-                // Once per attempt, before its first call: a budget spent since the
-                // admission stops the attempt without calling the provider.
-                self.reserve(&ctx).await?;
+            if let Some(answer) = start.reservation {
+                reserved_or_stop(answer)?;
                 reserved = true;
             }
             ctx.set_provenance(Provenance {
@@ -232,33 +236,27 @@ fn route_message(spec: &RouteSpec, message: &str) -> String {
     format!("route {:?}: {message}", spec.name)
 }
 
-impl Openai {
-    /// Reserves the attempt's budget (`Tasklane::reserve_budget`); a spent budget
-    /// fails the task `budget_exhausted` without a call.
-    async fn reserve(&self, ctx: &TaskContext) -> Result<(), HandlerError> {
-        use crate::admission::RefusalCode;
-        use crate::service::ServiceError;
-        match ctx
-            .tasklane
-            .reserve_budget(&ctx.task, reservation(ctx.input()))
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(ServiceError::Refused(refusal)) if refusal.code == RefusalCode::BudgetExhausted => {
-                Err(HandlerError::Permanent {
-                    code: codes::BUDGET_EXHAUSTED.into(),
-                    message: "the budget that pays for this task is spent".into(),
-                })
-            }
-            // A lost lease is seen by the runner too; a database error: try again.
-            Err(error) => Err(HandlerError::Retryable {
-                code: "budget_check_failed".into(),
-                message: format!("the budget could not be checked: {error}"),
-                retry_after: None,
-            }),
+/// The budget's answer at a call's start (`Tasklane::start_call`): a spent budget fails
+/// the task `budget_exhausted` without a call.
+fn reserved_or_stop(answer: Result<(), ServiceError>) -> Result<(), HandlerError> {
+    match answer {
+        Ok(()) => Ok(()),
+        Err(ServiceError::Refused(refusal)) if refusal.code == RefusalCode::BudgetExhausted => {
+            Err(HandlerError::Permanent {
+                code: codes::BUDGET_EXHAUSTED.into(),
+                message: "the budget that pays for this task is spent".into(),
+            })
         }
+        // A lost lease is seen by the runner too; a database error: try again.
+        Err(error) => Err(HandlerError::Retryable {
+            code: "budget_check_failed".into(),
+            message: format!("the budget could not be checked: {error}"),
+            retry_after: None,
+        }),
     }
+}
 
+impl Openai {
     /// What an attempt whose routes all failed transiently or were open ends with.
     fn exhausted(
         &self,
