@@ -5,7 +5,9 @@
 //!
 //! `cargo bench --bench batch_submit` (env: `BENCH_RUNS`, `BENCH_DATABASE_URL`,
 //! `BENCH_CLIENTS` (default 4), `BENCH_BATCHES` per client (default 10), `BENCH_ITEMS`
-//! per batch (default 1000)).
+//! per batch (default 1000), `BENCH_BASELINE_BIN`: another `tasklane` binary, e.g. of
+//! the commit before a change, measured in each round right before this one, on a fresh
+//! database of the same server, for a before/after under the same machine load).
 
 mod common;
 
@@ -29,12 +31,14 @@ struct Run {
 
 async fn run(
     bench: &common::Bench,
+    bin: &std::path::Path,
     clients: usize,
     batches: usize,
     items: usize,
 ) -> anyhow::Result<Run> {
     let (name, url) = bench.fresh_db().await?;
     let mut spec = bench.fleet(&url, 1, &common::serve_args());
+    spec.bin = bin.to_path_buf();
     spec.http_base_port = Some(
         std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
@@ -113,27 +117,37 @@ async fn main() -> anyhow::Result<()> {
     let bench = common::Bench::start().await?;
     println!("machine: {}", common::machine());
     println!("postgres: {}", bench.settings().await?);
-    let mut rates = Vec::new();
-    for n in 1..=common::runs() {
-        let r = run(&bench, clients, batches, items).await?;
-        let at = |q: f64| {
-            r.latencies[((r.latencies.len() as f64 * q) as usize).min(r.latencies.len() - 1)]
-        };
-        println!(
-            "run {n}: {clients} clients x {batches} batches of {items}: {:.0} tasks/s, \
-             batch p50 {:.0} ms, p99 {:.0} ms",
-            r.tasks_per_second,
-            at(0.50).as_secs_f64() * 1e3,
-            at(0.99).as_secs_f64() * 1e3,
-        );
-        rates.push(r.tasks_per_second);
+    let mut binaries = Vec::new();
+    if let Ok(baseline) = std::env::var("BENCH_BASELINE_BIN") {
+        binaries.push(("baseline", std::path::PathBuf::from(baseline)));
     }
-    let rates = Repeated::of(rates, true);
-    println!(
-        "batch submit: best {:.0} tasks/s (spread {:.0}%)",
-        rates.best,
-        rates.spread() * 100.0
-    );
+    binaries.push(("this build", bench.bin.clone()));
+    let mut rates = vec![Vec::new(); binaries.len()];
+    for n in 1..=common::runs() {
+        for (b, (label, bin)) in binaries.iter().enumerate() {
+            let r = run(&bench, bin, clients, batches, items).await?;
+            let at = |q: f64| {
+                r.latencies[((r.latencies.len() as f64 * q) as usize).min(r.latencies.len() - 1)]
+            };
+            println!(
+                "run {n} ({label}): {clients} clients x {batches} batches of {items}: \
+                 {:.0} tasks/s, batch p50 {:.0} ms, p99 {:.0} ms; {}",
+                r.tasks_per_second,
+                at(0.50).as_secs_f64() * 1e3,
+                at(0.99).as_secs_f64() * 1e3,
+                common::machine(),
+            );
+            rates[b].push(r.tasks_per_second);
+        }
+    }
+    for ((label, _), rates) in binaries.iter().zip(rates) {
+        let rates = Repeated::of(rates, true);
+        println!(
+            "batch submit ({label}): best {:.0} tasks/s (spread {:.0}%)",
+            rates.best,
+            rates.spread() * 100.0
+        );
+    }
     bench.stop().await;
     Ok(())
 }

@@ -4,7 +4,10 @@
 //! clients at a fixed 1,000 submits/s for the p99 at that rate.
 //!
 //! `cargo bench --bench http_load` (env: `BENCH_RUNS`, `BENCH_SERVE_ARGS`,
-//! `BENCH_DATABASE_URL`).
+//! `BENCH_DATABASE_URL`, `BENCH_ONLY` (e.g. `64` or `64@1000`: only those rows),
+//! `BENCH_BASELINE_BIN`: another `tasklane` binary, e.g. of the commit before a change,
+//! measured in each round right before this one, on a fresh database of the same
+//! server, for a before/after under the same machine load).
 
 mod common;
 
@@ -15,6 +18,7 @@ use tasklane::load::LoadConfig;
 
 async fn load(
     bench: &common::Bench,
+    bin: &std::path::Path,
     clients: usize,
     tasks: u64,
     rate: f64,
@@ -49,7 +53,7 @@ async fn load(
     let config = LoadConfig {
         database_url: url,
         replicas: 1,
-        bin: Some(bench.bin.clone()),
+        bin: Some(bin.to_path_buf()),
         serve_args: common::serve_args(),
         tasks,
         rate,
@@ -80,6 +84,12 @@ async fn main() -> anyhow::Result<()> {
     let bench = common::Bench::start().await?;
     println!("machine: {}", common::machine());
     println!("postgres: {}", bench.settings().await?);
+    let mut binaries = Vec::new();
+    if let Ok(baseline) = std::env::var("BENCH_BASELINE_BIN") {
+        binaries.push(("baseline", std::path::PathBuf::from(baseline)));
+    }
+    binaries.push(("this build", bench.bin.clone()));
+    let only = std::env::var("BENCH_ONLY").ok();
     let mut rows = Vec::new();
     let mut details = Vec::new();
     for (clients, tasks, rate) in [
@@ -88,45 +98,62 @@ async fn main() -> anyhow::Result<()> {
         (64, 30_000, 0.0),
         (64, 20_000, 1_000.0),
     ] {
-        let (mut rates, mut p50, mut p99) = (Vec::new(), Vec::new(), Vec::new());
-        for run in 1..=common::runs() {
-            let r = load(&bench, clients, tasks, rate).await?;
-            println!(
-                "run {run}: {clients} clients{}: {:.0} submits/s, submit {}",
-                if rate > 0.0 {
-                    format!(" at {rate}/s")
-                } else {
-                    String::new()
-                },
-                r.submits_per_second,
-                r.submit_latency.cell()
-            );
-            rates.push(r.submits_per_second);
-            p50.push(r.submit_latency.p50_ms);
-            p99.push(r.submit_latency.p99_ms);
-            details.push(
-                serde_json::json!({"run": run, "clients": clients, "rate": rate, "report": r}),
-            );
+        let name = if rate > 0.0 {
+            format!("{clients}@{rate}")
+        } else {
+            clients.to_string()
+        };
+        if only
+            .as_deref()
+            .is_some_and(|only| !only.split(',').any(|o| o == name))
+        {
+            continue;
         }
-        rows.push((
-            clients,
-            rate,
-            Repeated::of(rates, true),
-            Repeated::of(p50, false),
-            Repeated::of(p99, false),
-        ));
+        let mut figures = vec![(Vec::new(), Vec::new(), Vec::new()); binaries.len()];
+        for run in 1..=common::runs() {
+            for (b, (label, bin)) in binaries.iter().enumerate() {
+                let r = load(&bench, bin, clients, tasks, rate).await?;
+                println!(
+                    "run {run} ({label}): {clients} clients{}: {:.0} submits/s, submit {}; {}",
+                    if rate > 0.0 {
+                        format!(" at {rate}/s")
+                    } else {
+                        String::new()
+                    },
+                    r.submits_per_second,
+                    r.submit_latency.cell(),
+                    common::machine(),
+                );
+                let (rates, p50, p99) = &mut figures[b];
+                rates.push(r.submits_per_second);
+                p50.push(r.submit_latency.p50_ms);
+                p99.push(r.submit_latency.p99_ms);
+                details.push(serde_json::json!({"run": run, "binary": label,
+                    "clients": clients, "rate": rate, "report": r}));
+            }
+        }
+        for ((label, _), (rates, p50, p99)) in binaries.iter().zip(figures) {
+            rows.push((
+                *label,
+                clients,
+                rate,
+                Repeated::of(rates, true),
+                Repeated::of(p50, false),
+                Repeated::of(p99, false),
+            ));
+        }
     }
     println!();
-    println!("| HTTP submit | submits/s best (spread) | p50 best | p99 best (worst) |");
-    println!("|---|---|---|---|");
-    for (clients, rate, rates, p50, p99) in &rows {
+    println!("| HTTP submit | binary | submits/s best (spread) | p50 best | p99 best (worst) |");
+    println!("|---|---|---|---|---|");
+    for (binary, clients, rate, rates, p50, p99) in &rows {
         let label = if *rate > 0.0 {
             format!("{clients} clients at {rate}/s")
         } else {
             format!("{clients} clients, flat out")
         };
         println!(
-            "| {label} | {:.0} ({:.0}%) | {:.2} ms | {:.2} ms ({:.2}) |",
+            "| {label} | {binary} | {:.0} ({:.0}%) | {:.2} ms | {:.2} ms ({:.2}) |",
             rates.best,
             rates.spread() * 100.0,
             p50.best,
@@ -136,7 +163,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let summary: Vec<_> = rows
         .iter()
-        .map(|(c, r, rates, p50, p99)| serde_json::json!({"clients": c, "rate": r, "submits_per_second": rates, "p50_ms": p50, "p99_ms": p99}))
+        .map(|(binary, c, r, rates, p50, p99)| serde_json::json!({"binary": binary, "clients": c, "rate": r, "submits_per_second": rates, "p50_ms": p50, "p99_ms": p99}))
         .collect();
     common::write_json(
         "http_load",

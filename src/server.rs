@@ -126,7 +126,8 @@ impl Replica {
             wakeup.clone(),
             config.max_input_bytes,
         )
-        .with_instruments(telemetry.instruments().clone());
+        .with_instruments(telemetry.instruments().clone())
+        .with_submit_coalescing();
         let pool_gauges = pool_gauges(&telemetry.meter(), &pool);
         let shutdown = CancellationToken::new();
         let stop_work = CancellationToken::new();

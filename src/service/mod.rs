@@ -19,6 +19,7 @@ mod error;
 mod lifecycle;
 pub mod liveness;
 mod submit;
+mod submit_coalesce;
 mod tasks;
 pub mod tokens;
 pub mod wakeup;
@@ -63,6 +64,8 @@ pub struct Tasklane {
     liveness: Liveness,
     instruments: Instruments,
     max_input_bytes: usize,
+    /// Group commit of single submits, when started ([`Tasklane::with_submit_coalescing`]).
+    coalescer: Option<submit_coalesce::Coalescer>,
 }
 
 impl Tasklane {
@@ -81,7 +84,15 @@ impl Tasklane {
             liveness: Liveness::default(),
             instruments: Instruments::noop(),
             max_input_bytes,
+            coalescer: None,
         }
+    }
+
+    /// The same service writing concurrent single submits in groups (see
+    /// `service::submit_coalesce`); starts its gathering loop on the current runtime.
+    pub fn with_submit_coalescing(mut self) -> Self {
+        self.coalescer = Some(submit_coalesce::Coalescer::start(self.pool.clone()));
+        self
     }
 
     /// The same service recording into `instruments` (a process's telemetry).

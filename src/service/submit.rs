@@ -22,9 +22,10 @@ impl Tasklane {
         Ok(request.resolve(&owner.app, task_type, self.max_input_bytes)?)
     }
 
-    /// Submits as one statement (its own transaction: committed when it returns), then
-    /// wakes workers (here directly, other replicas by NOTIFY). A refusal is counted for
-    /// the overview.
+    /// Submits as one statement (its own transaction: committed when it returns), or in
+    /// a group with concurrent submits when this service coalesces them, then wakes
+    /// workers (here directly, other replicas by NOTIFY). A refusal is counted for the
+    /// overview.
     pub async fn submit(
         &self,
         owner: &Owner,
@@ -66,12 +67,19 @@ impl Tasklane {
                 .and_then(spans::valid_traceparent)
                 .map(str::to_owned)
         });
-        let client = self.connection().await?;
-        let submission = submit::submit_pooled(&client, crate::task::new_task_id(), &task).await?;
+        let id = crate::task::new_task_id();
+        let submission = match &self.coalescer {
+            Some(coalescer) => coalescer.submit(id, task).await?,
+            None => submit::submit_pooled(&self.connection().await?, id, &task).await?,
+        };
         let submitted = match accepted(submission) {
             Ok(submitted) => submitted,
             Err(refusal) => {
-                count_refusal(&client, &refusal, &owner.app).await;
+                // Best effort, as the count itself.
+                match self.connection().await {
+                    Ok(client) => count_refusal(&client, &refusal, &owner.app).await,
+                    Err(error) => tracing::warn!(%error, "count a refusal"),
+                }
                 return Err(refusal.into());
             }
         };

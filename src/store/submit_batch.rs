@@ -1,6 +1,9 @@
 //! Batch submit: many submits in one statement (`sql/submit_batch.sql`), each item
 //! answered exactly as [`super::submit::submit`] would answer it alone. One round trip
-//! and one transaction per batch instead of one per task.
+//! and one transaction per batch instead of one per task, and inside it one multi-row
+//! insert for the new tasks that no fence, stop or limit applies to
+//! (`tasklane.submit_tasks`, V16); only the other items pay a single submit's function
+//! call each.
 
 use tokio_postgres::types::{ToSql, Type};
 
@@ -34,8 +37,9 @@ pub async fn submit_many(
 }
 
 /// Whether `error` is a deadlock or serialization failure: the whole statement rolled
-/// back, and running it again is safe. Two batches that take the same identities' locks
-/// in different orders can deadlock (single submits take one identity each and cannot).
+/// back, and running it again is safe. The multi-row insert takes identities in one
+/// order, but items through admission take their identity locks in item order, so two
+/// such batches can still deadlock (single submits take one identity each and cannot).
 pub fn is_retryable(error: &DbError) -> bool {
     use tokio_postgres::error::SqlState;
     matches!(

@@ -218,3 +218,135 @@ async fn a_batch_is_bounded_in_items_and_bytes() {
         .await;
     assert_eq!(refused.status, 413, "a single submit keeps its own limit");
 }
+
+#[tokio::test]
+async fn a_mixed_batch_answers_each_item_as_a_single_submit() {
+    let db = common::test_db().await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
+    let admin = serve.api(&api::token(&db.url, "ops", None, &["admin"]).await);
+    let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
+    // One slot for subject "vip": its items go through admission, the others do not.
+    let limit = admin
+        .send(
+            admin
+                .http
+                .put(format!("{}/v1/admin/limits", admin.base))
+                .json(
+                    &json!({"kind": "capacity", "app": "mail", "usage_subject": "vip", "limit": 1}),
+                ),
+        )
+        .await;
+    assert_eq!(limit.status, 200, "{:?}", limit.body);
+    let old = mail
+        .submit("remote", "s", "old", json!({"input": {"n": 1}}))
+        .await;
+    assert_eq!(old.status, 202);
+    let gone = mail
+        .submit("remote", "gone", "x", json!({"input": {}}))
+        .await;
+    assert_eq!(gone.status, 202);
+    let fence = mail
+        .send(
+            mail.http
+                .delete(format!("{}/v1/scopes/gone/tasks?fence=true", mail.base)),
+        )
+        .await;
+    assert_eq!(fence.body["deleted"], 1, "{:?}", fence.body);
+
+    let vip = |key: &str| {
+        json!({"task_type": "remote", "scope_id": "s", "effect_key": key, "input": {},
+               "usage_subject": "vip"})
+    };
+    let items = vec![
+        task("remote", "a", json!({"n": 1})),
+        task("remote", "a", json!({"n": 1})),
+        task("remote", "a", json!({"n": 2})),
+        task("remote", "old", json!({"n": 1})),
+        task("remote", "old", json!({"n": 2})),
+        vip("v1"),
+        vip("v2"),
+        vip("v1"),
+        json!({"task_type": "remote", "scope_id": "gone", "effect_key": "y", "input": {}}),
+        task("remote", "b", json!({})),
+    ];
+    let answer = batch(&mail, items.clone()).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let got = answer.body["items"].as_array().unwrap().clone();
+    let shape: Vec<(u64, Option<&str>)> = got
+        .iter()
+        .map(|i| (i["status"].as_u64().unwrap(), i["code"].as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (202, None),
+            (202, None),
+            (409, Some("idempotency_conflict")),
+            (202, None),
+            (409, Some("idempotency_conflict")),
+            (202, None),
+            (429, Some("capacity_exhausted")),
+            (202, None),
+            (410, Some("scope_deleted")),
+            (202, None),
+        ]
+    );
+    assert_eq!(got[1]["id"], got[0]["id"], "a repeat joins the first item");
+    assert_eq!(got[3]["id"], old.body["id"], "an earlier task is joined");
+    assert_eq!(
+        got[7]["id"], got[5]["id"],
+        "a limited repeat joins, not refused"
+    );
+
+    // The same batch again: every identity now exists, so each item is answered from
+    // it, exactly as the same items submitted one by one are.
+    let again = batch(&mail, items.clone()).await;
+    let again = again.body["items"].as_array().unwrap();
+    for (n, item) in items.iter().enumerate() {
+        let mut body = item.clone();
+        let (kind, scope, key) = (
+            body["task_type"].as_str().unwrap().to_owned(),
+            body["scope_id"].as_str().unwrap().to_owned(),
+            body["effect_key"].as_str().unwrap().to_owned(),
+        );
+        body.as_object_mut()
+            .unwrap()
+            .retain(|k, _| !matches!(k.as_str(), "task_type" | "scope_id" | "effect_key"));
+        let single = mail.submit(&kind, &scope, &key, body).await;
+        let single_id = single.body.get("id").filter(|_| single.status < 300);
+        assert_eq!(
+            (
+                again[n]["status"].as_u64().unwrap(),
+                again[n].get("id"),
+                again[n]["code"].as_str()
+            ),
+            (
+                single.status as u64,
+                single_id,
+                single.body.get("code").and_then(Value::as_str)
+            ),
+            "item {n}"
+        );
+        assert_eq!(again[n]["id"], got[n]["id"], "item {n}");
+    }
+
+    // One task and one `task.queued` event per identity created.
+    let c = db.client().await;
+    let per_identity: Vec<(String, i64, i64)> = c
+        .query(
+            "SELECT t.effect_key, count(DISTINCT t.id), count(e.*)
+             FROM tasklane.tasks t JOIN tasklane.task_events e ON e.task_id = t.id
+             WHERE t.app = 'mail' GROUP BY 1 ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let expected: Vec<(String, i64, i64)> = ["a", "b", "old", "v1"]
+        .iter()
+        .map(|k| (k.to_string(), 1, 1))
+        .collect();
+    assert_eq!(per_identity, expected);
+}

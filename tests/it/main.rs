@@ -22,6 +22,7 @@ mod admission_replicas;
 mod admission_support;
 mod attempts;
 mod batch;
+mod batch_races;
 mod budget_reserve;
 mod call_start;
 mod circuits;

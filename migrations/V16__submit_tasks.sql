@@ -1,0 +1,135 @@
+-- V16: set-based batch submit (issue 15, "Batch submit"; issue 16, "Submit at 5,000/s").
+-- Forward-only: never edit once landed.
+--
+-- tasklane.submit_tasks submits many tasks in one call, each answered exactly as
+-- tasklane.submit_task (V7) answers it alone. Calling submit_task once per item cost
+-- each item its own PL/pgSQL call, identity probe, two advisory locks, insert and event
+-- insert (~75 µs of PostgreSQL per item); here the common case is one multi-row insert:
+--
+-- 1. The owner lock of every (app, scope) of the batch, shared, in key order (as every
+--    submit takes it before reading the fence: a scope deletion takes it exclusively,
+--    so it waits for this batch and then deletes its tasks, or this batch reads its
+--    fence). Key order: two batches never wait on each other's owner locks in a cycle.
+-- 2. The fast path, one statement: the first item of each identity whose (app, scope)
+--    has no fence and to whose (app, subject) no emergency stop and no limit applies
+--    (the rows submit_task checks before calling tasklane.admit, so nothing is taken
+--    for them) is inserted with ON CONFLICT DO NOTHING, in identity order (two batches
+--    racing on the same identities then never wait on each other in a cycle), its
+--    `task.queued` event in the same statement. No identity advisory lock: the unique
+--    identity index already serialises concurrent inserts of one identity (the second
+--    waits for the first to commit or roll back), and no admission is taken that a
+--    duplicate would have to give back. Inserted items are answered 'created'.
+-- 3. Every other item (a later item of an identity, an identity that already existed
+--    or was inserted by a concurrent submit meanwhile, a fenced scope, an item to which
+--    a stop or limit applies) goes through tasklane.submit_task, in item order, in a
+--    later statement: its fresh snapshot sees what step 2 waited for, so it is answered
+--    as a single submit would be (found, conflict, scope_deleted, refused, created).
+--
+-- The parameters are one array per column, one element per item, in submit_task's
+-- order; p_digest is the full request digest (canonical || legacy, as submit_task
+-- takes it). Returns one row per item: its 1-based position `n` and submit_task's
+-- columns (in no particular order). Locks: the owner locks (shared), the new rows, and
+-- for the items of step 3 those of submit_task; all held until the transaction ends.
+CREATE FUNCTION tasklane.submit_tasks(
+    p_id uuid[], p_app text[], p_scope text[], p_effect_key text[], p_subject text[],
+    p_source text[], p_task_type text[], p_digest bytea[], p_input jsonb[],
+    p_priority smallint[], p_max_attempts integer[], p_on_restart text[], p_privacy text[],
+    p_lease_seconds integer[], p_attempt_timeout_seconds integer[],
+    p_deadline_seconds bigint[], p_resource text[], p_traceparent text[])
+RETURNS TABLE (n bigint, outcome text, refused text, refused_limit bigint,
+               free_at timestamptz, decided_at timestamptz, task tasklane.task_views)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_created bigint[];
+    v_views tasklane.task_views[];
+    v_done boolean[];
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(k.key)
+    FROM (SELECT DISTINCT tasklane.owner_key(a.app, a.scope) AS key
+          FROM unnest(p_app, p_scope) AS a (app, scope)
+          ORDER BY 1) k;
+
+    -- The view row is built from the new row in the column order of
+    -- tasklane.task_views (V1), as submit_task does; a change to that view changes this.
+    WITH item AS (
+        SELECT b.*, row_number() OVER (PARTITION BY b.app, b.scope, b.effect_key, b.subject
+                                       ORDER BY b.n) AS nth
+        FROM unnest(p_id, p_app, p_scope, p_effect_key, p_subject, p_source, p_task_type,
+                    p_digest, p_input, p_priority, p_max_attempts, p_on_restart,
+                    p_privacy, p_lease_seconds, p_attempt_timeout_seconds,
+                    p_deadline_seconds, p_resource, p_traceparent)
+             WITH ORDINALITY AS b (id, app, scope, effect_key, subject, source, task_type,
+                                   digest, input, priority, max_attempts, on_restart,
+                                   privacy, lease_seconds, attempt_timeout_seconds,
+                                   deadline_seconds, resource, traceparent, n)
+    ), inserted AS (
+        INSERT INTO tasklane.tasks AS t (
+            id, app, scope_id, effect_key, usage_subject, source_id, task_type,
+            request_digest, input, priority, max_attempts, on_restart, privacy,
+            lease_seconds, attempt_timeout_seconds, deadline_at, event_seq, resource,
+            traceparent)
+        SELECT i.id, i.app, i.scope, i.effect_key, i.subject, i.source, i.task_type,
+               i.digest, i.input, i.priority, i.max_attempts, i.on_restart, i.privacy,
+               i.lease_seconds, i.attempt_timeout_seconds,
+               now() + i.deadline_seconds * interval '1 second', 1, i.resource,
+               i.traceparent
+        FROM item i
+        WHERE i.nth = 1
+          AND NOT EXISTS (SELECT 1 FROM tasklane.scope_fences f
+                          WHERE f.app = i.app AND f.scope_id = i.scope)
+          AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e
+                          WHERE e.app IN ('', i.app))
+          AND NOT EXISTS (SELECT 1 FROM tasklane.limits k
+                          WHERE (k.app, k.usage_subject)
+                                IN (('', ''), (i.app, ''), (i.app, coalesce(i.subject, ''))))
+        ORDER BY i.app, i.scope, i.effect_key, i.subject
+        ON CONFLICT ON CONSTRAINT tasks_identity DO NOTHING
+        RETURNING t.id, t.created_at,
+                  ROW(t.id, t.app, t.scope_id, t.source_id, t.usage_subject, t.task_type,
+                      t.state, t.priority, t.attempt, t.max_attempts, t.progress, t.phase,
+                      t.created_at, t.started_at, t.finished_at, t.released_at,
+                      t.deadline_at, t.result, t.error_code, t.error_message,
+                      t.usage_units, t.provider, t.model, t.route)::tasklane.task_views AS v
+    ), event AS (
+        INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
+        SELECT c.id, 1, 'task.queued', jsonb_build_object('attempt', 0), c.created_at
+        FROM inserted c
+    )
+    SELECT array_agg(i.n), array_agg(c.v) INTO v_created, v_views
+    FROM inserted c JOIN item i USING (id);
+
+    RETURN QUERY
+    SELECT v_created[o.i], 'created'::text, NULL::text, NULL::bigint, NULL::timestamptz,
+           NULL::timestamptz, v_views[o.i]
+    FROM generate_subscripts(v_created, 1) AS o (i);
+    IF coalesce(cardinality(v_created), 0) = cardinality(p_id) THEN
+        RETURN;
+    END IF;
+
+    -- v_done[n]: item n was created above. The rest in item order (admission decides
+    -- in that order), one submit_task call each.
+    SELECT array_agg(c.n IS NOT NULL ORDER BY b.n) INTO v_done
+    FROM generate_subscripts(p_id, 1) AS b (n)
+    LEFT JOIN unnest(v_created) AS c (n) ON c.n = b.n;
+    RETURN QUERY
+    SELECT b.n, s.*
+    FROM (SELECT u.*
+          FROM unnest(p_id, p_app, p_scope, p_effect_key, p_subject, p_source,
+                      p_task_type, p_digest, p_input, p_priority, p_max_attempts,
+                      p_on_restart, p_privacy, p_lease_seconds, p_attempt_timeout_seconds,
+                      p_deadline_seconds, p_resource, p_traceparent)
+               WITH ORDINALITY AS u (id, app, scope, effect_key, subject, source,
+                                     task_type, digest, input, priority, max_attempts,
+                                     on_restart, privacy, lease_seconds,
+                                     attempt_timeout_seconds, deadline_seconds, resource,
+                                     traceparent, n)
+          WHERE NOT v_done[u.n]
+          ORDER BY u.n) b
+    LEFT JOIN LATERAL tasklane.submit_task(b.id, b.app, b.scope, b.effect_key,
+                                           b.subject, b.source, b.task_type, b.digest,
+                                           b.input, b.priority, b.max_attempts,
+                                           b.on_restart, b.privacy, b.lease_seconds,
+                                           b.attempt_timeout_seconds, b.deadline_seconds,
+                                           b.resource, b.traceparent) s ON true;
+END
+$$;
