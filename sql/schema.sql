@@ -99,8 +99,8 @@ CREATE TRIGGER tasks_delete_deliveries AFTER DELETE ON tasklane.tasks REFERENCIN
 -- trigger tasks_delete_events: migrations/V5__hot_paths.sql
 CREATE TRIGGER tasks_delete_events AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_events();
 
--- trigger tasks_enqueue_webhooks: migrations/V11__webhooks.sql
-CREATE TRIGGER tasks_enqueue_webhooks AFTER UPDATE OF state ON tasklane.tasks FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION tasklane.enqueue_webhooks();
+-- trigger tasks_enqueue_webhooks: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql
+CREATE TRIGGER tasks_enqueue_webhooks AFTER UPDATE ON tasklane.tasks REFERENCING OLD TABLE AS changed_from NEW TABLE AS changed_to FOR EACH STATEMENT EXECUTE FUNCTION tasklane.enqueue_webhooks();
 
 -- trigger tasks_queue_delete: migrations/V14__task_queue.sql
 CREATE TRIGGER tasks_queue_delete AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_queue();
@@ -498,7 +498,7 @@ CREATE INDEX task_queue_leased ON tasklane.task_queue USING btree (lease_expires
 CREATE INDEX task_queue_resource ON tasklane.task_queue USING btree (resource) WHERE ((resource IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
 
 
--- table webhook_deliveries: migrations/V11__webhooks.sql
+-- table webhook_deliveries: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql
 CREATE TABLE tasklane.webhook_deliveries (
     id uuid DEFAULT tasklane.uuid_v7() NOT NULL,
     endpoint_id uuid NOT NULL,
@@ -534,9 +534,6 @@ CREATE INDEX webhook_deliveries_log ON tasklane.webhook_deliveries USING btree (
 
 -- index webhook_deliveries_task: migrations/V11__webhooks.sql
 CREATE INDEX webhook_deliveries_task ON tasklane.webhook_deliveries USING btree (task_id) WHERE (status <> 'delivered'::text);
-
-ALTER TABLE ONLY tasklane.webhook_deliveries
-    ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES tasklane.webhook_endpoints(id) ON DELETE CASCADE;
 
 
 -- table webhook_endpoints: migrations/V11__webhooks.sql

@@ -1,33 +1,60 @@
--- Claims due notifications for delivery: at most $1, at most $2 per endpoint, none of
--- the endpoints in $4 (those this replica already has at its per-endpoint bound).
+-- Claims due notifications for delivery: at most $1 in all and, per endpoint, at most
+-- $2 less what this replica already holds of it ($4 endpoint ids with $5 their rows
+-- held, in flight or waiting for one of the endpoint's slots).
 -- A claim moves next_attempt_at $3 seconds ahead and sets a fresh claim_token, so a
 -- deliverer that dies mid-delivery leaves rows that come due again by themselves
--- (delivery is at least once), and counts the attempt.
--- $1 limit, $2 per-endpoint limit, $3 claim seconds (float8), $4 endpoint ids to skip.
+-- (delivery is at least once), and counts the attempt. A due row whose endpoint is gone
+-- (deleted while a terminal transition was writing it: no foreign key since V15) is
+-- deleted with the endpoint's log instead.
+-- Returns the claimed rows with where and how to send them: the endpoint's URL,
+-- whether it is disabled, and its live secrets (current first).
+-- $1 limit, $2 per-endpoint window, $3 claim seconds (float8), $4 uuid[], $5 int8[].
 -- Locks: the claimed rows FOR UPDATE SKIP LOCKED (briefly: the statement commits
 -- alone). The window over a bounded candidate list cannot carry FOR UPDATE itself, so
 -- the lock is taken in the next CTE, which bounds the rows (STYLE §3).
-WITH candidates AS (
-    SELECT c.id,
+WITH held AS (
+    SELECT * FROM unnest($4::uuid[], $5::int8[]) AS h(endpoint_id, rows)
+), candidates AS (
+    SELECT c.id, c.endpoint_id,
            row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS n
     FROM (SELECT id, endpoint_id, next_attempt_at
           FROM tasklane.webhook_deliveries
           WHERE status = 'pending' AND next_attempt_at <= now()
-            AND endpoint_id <> ALL ($4::uuid[])
           ORDER BY next_attempt_at
           LIMIT $1::bigint * 4) c
 ), due AS (
-    SELECT d.id
+    SELECT d.id, d.endpoint_id
     FROM tasklane.webhook_deliveries d
-    JOIN candidates c ON c.id = d.id AND c.n <= $2::bigint
+    JOIN candidates c ON c.id = d.id
+    LEFT JOIN held h ON h.endpoint_id = c.endpoint_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+      AND c.n <= $2::bigint - coalesce(h.rows, 0)
     ORDER BY d.next_attempt_at
     LIMIT $1::bigint
     FOR UPDATE OF d SKIP LOCKED
+), orphans AS (
+    DELETE FROM tasklane.webhook_deliveries d
+    USING due
+    WHERE d.id = due.id
+      AND NOT EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e WHERE e.id = due.endpoint_id)
+), claimed AS (
+    UPDATE tasklane.webhook_deliveries d
+    SET attempts = d.attempts + 1, claim_token = gen_random_uuid(),
+        next_attempt_at = now() + $3::float8 * interval '1 second'
+    FROM due
+    WHERE d.id = due.id
+      AND EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e WHERE e.id = due.endpoint_id)
+    RETURNING d.id, d.endpoint_id, d.task_id, d.event, d.created_at, d.attempts, d.claim_token
+), targets AS (
+    SELECT e.id, e.url, e.disabled,
+           coalesce(array_agg(s.secret ORDER BY s.expires_at DESC NULLS FIRST)
+                    FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
+    FROM tasklane.webhook_endpoints e
+    LEFT JOIN tasklane.webhook_secrets s
+           ON s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+    WHERE e.id IN (SELECT endpoint_id FROM due)
+    GROUP BY e.id
 )
-UPDATE tasklane.webhook_deliveries d
-SET attempts = d.attempts + 1, claim_token = gen_random_uuid(),
-    next_attempt_at = now() + $3::float8 * interval '1 second'
-FROM due
-WHERE d.id = due.id
-RETURNING d.id, d.endpoint_id, d.task_id, d.event, d.created_at, d.attempts, d.claim_token
+SELECT c.*, t.url, t.disabled, t.secrets
+FROM claimed c
+JOIN targets t ON t.id = c.endpoint_id

@@ -171,7 +171,8 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_WEBHOOK_RETRY_SCHEDULE", default_value = crate::webhooks::schedule::DEFAULT_SCHEDULE)]
     pub webhook_retry_schedule: String,
 
-    /// Webhook attempts in flight at once in this replica (maintenance role).
+    /// Webhook notifications this replica holds at once, in flight or waiting for their
+    /// endpoint's turn in a round (maintenance role).
     #[arg(long, env = "TASKLANE_WEBHOOK_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub webhook_concurrency: u16,
 

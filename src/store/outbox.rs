@@ -1,13 +1,16 @@
-//! The notification outbox as the deliverer sees it: claim due rows (with a short claim
-//! that runs out by itself), read where and how to send them, record each attempt's
-//! outcome fenced on its claim, disable an endpoint after a 410, prune the delivered
-//! log. Rows are written by the `tasks_enqueue_webhooks` trigger in the transaction
-//! that makes a task terminal (migration V11).
+//! The notification outbox as the deliverer sees it: claim due rows with where and how
+//! to send them (a short claim that runs out by itself), read the tasks' views, record
+//! a round's outcomes fenced on their claims, disable an endpoint after a 410, prune the
+//! delivered log. Rows are written by the `tasks_enqueue_webhooks` statement trigger in
+//! the transaction that makes a task terminal (migrations V11, V15). The deliverer's
+//! statements are prepared once per connection (deadpool's statement cache): it runs
+//! them every round.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient as PooledClient;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -16,7 +19,7 @@ use super::{DbError, TaskRecord};
 /// The channel the enqueue trigger NOTIFYs (once per transaction that enqueued).
 pub const WEBHOOKS_CHANNEL: &str = "tasklane_webhooks";
 
-/// A notification claimed for one attempt.
+/// A notification claimed for one attempt, with where and how to send it.
 #[derive(Debug, Clone)]
 pub struct Claimed {
     /// Also the `webhook-id`.
@@ -30,32 +33,40 @@ pub struct Claimed {
     pub attempts: i32,
     /// The fencing token of this attempt's outcome.
     pub claim_token: Uuid,
+    pub target: Target,
 }
 
 /// What [`claim`] may take.
 #[derive(Debug, Clone)]
 pub struct ClaimLimits {
     pub max: i64,
-    pub per_endpoint: i64,
+    /// Rows this replica may hold per endpoint (in flight or waiting for a slot).
+    pub window: i64,
     /// How long a claim holds before another deliverer may take the row.
     pub claim_for: Duration,
-    /// Endpoints to leave alone this time.
-    pub skip: Vec<Uuid>,
+    /// `(endpoint, rows)` this replica already holds.
+    pub held: Vec<(Uuid, i64)>,
 }
 
-/// Claims due notifications (see `sql/webhook_claim.sql`).
-pub async fn claim<C: GenericClient + Sync>(
+/// Claims due notifications with their targets (see `sql/webhook_claim.sql`). The
+/// statement is prepared once per connection: the deliverer runs it every round.
+pub async fn claim<C: PooledClient + Sync>(
     client: &C,
     limits: &ClaimLimits,
 ) -> Result<Vec<Claimed>, DbError> {
+    let (endpoints, rows): (Vec<Uuid>, Vec<i64>) = limits.held.iter().copied().unzip();
+    let statement = client
+        .prepare_cached(include_str!("../../sql/webhook_claim.sql"))
+        .await?;
     let rows = client
         .query(
-            include_str!("../../sql/webhook_claim.sql"),
+            &statement,
             &[
                 &limits.max,
-                &limits.per_endpoint,
+                &limits.window,
                 &limits.claim_for.as_secs_f64(),
-                &limits.skip,
+                &endpoints,
+                &rows,
             ],
         )
         .await?;
@@ -69,6 +80,11 @@ pub async fn claim<C: GenericClient + Sync>(
                 created_at: row.try_get("created_at")?,
                 attempts: row.try_get("attempts")?,
                 claim_token: row.try_get("claim_token")?,
+                target: Target {
+                    url: row.try_get("url")?,
+                    disabled: row.try_get("disabled")?,
+                    secrets: row.try_get("secrets")?,
+                },
             })
         })
         .collect()
@@ -83,39 +99,15 @@ pub struct Target {
     pub secrets: Vec<String>,
 }
 
-/// The targets of `endpoint_ids` (a deleted endpoint is absent).
-pub async fn targets<C: GenericClient + Sync>(
-    client: &C,
-    endpoint_ids: &[Uuid],
-) -> Result<HashMap<Uuid, Target>, DbError> {
-    let rows = client
-        .query(
-            include_str!("../../sql/webhook_targets.sql"),
-            &[&endpoint_ids],
-        )
-        .await?;
-    rows.iter()
-        .map(|row| {
-            Ok((
-                row.try_get("id")?,
-                Target {
-                    url: row.try_get("url")?,
-                    disabled: row.try_get("disabled")?,
-                    secrets: row.try_get("secrets")?,
-                },
-            ))
-        })
-        .collect()
-}
-
 /// The tasks `task_ids` as their views (a deleted task is absent).
-pub async fn tasks<C: GenericClient + Sync>(
+pub async fn tasks<C: PooledClient + Sync>(
     client: &C,
     task_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, TaskRecord>, DbError> {
-    let rows = client
-        .query(include_str!("../../sql/webhook_tasks.sql"), &[&task_ids])
+    let statement = client
+        .prepare_cached(include_str!("../../sql/webhook_tasks.sql"))
         .await?;
+    let rows = client.query(&statement, &[&task_ids]).await?;
     rows.iter()
         .map(|row| TaskRecord::from_row(row).map(|task| (task.id, task)))
         .collect()
@@ -194,7 +186,7 @@ fn columns(settlement: &Settlement) -> (&'static str, f64, Option<i32>, Option<S
 
 /// Records a round of outcomes `(id, claim_token, settlement)` in one statement;
 /// returns how many claims held.
-pub async fn settle_many<C: GenericClient + Sync>(
+pub async fn settle_many<C: PooledClient + Sync>(
     client: &C,
     outcomes: &mut [(Uuid, Uuid, Settlement)],
 ) -> Result<u64, DbError> {
@@ -217,9 +209,12 @@ pub async fn settle_many<C: GenericClient + Sync>(
         statuses.push(status);
         errors.push(error);
     }
+    let statement = client
+        .prepare_cached(include_str!("../../sql/webhook_settle_many.sql"))
+        .await?;
     let rows = client
         .query(
-            include_str!("../../sql/webhook_settle_many.sql"),
+            &statement,
             &[&ids, &tokens, &states, &delays, &statuses, &errors],
         )
         .await?;

@@ -21,7 +21,7 @@ use super::guard::AddressGuard;
 use super::schedule::{verdict, RetrySchedule, Verdict};
 use super::sender::{Answer, Message, Sender};
 use super::{payload, signature};
-use crate::store::outbox::{self, ClaimLimits, Claimed, Settlement, Target, WEBHOOKS_CHANNEL};
+use crate::store::outbox::{self, ClaimLimits, Claimed, Settlement, WEBHOOKS_CHANNEL};
 use crate::store::{self, TaskRecord};
 use crate::telemetry::Instruments;
 
@@ -120,6 +120,12 @@ impl Deliverer {
 
     /// Claims, sends and records until `shutdown`; attempts in flight then get a few
     /// seconds, the rest come back to the outbox when their claim runs out.
+    ///
+    /// Work goes in rounds: a claim (with the targets), one read of the tasks' views,
+    /// the attempts, and one settle statement for the outcomes gathered meanwhile. The
+    /// next claim comes when half of what the replica held after the last one has
+    /// finished, or on a wake-up (NOTIFY, the poll), not after every attempt: a claim
+    /// and a settle per delivery cost the drain more than the delivery itself.
     pub async fn run(self, shutdown: CancellationToken) {
         if let Some(url) = self.config.listen_url.clone() {
             tokio::spawn(crate::store::listen::listen(
@@ -135,23 +141,30 @@ impl Deliverer {
         let mut per_endpoint: HashMap<Uuid, (usize, Arc<Semaphore>)> = HashMap::new();
         let mut sampled = tokio::time::Instant::now() - SAMPLE_EVERY;
         let mut failing = false;
+        // Look for due rows now (start, wake-up, poll, a round half done).
+        let mut look = true;
+        // Attempts finished since the last claim, and how many finish a round.
+        let (mut finished_since, mut round) = (0usize, 1usize);
         while !shutdown.is_cancelled() {
             if sampled.elapsed() >= SAMPLE_EVERY {
                 self.sample().await;
                 sampled = tokio::time::Instant::now();
             }
-            self.record(&mut outcomes).await;
             let free = self.config.concurrency.saturating_sub(flight.len());
-            let mut full = false;
-            if free > 0 {
+            if look && free > 0 {
+                look = false;
+                self.record(&mut outcomes).await;
                 match self.claim(free, &per_endpoint).await {
-                    Ok((claimed, targets, tasks)) => {
+                    Ok((claimed, tasks)) => {
                         if failing {
                             tracing::info!("webhook deliveries resumed");
                             failing = false;
                         }
-                        full = claimed.len() == free;
-                        self.start(claimed, targets, tasks, &mut flight, &mut per_endpoint);
+                        // A full claim: more may be due once slots free up.
+                        look = claimed.len() == free;
+                        self.start(claimed, tasks, &mut flight, &mut per_endpoint);
+                        finished_since = 0;
+                        round = (flight.len() / 2).max(1);
                     }
                     Err(error) => {
                         if !failing {
@@ -161,19 +174,25 @@ impl Deliverer {
                     }
                 }
             }
-            if full && flight.len() < self.config.concurrency {
-                continue;
+            if flight.is_empty() {
+                // Nothing in flight: whatever finished is recorded before the wait.
+                self.record(&mut outcomes).await;
             }
             tokio::select! {
-                _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(self.config.poll_interval) => {}
+                _ = self.wake.notified() => look = true,
+                _ = tokio::time::sleep(self.config.poll_interval) => look = true,
                 Some(done) = flight.join_next(), if !flight.is_empty() => {
                     finished(done, &mut per_endpoint, &mut outcomes);
+                    finished_since += 1;
                 }
                 _ = shutdown.cancelled() => {}
             }
             while let Some(done) = flight.try_join_next() {
                 finished(done, &mut per_endpoint, &mut outcomes);
+                finished_since += 1;
+            }
+            if finished_since >= round || flight.is_empty() {
+                look = true;
             }
         }
         let drain = async {
@@ -193,7 +212,7 @@ impl Deliverer {
         }
         let result = async {
             let client = self.shared.pool.get().await.context("connection")?;
-            outbox::settle_many(store::client(&client), outcomes)
+            outbox::settle_many(&client, outcomes)
                 .await
                 .context("settle")
         }
@@ -204,77 +223,75 @@ impl Deliverer {
         outcomes.clear();
     }
 
-    /// Claims up to `free` rows (none of endpoints at their bound) with what sending
-    /// them needs.
+    /// Claims up to `free` rows, each endpoint up to its window less what this replica
+    /// holds of it, with the views of their tasks.
+    ///
+    /// The window is twice the endpoint's slots: a claimed row waits for at most one
+    /// round of the endpoint's attempts before its own, so with the defaults (8 slots,
+    /// 15 s timeout, 60 s claim) even a receiver that times out every attempt has each
+    /// row sent within 45 s of its claim, before another replica may take it.
     async fn claim(
         &self,
         free: usize,
         per_endpoint: &HashMap<Uuid, (usize, Arc<Semaphore>)>,
-    ) -> anyhow::Result<(
-        Vec<Claimed>,
-        HashMap<Uuid, Target>,
-        HashMap<Uuid, TaskRecord>,
-    )> {
-        let bound = self.config.per_endpoint.max(1);
-        let skip = per_endpoint
+    ) -> anyhow::Result<(Vec<Claimed>, HashMap<Uuid, TaskRecord>)> {
+        let slots = self.config.per_endpoint.max(1);
+        let held = per_endpoint
             .iter()
-            .filter(|(_, (n, _))| *n >= bound)
-            .map(|(id, _)| *id)
+            .map(|(id, (n, _))| (*id, *n as i64))
             .collect();
         let client = self.shared.pool.get().await.context("connection")?;
-        let client = store::client(&client);
         let limits = ClaimLimits {
             max: free as i64,
-            per_endpoint: bound as i64,
+            window: (2 * slots) as i64,
             claim_for: self.config.claim_for,
-            skip,
+            held,
         };
-        let claimed = outbox::claim(client, &limits).await.context("claim")?;
+        let claimed = outbox::claim(&client, &limits).await.context("claim")?;
         if claimed.is_empty() {
             return Ok(Default::default());
         }
-        let mut endpoints: Vec<Uuid> = claimed.iter().map(|c| c.endpoint_id).collect();
-        endpoints.sort_unstable();
-        endpoints.dedup();
-        let task_ids: Vec<Uuid> = claimed.iter().map(|c| c.task_id).collect();
-        let targets = outbox::targets(client, &endpoints)
-            .await
-            .context("targets")?;
-        let mut tasks = outbox::tasks(client, &task_ids).await.context("tasks")?;
+        let mut task_ids: Vec<Uuid> = claimed.iter().map(|c| c.task_id).collect();
+        task_ids.sort_unstable();
+        task_ids.dedup();
+        // Sent together, answered in one round trip (the client pipelines them).
+        let (tasks, summaries) = tokio::try_join!(
+            async { outbox::tasks(&client, &task_ids).await.context("tasks") },
+            async {
+                store::attempts::summaries(store::client(&client), &task_ids)
+                    .await
+                    .context("attempt summaries")
+            },
+        )?;
+        let (mut tasks, mut summaries) = (tasks, summaries);
         // The view an app token reads carries the attempts' usage and provenance.
-        let ids: Vec<Uuid> = tasks.keys().copied().collect();
-        let mut summaries = store::attempts::summaries(client, &ids)
-            .await
-            .context("attempt summaries")?;
         for (id, task) in tasks.iter_mut() {
             task.attempts = Some(summaries.remove(id).unwrap_or_default());
         }
-        Ok((claimed, targets, tasks))
+        Ok((claimed, tasks))
     }
 
     fn start(
         &self,
         claimed: Vec<Claimed>,
-        targets: HashMap<Uuid, Target>,
         tasks: HashMap<Uuid, TaskRecord>,
         flight: &mut JoinSet<Done>,
         per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
     ) {
-        let bound = self.config.per_endpoint.max(1);
+        let slots = self.config.per_endpoint.max(1);
         for row in claimed {
             let entry = per_endpoint
                 .entry(row.endpoint_id)
-                .or_insert_with(|| (0, Arc::new(Semaphore::new(bound))));
+                .or_insert_with(|| (0, Arc::new(Semaphore::new(slots))));
             entry.0 += 1;
             let permits = entry.1.clone();
-            let target = targets.get(&row.endpoint_id).cloned();
             // Several endpoints may be notified of one task in one batch.
             let task = tasks.get(&row.task_id).cloned();
             let shared = self.shared.clone();
             flight.spawn(async move {
                 let endpoint_id = row.endpoint_id;
                 let _permit = permits.acquire_owned().await;
-                (endpoint_id, shared.attempt(row, target, task).await)
+                (endpoint_id, shared.attempt(row, task).await)
             });
         }
     }
@@ -316,16 +333,8 @@ fn finished(
 impl Shared {
     /// Sends one claimed row; what came of it, for the round's record (a 410 is
     /// recorded here, with the endpoint's disabling).
-    async fn attempt(
-        &self,
-        row: Claimed,
-        target: Option<Target>,
-        task: Option<TaskRecord>,
-    ) -> Option<Outcome> {
-        let Some(target) = target else {
-            return None; // The endpoint was deleted, and the row with it.
-        };
-        let settlement = match (target.disabled, task) {
+    async fn attempt(&self, row: Claimed, task: Option<TaskRecord>) -> Option<Outcome> {
+        let settlement = match (row.target.disabled, task) {
             (true, _) => Settlement::Failed {
                 status: None,
                 error: Some("the endpoint is disabled".into()),
@@ -334,7 +343,7 @@ impl Shared {
                 status: None,
                 error: Some("the task no longer exists".into()),
             },
-            (false, Some(task)) => self.send(&row, &target, task).await,
+            (false, Some(task)) => self.send(&row, task).await,
         };
         let gone = matches!(
             settlement,
@@ -360,8 +369,9 @@ impl Shared {
         None
     }
 
-    async fn send(&self, row: &Claimed, target: &Target, task: TaskRecord) -> Settlement {
-        let keys: Vec<Vec<u8>> = target
+    async fn send(&self, row: &Claimed, task: TaskRecord) -> Settlement {
+        let keys: Vec<Vec<u8>> = row
+            .target
             .secrets
             .iter()
             .filter_map(|s| signature::key_of(s).ok())
@@ -373,7 +383,7 @@ impl Shared {
         let answer = self
             .sender
             .send(Message {
-                url: &target.url,
+                url: &row.target.url,
                 id: &id,
                 timestamp,
                 signature: &signature,

@@ -119,6 +119,37 @@ async fn a_failed_attempt_is_retried_with_the_same_webhook_id() {
     );
 }
 
+/// A round whose attempts partly fail: the deliverer settles a round's outcomes in one
+/// statement, and each row must still get its own (the failed ones retried with their
+/// webhook-id, the others delivered once).
+#[tokio::test]
+async fn a_round_where_some_attempts_fail_settles_each_on_its_own() {
+    let db = common::test_db().await;
+    // Enough steps that three 500s can never use up one row's attempts.
+    let schedule = [("TASKLANE_WEBHOOK_RETRY_SCHEDULE", "100ms,100ms,100ms,100ms")];
+    let (_replica, api) = replica(&db, &schedule).await;
+    let receiver = Receiver::start().await;
+    register(&api, "main", &receiver.url, Some(SECRET_A)).await;
+    receiver.secrets(&[SECRET_A]);
+    receiver.script([Reply::status(500), Reply::status(503), Reply::status(500)]);
+    for n in 0..10 {
+        noop(&api, &format!("k{n}")).await;
+    }
+    let rows = log_until(&api, "main", 10, "delivered").await;
+    let attempts: i64 = rows.iter().map(|r| r["attempts"].as_i64().unwrap()).sum();
+    assert_eq!(attempts, 13, "ten first attempts and one more per failure");
+    assert!(rows.iter().all(|r| r["last_status"] == 200));
+    let received = receiver.received();
+    assert_eq!(received.len(), 13);
+    let ids: std::collections::HashSet<&String> = received.iter().map(|m| &m.id).collect();
+    assert_eq!(
+        ids.len(),
+        10,
+        "a retry carries its notification's webhook-id"
+    );
+    assert!(received.iter().all(|m| m.verified == [true]));
+}
+
 #[tokio::test]
 async fn retries_run_out_and_the_notification_fails() {
     let db = common::test_db().await;

@@ -6,6 +6,7 @@ use crate::common;
 
 mod crash;
 mod delivery;
+mod outbox;
 mod receiver;
 mod routes;
 mod terminal_paths;

@@ -1,0 +1,277 @@
+//! The outbox's set-based statements (V15): the statement trigger writes one
+//! notification per row that became terminal in a multi-row UPDATE and none for rows
+//! that did not; the claim takes each endpoint up to its window less what the replica
+//! holds, returns the targets, and deletes rows whose endpoint is gone; one settle
+//! statement records a round of mixed outcomes, each fenced on its own claim.
+
+use std::time::Duration;
+
+use crate::common;
+
+use common::fixtures::*;
+use tasklane::store::outbox::{self, ClaimLimits, Claimed, Settlement};
+use tasklane::store::query::Owner;
+use tasklane::store::webhooks;
+use tokio_postgres::Client;
+use uuid::Uuid;
+
+const ALL: [&str; 3] = ["task.succeeded", "task.failed", "task.cancelled"];
+
+async fn endpoint(c: &Client, app: &str, name: &str) -> Uuid {
+    let events: Vec<String> = ALL.iter().map(|e| e.to_string()).collect();
+    webhooks::upsert(c, app, name, "http://127.0.0.1:9/", &events)
+        .await
+        .unwrap()
+        .id
+}
+
+/// `count` cancelled tasks of APP, so `count` notifications per endpoint; their ids.
+async fn cancelled(c: &Client, prefix: &str, count: usize) -> Vec<Uuid> {
+    let owner = Owner::app(APP);
+    let mut ids = Vec::new();
+    for n in 0..count {
+        let t = submit(c, &format!("{prefix}-{n}"), serde_json::json!({})).await;
+        tasklane::store::cancel::cancel(c, &owner, t.id)
+            .await
+            .unwrap();
+        ids.push(t.id);
+    }
+    ids
+}
+
+fn limits(max: i64, window: i64, held: Vec<(Uuid, i64)>) -> ClaimLimits {
+    ClaimLimits {
+        max,
+        window,
+        claim_for: Duration::from_secs(60),
+        held,
+    }
+}
+
+async fn claim(db: &common::TestDb, limits: &ClaimLimits) -> Vec<Claimed> {
+    let client = db.pool.get().await.unwrap();
+    outbox::claim(&client, limits).await.unwrap()
+}
+
+#[tokio::test]
+async fn one_statement_notifies_each_row_that_became_terminal_and_no_other() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let all = endpoint(&c, APP, "all").await;
+    let queued: Vec<Uuid> = {
+        let mut ids = Vec::new();
+        for n in 0..3 {
+            ids.push(submit(&c, &format!("q{n}"), serde_json::json!({})).await.id);
+        }
+        ids
+    };
+    let done = cancelled(&c, "done", 1).await;
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.webhook_deliveries").await,
+        1
+    );
+    // Two queued rows become terminal; one stays queued; an already terminal row is
+    // written again: one statement, two notifications.
+    let terminal = vec![queued[0], queued[1], done[0]];
+    c.execute(
+        "UPDATE tasklane.tasks SET state = 'cancelled', finished_at = now(),
+                event_seq = event_seq + 1
+         WHERE id = ANY($1)",
+        &[&terminal],
+    )
+    .await
+    .unwrap();
+    c.execute(
+        "UPDATE tasklane.tasks SET priority = 1 WHERE id = $1",
+        &[&queued[2]],
+    )
+    .await
+    .unwrap();
+    let rows = c
+        .query(
+            "SELECT task_id, endpoint_id, event FROM tasklane.webhook_deliveries
+             ORDER BY task_id",
+            &[],
+        )
+        .await
+        .unwrap();
+    let mut got: Vec<(Uuid, Uuid, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    got.sort();
+    let mut wanted: Vec<(Uuid, Uuid, String)> = [queued[0], queued[1], done[0]]
+        .into_iter()
+        .map(|t| (t, all, "task.cancelled".to_owned()))
+        .collect();
+    wanted.sort();
+    assert_eq!(got, wanted);
+}
+
+#[tokio::test]
+async fn with_every_endpoint_disabled_a_terminal_statement_writes_nothing() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    endpoint(&c, APP, "off").await;
+    c.execute("UPDATE tasklane.webhook_endpoints SET disabled = true", &[])
+        .await
+        .unwrap();
+    cancelled(&c, "t", 2).await;
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.webhook_deliveries").await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn the_claim_takes_each_endpoint_up_to_its_window_less_what_is_held() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let a = endpoint(&c, APP, "a").await;
+    let b = endpoint(&c, APP, "b").await;
+    webhooks::rotate_secret(&c, a, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        .await
+        .unwrap();
+    cancelled(&c, "t", 5).await;
+    // Window 3: a holds 1 already, so 2 of a; b holds none, so 3 of b.
+    let claimed = claim(&db, &limits(10, 3, vec![(a, 1)])).await;
+    let of = |e: Uuid| claimed.iter().filter(|r| r.endpoint_id == e).count();
+    assert_eq!((of(a), of(b)), (2, 3));
+    let row = claimed.iter().find(|r| r.endpoint_id == a).unwrap();
+    assert_eq!(row.target.url, "http://127.0.0.1:9/");
+    assert!(!row.target.disabled);
+    assert_eq!(
+        row.target.secrets,
+        vec!["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_owned()]
+    );
+    assert!(claimed.iter().all(|r| r.attempts == 1));
+    // The claimed rows are not due again while the claim holds; the rest are.
+    let again = claim(&db, &limits(10, 10, vec![])).await;
+    assert_eq!(again.len(), 10 - 5);
+    assert!(again.iter().all(|r| !claimed.iter().any(|c| c.id == r.id)));
+}
+
+#[tokio::test]
+async fn a_notification_whose_endpoint_is_gone_is_deleted_by_the_claim() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let kept = endpoint(&c, APP, "kept").await;
+    cancelled(&c, "t", 1).await;
+    // What a terminal transition racing the endpoint's deletion leaves behind.
+    c.execute(
+        "INSERT INTO tasklane.webhook_deliveries (endpoint_id, app, scope_id, task_id, event)
+         VALUES (gen_random_uuid(), $1, $2, gen_random_uuid(), 'task.succeeded')",
+        &[&APP, &SCOPE],
+    )
+    .await
+    .unwrap();
+    let claimed = claim(&db, &limits(10, 10, vec![])).await;
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].endpoint_id, kept);
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.webhook_deliveries").await,
+        1,
+        "the orphan is gone"
+    );
+}
+
+#[tokio::test]
+async fn deleting_an_endpoint_deletes_its_deliveries() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let gone = endpoint(&c, APP, "gone").await;
+    let kept = endpoint(&c, APP, "kept").await;
+    cancelled(&c, "t", 2).await;
+    assert!(webhooks::delete(&c, APP, "gone").await.unwrap());
+    let left = c
+        .query(
+            "SELECT DISTINCT endpoint_id FROM tasklane.webhook_deliveries",
+            &[],
+        )
+        .await
+        .unwrap();
+    let left: Vec<Uuid> = left.iter().map(|r| r.get(0)).collect();
+    assert_eq!(left, vec![kept]);
+    assert_ne!(gone, kept);
+}
+
+#[tokio::test]
+async fn one_settle_records_a_round_of_mixed_outcomes_each_fenced_on_its_claim() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    endpoint(&c, APP, "all").await;
+    cancelled(&c, "t", 4).await;
+    let claimed = claim(&db, &limits(10, 10, vec![])).await;
+    assert_eq!(claimed.len(), 4);
+    let mut outcomes = vec![
+        (
+            claimed[0].id,
+            claimed[0].claim_token,
+            Settlement::Delivered { status: 204 },
+        ),
+        (
+            claimed[1].id,
+            claimed[1].claim_token,
+            Settlement::Retry {
+                after: Duration::from_secs(300),
+                status: Some(500),
+                error: Some("HTTP 500".into()),
+            },
+        ),
+        (
+            claimed[2].id,
+            claimed[2].claim_token,
+            Settlement::Failed {
+                status: Some(400),
+                error: Some("HTTP 400".into()),
+            },
+        ),
+        // A claim that no longer holds (another replica took the row): no effect.
+        (
+            claimed[3].id,
+            Uuid::new_v4(),
+            Settlement::Delivered { status: 200 },
+        ),
+    ];
+    let client = db.pool.get().await.unwrap();
+    let held = outbox::settle_many(&client, &mut outcomes).await.unwrap();
+    assert_eq!(held, 3);
+    let state = |id: Uuid| {
+        let c = &c;
+        async move {
+            let row = c
+                .query_one(
+                    "SELECT status, last_status, claim_token IS NULL AS settled,
+                            next_attempt_at > now() + interval '200 seconds' AS later
+                     FROM tasklane.webhook_deliveries WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .unwrap();
+            (
+                row.get::<_, String>(0),
+                row.get::<_, Option<i32>>(1),
+                row.get::<_, bool>(2),
+                row.get::<_, bool>(3),
+            )
+        }
+    };
+    assert_eq!(
+        state(claimed[0].id).await,
+        ("delivered".into(), Some(204), true, false)
+    );
+    assert_eq!(
+        state(claimed[1].id).await,
+        ("pending".into(), Some(500), true, true),
+        "retried after the delay given"
+    );
+    assert_eq!(
+        state(claimed[2].id).await,
+        ("failed".into(), Some(400), true, false)
+    );
+    assert_eq!(
+        state(claimed[3].id).await,
+        ("pending".into(), None, false, false),
+        "the stale outcome changed nothing"
+    );
+}
