@@ -47,7 +47,10 @@ async fn the_mirror_follows_every_transition() {
     let a = submit(&c, "a", serde_json::json!({"n": 1})).await;
     let b = submit(&c, "b", serde_json::json!({"n": 2})).await;
     let d = submit(&c, "d", serde_json::json!({"n": 3})).await;
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.task_queue").await, 3);
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.task_queue").await,
+        3
+    );
     assert_in_step(&c, "submit").await;
 
     let claimed = claim(&c, 2).await;
@@ -120,7 +123,10 @@ async fn the_mirror_follows_every_transition() {
         .await
         .unwrap();
     assert_in_step(&c, "delete").await;
-    assert_eq!(count(&c, "SELECT count(*) FROM tasklane.task_queue").await, 1);
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.task_queue").await,
+        1
+    );
 }
 
 /// An update that changes nothing the mirror holds (progress, phase, a release) writes
@@ -173,7 +179,11 @@ async fn claim_and_settle_are_hot_updates_of_tasks() {
     c.batch_execute("COMMIT").await.unwrap();
     assert_eq!(claims.0, 40);
     assert!(settles.0 >= 40, "{settles:?}");
-    assert_eq!((claims.1, settles.1), (claims.0, settles.0), "every update was HOT");
+    assert_eq!(
+        (claims.1, settles.1),
+        (claims.0, settles.0),
+        "every update was HOT"
+    );
 }
 
 /// Claims lock `tasks` rows found through the mirror; cancels lock `tasks` rows and then
@@ -224,7 +234,11 @@ async fn claims_racing_cancels_neither_deadlock_nor_drift() {
             claimed.extend(handle.await.unwrap());
         }
         let unique: std::collections::HashSet<_> = claimed.iter().collect();
-        assert_eq!(unique.len(), claimed.len(), "round {round}: a task claimed twice");
+        assert_eq!(
+            unique.len(),
+            claimed.len(),
+            "round {round}: a task claimed twice"
+        );
         assert_in_step(&c, &format!("round {round}")).await;
     }
 }
