@@ -126,8 +126,11 @@ impl Replica {
             wakeup.clone(),
             config.max_input_bytes,
         )
-        .with_instruments(telemetry.instruments().clone())
-        .with_submit_coalescing();
+        // Submit group commit (`with_submit_coalescing`) stays off: it halves PostgreSQL
+        // CPU per submit under pgbench, but end to end (benches/http_load.rs, quiet,
+        // 2026-12-01) it gained no throughput at 64 clients and tripled the p50 at
+        // 1,000/s (36 ms against 13 ms); see benches/RESULTS.md.
+        .with_instruments(telemetry.instruments().clone());
         let pool_gauges = pool_gauges(&telemetry.meter(), &pool);
         let shutdown = CancellationToken::new();
         let stop_work = CancellationToken::new();

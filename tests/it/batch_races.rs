@@ -151,7 +151,7 @@ async fn racing_batches_create_each_identity_once() {
 }
 
 /// Concurrent single submits through a coalescing service (`Tasklane::submit` with
-/// `with_submit_coalescing`, as every serving replica runs): whatever groups they land
+/// `with_submit_coalescing`, which an embedding application may turn on): whatever groups they land
 /// in, each is answered as alone. A fenced scope and a subject at its capacity are
 /// refused per item; repeats join; another request conflicts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
