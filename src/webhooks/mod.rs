@@ -8,6 +8,7 @@
 //! (the body). The I/O: [`sender`] (one HTTP attempt) and [`deliverer`] (the loop that
 //! claims, sends and records). Endpoints are managed through `service::webhooks`.
 
+mod attempt;
 pub mod deliverer;
 pub mod endpoint;
 pub mod guard;
