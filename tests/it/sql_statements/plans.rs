@@ -79,3 +79,99 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
         );
     }
 }
+
+/// The batch settle and the batch heartbeat on a backlog whose statistics say few tasks
+/// run (the drain's case: analyzed while all were queued) must probe the primary key
+/// once per element of the batch (a plain or a bitmap index scan; never the whole
+/// table, never the batch once per task). Joined beside a `t.id = ANY($1)`, they planned as a
+/// nested loop that re-ran the unnest for every task found: 65,280 rejected pairs and
+/// 60 ms for a batch of 256. Run under EXPLAIN ANALYZE (in a transaction rolled back),
+/// with custom and generic plans alike.
+#[tokio::test]
+async fn batch_settle_and_heartbeat_probe_each_task_once() {
+    let db = common::test_db().await;
+    let mut c = db.client().await;
+    c.batch_execute(
+        "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, request_digest, \
+           input, priority, max_attempts, on_restart, privacy, lease_seconds, \
+           attempt_timeout_seconds, event_seq) \
+         SELECT gen_random_uuid(), 'a', 's' || (g % 100), 'k' || g, 'noop', '\\x00', '{}', 0, \
+           3, 'retry', 'local_only', 30, 300, 1 FROM generate_series(1, 20000) g; \
+         ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue; \
+         UPDATE tasklane.tasks SET state = 'running', attempt = 1, event_seq = 2, \
+           lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 minute', \
+           attempt_started_at = now() \
+         WHERE id IN (SELECT id FROM tasklane.tasks ORDER BY id LIMIT 300);",
+    )
+    .await
+    .unwrap();
+    // The pairs of the 300 running tasks, sorted by id as the callers send them.
+    let pairs = c
+        .query_one(
+            "SELECT array_agg(id ORDER BY id)::text, array_agg(lease_token ORDER BY id)::text \
+             FROM tasklane.tasks WHERE state = 'running'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (ids, tokens): (String, String) = (pairs.get(0), pairs.get(1));
+    let batch = format!("'{ids}'::uuid[], '{tokens}'::uuid[]");
+    let statements = [
+        (
+            "heartbeat_many",
+            include_str!("../../../sql/heartbeat_many.sql"),
+            batch.clone(),
+        ),
+        (
+            "complete_many",
+            include_str!("../../../sql/complete_many.sql"),
+            format!(
+                "{batch}, array_fill('{{}}'::jsonb, ARRAY[300]), array_fill(NULL::int8, ARRAY[300]), \
+                 array_fill(NULL::text, ARRAY[300]), array_fill(NULL::text, ARRAY[300]), \
+                 array_fill('local'::text, ARRAY[300]), array_fill(NULL::text, ARRAY[300]), \
+                 array_fill(NULL::int8, ARRAY[300]), array_fill(NULL::int8, ARRAY[300]), \
+                 array_fill(NULL::int8, ARRAY[300])"
+            ),
+        ),
+    ];
+    for mode in ["force_custom_plan", "force_generic_plan"] {
+        for (name, sql, args) in &statements {
+            let tx = c.transaction().await.unwrap();
+            tx.batch_execute(&format!(
+                "SET LOCAL plan_cache_mode = {mode}; PREPARE s AS {sql}"
+            ))
+            .await
+            .unwrap();
+            let plan = tx
+                .query(
+                    &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE s({args})"),
+                    &[],
+                )
+                .await
+                .unwrap()
+                .iter()
+                // Lines cut short: the batch's arrays are printed in full otherwise.
+                .map(|row| row.get::<_, String>(0).chars().take(160).collect::<String>())
+                .collect::<Vec<_>>()
+                .join("\n");
+            tx.rollback().await.unwrap();
+            c.batch_execute("DEALLOCATE s").await.unwrap();
+            assert!(
+                plan.contains("rows=300 loops=1"),
+                "{name} ({mode}) found its 300 tasks:\n{plan}"
+            );
+            assert!(
+                plan.contains("tasks_pkey")
+                    && !plan.contains("Seq Scan on tasks")
+                    && !plan.contains("Rows Removed by Join Filter"),
+                "{name} ({mode}) probes each task once:\n{plan}"
+            );
+            assert!(
+                plan.lines()
+                    .filter(|line| line.contains("Function Scan"))
+                    .all(|line| line.contains("loops=1)")),
+                "{name} ({mode}) reads its batch once:\n{plan}"
+            );
+        }
+    }
+}
