@@ -1,4 +1,5 @@
--- transition: Succeed
+-- transition: Succeed by lease
+--   (a task holds a lease token only while running or cancelling: V17's CHECK)
 -- Settles a batch of leased tasks as succeeded in one statement (group commit of
 -- attempts that finished at about the same time), each fenced on its own lease token,
 -- each with its own task.succeeded event and attempt row, and the budget charge of the

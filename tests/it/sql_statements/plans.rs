@@ -151,7 +151,12 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
                 .unwrap()
                 .iter()
                 // Lines cut short: the batch's arrays are printed in full otherwise.
-                .map(|row| row.get::<_, String>(0).chars().take(160).collect::<String>())
+                .map(|row| {
+                    row.get::<_, String>(0)
+                        .chars()
+                        .take(160)
+                        .collect::<String>()
+                })
                 .collect::<Vec<_>>()
                 .join("\n");
             tx.rollback().await.unwrap();

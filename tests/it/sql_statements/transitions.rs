@@ -18,7 +18,10 @@
 //! one header expects, and each header must match a guard. A statement that writes rows
 //! another statement locked (`via`) has no guard of its own: the named statements carry
 //! it, and their headers may only name transitions it makes. Statements that lock rows
-//! for a transition (lease_lock.sql, lost_*.sql) carry headers too.
+//! for a transition (lease_lock.sql, lost_*.sql) carry headers too. A statement fenced
+//! `by lease` (with a reason) tests the lease token instead of the state: a task holds
+//! one only while running or cancelling (V17's CHECK tasks_lease_only_while_running),
+//! so its transitions must leave from exactly those and it must test `lease_token =`.
 
 use std::collections::BTreeMap;
 
@@ -34,7 +37,12 @@ struct Header {
     /// The guard it expects, in `TaskState::ALL` order; `None` for `via`.
     expects: Option<Vec<TaskState>>,
     via: Vec<String>,
+    /// Fenced by the lease token, with no state guard of its own.
+    by_lease: bool,
 }
+
+/// The states a task may hold a lease token in (V17's CHECK).
+const LEASED: [TaskState; 2] = [TaskState::Running, TaskState::Cancelling];
 
 #[test]
 fn every_state_guard_in_sql_equals_the_transition_table() {
@@ -97,6 +105,18 @@ fn the_check_refuses_drift() {
         !check(&unexplained).is_empty(),
         "a narrowing without a reason"
     );
+    let settle = files::all()
+        .into_iter()
+        .find(|f| f.name == "complete_many.sql")
+        .unwrap();
+    assert!(check(std::slice::from_ref(&settle)).is_empty());
+    let unfenced = SqlFile {
+        name: settle.name.clone(),
+        text: settle
+            .text
+            .replace("t.lease_token = i.lease_token", "t.worker_id = i.route"),
+    };
+    assert_eq!(check(&[unfenced]).len(), 1, "by lease without a token test");
 }
 
 /// Every problem in `files`, one line each.
@@ -146,6 +166,7 @@ fn check_file(
     }
     for header in headers {
         match &header.expects {
+            Some(expects) if header.by_lease => check_by_lease(expects, &tokens)?,
             Some(expects) if !guards.contains(expects) => {
                 return Err(format!("no guard {} as a header expects", names(expects)));
             }
@@ -154,6 +175,35 @@ fn check_file(
         }
     }
     Ok(())
+}
+
+/// A `by lease` header: its transitions leave from the leased states exactly, and the
+/// statement tests the token.
+fn check_by_lease(expects: &[TaskState], tokens: &[Token]) -> Result<(), String> {
+    if !in_order(|s| LEASED.contains(s)).eq(expects) {
+        return Err(format!(
+            "fenced by lease, but its transitions leave from {}, not {}",
+            names(expects),
+            names(&LEASED)
+        ));
+    }
+    // `lease_token =` as a condition (after WHERE or AND, the column maybe qualified),
+    // not a SET target.
+    let fenced = tokens.iter().enumerate().any(|(i, t)| {
+        let qualified = i >= 2 && tokens[i - 1] == Token::Punct('.');
+        let before = if qualified {
+            i.checked_sub(3)
+        } else {
+            i.checked_sub(1)
+        };
+        is_word(t, "lease_token")
+            && tokens.get(i + 1) == Some(&Token::Punct('='))
+            && before.is_some_and(|b| ["WHERE", "AND"].iter().any(|w| is_word(&tokens[b], w)))
+    });
+    match fenced {
+        true => Ok(()),
+        false => Err("fenced by lease, but no `lease_token =` test".into()),
+    }
 }
 
 /// A `via` header: no guard here; the named statements exist and make only these.
@@ -204,7 +254,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         Some(at) if text.ends_with(')') => (&text[..at], Some(&text[at + 1..text.len() - 1])),
         _ => (text, None),
     };
-    let (names_part, modifier, operand) = ["except", "only", "via"]
+    let (names_part, modifier, operand) = ["except", "only", "via", "by"]
         .into_iter()
         .find_map(|word| {
             let at = head.find(&format!(" {word} "))?;
@@ -238,6 +288,13 @@ fn parse_header(text: &str) -> Result<Header, String> {
             let only = narrowing()?;
             Some(in_order(|s| only.contains(s)))
         }
+        Some("by") if operand.trim() == "lease" => {
+            if reason.is_none_or(|r| r.trim().is_empty()) {
+                return Err(format!("{text:?} is fenced by lease without a (reason)"));
+            }
+            Some(sources.clone())
+        }
+        Some("by") => return Err(format!("{text:?}: only `by lease` is known")),
         _ => None,
     };
     let via = match modifier {
@@ -248,6 +305,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
         transitions,
         expects,
         via,
+        by_lease: modifier == Some("by"),
     })
 }
 
