@@ -18,7 +18,7 @@ ALTER TABLE tasklane.tasks
 GRANT USAGE ON SCHEMA tasklane TO tasklane_app;
 
 
--- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql, migrations/V14__task_queue.sql, migrations/V17__lease_token_only_while_running.sql
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql, migrations/V14__task_queue.sql, migrations/V17__lease_token_only_while_running.sql, migrations/V18__tasks_fillfactor_25.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
     app text NOT NULL,
@@ -71,7 +71,7 @@ CREATE TABLE tasklane.tasks (
     CONSTRAINT tasks_progress_check CHECK (((progress >= 0) AND (progress <= 100))),
     CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'cancelling'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 )
-WITH (fillfactor='40');
+WITH (fillfactor='25');
 
 ALTER TABLE ONLY tasklane.tasks
     ADD CONSTRAINT tasks_identity UNIQUE NULLS NOT DISTINCT (app, scope_id, effect_key, usage_subject);
