@@ -85,7 +85,8 @@ pub struct ServeConfig {
     /// Database connections of this replica. More connections than a few per database
     /// core only add contention (measured: 64 HTTP clients on 2 cores submit ~60% faster
     /// with 16 than with 32), and three replicas at 16 stay under PostgreSQL's default
-    /// `max_connections` of 100.
+    /// `max_connections` of 100. Claims run on `2 × claimers + 2` connections of their
+    /// own (see `Database::claim_pool`).
     #[arg(long, env = "TASKLANE_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
 

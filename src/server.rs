@@ -120,12 +120,16 @@ impl Replica {
         }
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
+        // Claims on their own connections, planned generically: one per claim loop
+        // (local, and the routed external one beside it) and two for remote workers'.
+        let claims = database.claim_pool(config.claimers * 2 + 2)?;
         let tasklane = Tasklane::new(
             pool.clone(),
             task_types,
             wakeup.clone(),
             config.max_input_bytes,
         )
+        .with_claim_pool(claims)
         // Submit group commit (`with_submit_coalescing`) stays off: it halves PostgreSQL
         // CPU per submit under pgbench, but end to end (benches/http_load.rs, quiet,
         // 2026-12-01) it gained no throughput at 64 clients and tripled the p50 at
@@ -263,6 +267,7 @@ impl Replica {
         self.shutdown.cancel();
         while self.services.join_next().await.is_some() {}
         self.tasklane.pool().close();
+        self.tasklane.claim_pool().close();
         tracing::info!(replica = %self.id, "replica stopped");
     }
 }

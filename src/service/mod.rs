@@ -59,6 +59,8 @@ use crate::telemetry::Instruments;
 #[derive(Clone)]
 pub struct Tasklane {
     pool: deadpool_postgres::Pool,
+    /// Where claims run ([`Tasklane::with_claim_pool`]); `pool` when none was given.
+    claims: deadpool_postgres::Pool,
     task_types: Arc<TaskTypes>,
     wakeup: Wakeup,
     liveness: Liveness,
@@ -78,6 +80,7 @@ impl Tasklane {
         max_input_bytes: usize,
     ) -> Self {
         Tasklane {
+            claims: pool.clone(),
             pool,
             task_types,
             wakeup,
@@ -92,6 +95,13 @@ impl Tasklane {
     /// `service::submit_coalesce`); starts its gathering loop on the current runtime.
     pub fn with_submit_coalescing(mut self) -> Self {
         self.coalescer = Some(submit_coalesce::Coalescer::start(self.pool.clone()));
+        self
+    }
+
+    /// The same service running its claims on `claims` (see
+    /// [`crate::store::connect::Database::claim_pool`]).
+    pub fn with_claim_pool(mut self, claims: deadpool_postgres::Pool) -> Self {
+        self.claims = claims;
         self
     }
 
@@ -127,7 +137,17 @@ impl Tasklane {
         &self.pool
     }
 
+    /// The pool claims run on.
+    pub fn claim_pool(&self) -> &deadpool_postgres::Pool {
+        &self.claims
+    }
+
     async fn connection(&self) -> Result<deadpool_postgres::Object, ServiceError> {
         Ok(self.pool.get().await?)
+    }
+
+    /// A connection of the claim pool.
+    async fn claim_connection(&self) -> Result<deadpool_postgres::Object, ServiceError> {
+        Ok(self.claims.get().await?)
     }
 }

@@ -48,7 +48,7 @@ impl Tasklane {
         } else {
             Slots::Plain
         };
-        let client = self.connection().await?;
+        let client = self.claim_connection().await?;
         let mut claimed =
             claim::claim_pooled(&client, claimant, slots, owner, task_types, limit).await?;
         for task in &mut claimed {
@@ -72,7 +72,7 @@ impl Tasklane {
         } else {
             Slots::Plain
         };
-        let client = self.connection().await?;
+        let client = self.claim_connection().await?;
         let mut claimed =
             claim::claim_fallbacks_pooled(&client, claimant, slots, task_types, limit).await?;
         for task in &mut claimed {

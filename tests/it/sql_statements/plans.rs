@@ -180,3 +180,22 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
         }
     }
 }
+
+/// Claims run on connections of their own that plan generically: the claim's
+/// `LIMIT $3` made PostgreSQL's own choice re-plan it at every call (a fifth of the
+/// drain's database CPU). Its generic plan is the one the first test checks.
+#[tokio::test]
+async fn the_claim_pool_plans_generically_and_the_main_pool_does_not() {
+    let db = common::test_db().await;
+    let database = tasklane::store::connect::Database::from_url(&db.url).unwrap();
+    let mode = |pool: deadpool_postgres::Pool| async move {
+        let client = pool.get().await.unwrap();
+        let row = client.query_one("SHOW plan_cache_mode", &[]).await.unwrap();
+        row.get::<_, String>(0)
+    };
+    assert_eq!(
+        mode(database.claim_pool(1).unwrap()).await,
+        "force_generic_plan"
+    );
+    assert_eq!(mode(database.pool(1).unwrap()).await, "auto");
+}
