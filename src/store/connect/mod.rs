@@ -95,15 +95,7 @@ impl Database {
 
     /// A pool of up to `size` connections, each made like [`Database::connect`]'s.
     pub fn pool(&self, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
-        let manager = deadpool_postgres::Manager::from_config(
-            self.config.clone(),
-            self.tls.clone(),
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-            },
-        );
-        deadpool_postgres::Pool::builder(manager)
-            .max_size(size)
+        self.pool_builder(size)
             .build()
             .context("build the connection pool")
     }
@@ -117,15 +109,7 @@ impl Database {
     /// statements keep the default: filters like `$5 IS NULL OR app = $5` need custom
     /// plans.
     pub fn claim_pool(&self, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
-        let manager = deadpool_postgres::Manager::from_config(
-            self.config.clone(),
-            self.tls.clone(),
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-            },
-        );
-        deadpool_postgres::Pool::builder(manager)
-            .max_size(size)
+        self.pool_builder(size)
             .post_create(deadpool_postgres::Hook::async_fn(|client, _| {
                 Box::pin(async move {
                     client
@@ -136,6 +120,17 @@ impl Database {
             }))
             .build()
             .context("build the claim connection pool")
+    }
+
+    fn pool_builder(&self, size: usize) -> deadpool_postgres::PoolBuilder {
+        let manager = deadpool_postgres::Manager::from_config(
+            self.config.clone(),
+            self.tls.clone(),
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
+        deadpool_postgres::Pool::builder(manager).max_size(size)
     }
 
     /// Context for a failed connection that points at the setting to change.

@@ -21,13 +21,9 @@ use super::common;
 async fn every_claim_variant_scans_the_claimable_index_in_order() {
     let db = common::test_db().await;
     let c = db.client().await;
+    c.batch_execute(&backlog("external_allowed")).await.unwrap();
     c.batch_execute(
-        "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, request_digest, \
-           input, priority, max_attempts, on_restart, privacy, lease_seconds, \
-           attempt_timeout_seconds, event_seq) \
-         SELECT gen_random_uuid(), 'a', 's' || (g % 100), 'k' || g, 'noop', '\\x00', '{}', 0, \
-           3, 'retry', 'external_allowed', 30, 300, 1 FROM generate_series(1, 20000) g; \
-         INSERT INTO tasklane.paused_task_types (task_type) VALUES ('other'); \
+        "INSERT INTO tasklane.paused_task_types (task_type) VALUES ('other'); \
          INSERT INTO tasklane.emergency_stops (app) VALUES ('other'); \
          ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue; \
          SET plan_cache_mode = force_generic_plan;",
@@ -91,13 +87,9 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
 async fn batch_settle_and_heartbeat_probe_each_task_once() {
     let db = common::test_db().await;
     let mut c = db.client().await;
+    c.batch_execute(&backlog("local_only")).await.unwrap();
     c.batch_execute(
-        "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, request_digest, \
-           input, priority, max_attempts, on_restart, privacy, lease_seconds, \
-           attempt_timeout_seconds, event_seq) \
-         SELECT gen_random_uuid(), 'a', 's' || (g % 100), 'k' || g, 'noop', '\\x00', '{}', 0, \
-           3, 'retry', 'local_only', 30, 300, 1 FROM generate_series(1, 20000) g; \
-         ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue; \
+        "ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue; \
          UPDATE tasklane.tasks SET state = 'running', attempt = 1, event_seq = 2, \
            lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 minute', \
            attempt_started_at = now() \
@@ -198,4 +190,15 @@ async fn the_claim_pool_plans_generically_and_the_main_pool_does_not() {
         "force_generic_plan"
     );
     assert_eq!(mode(database.pool(1).unwrap()).await, "auto");
+}
+
+/// SQL queuing a backlog of 20,000 `noop` tasks of app `a` over 100 scopes.
+fn backlog(privacy: &str) -> String {
+    format!(
+        "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, request_digest, \
+           input, priority, max_attempts, on_restart, privacy, lease_seconds, \
+           attempt_timeout_seconds, event_seq) \
+         SELECT gen_random_uuid(), 'a', 's' || (g % 100), 'k' || g, 'noop', '\\x00', '{{}}', 0, \
+           3, 'retry', '{privacy}', 30, 300, 1 FROM generate_series(1, 20000) g;"
+    )
 }
