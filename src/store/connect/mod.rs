@@ -103,7 +103,7 @@ impl Database {
     /// A pool of up to `size` connections for the claim statements only, each planning
     /// with generic plans (`plan_cache_mode = force_generic_plan`). A claim's `LIMIT $3`
     /// is estimated at a tenth of the backlog in a generic plan, so PostgreSQL's own
-    /// choice kept re-planning it for every call (1.1 ms a claim, a fifth of the drain's
+    /// choice kept re-planning it for every call (1.1 ms a claim, 14% of the drain's
     /// PostgreSQL CPU); the generic plan is the same index scan in claim order
     /// (tests/it/sql_statements/plans.rs checks it under this very setting). Other
     /// statements keep the default: filters like `$5 IS NULL OR app = $5` need custom
