@@ -1,4 +1,5 @@
-//! The claim statements' plans on a backlog: every variant reads the claimable index in
+//! The hot statements' plans on a backlog, and what they rely on (the claim pool's
+//! generic plans, V17's lease-token CHECK). The claim statements' plans: every variant reads the claimable index in
 //! claim order and stops at its limit. A filter the planner cannot push into that scan
 //! (a per-task NOT EXISTS did, once) turns every claim into a scan and sort of the whole
 //! backlog: 60 ms per claim at 50,000 queued tasks, a third of the drain's throughput.
@@ -201,4 +202,41 @@ fn backlog(privacy: &str) -> String {
          SELECT gen_random_uuid(), 'a', 's' || (g % 100), 'k' || g, 'noop', '\\x00', '{{}}', 0, \
            3, 'retry', '{privacy}', 30, 300, 1 FROM generate_series(1, 20000) g;"
     )
+}
+
+/// What lets the batch statements fence on the token alone (V17): no statement can
+/// leave a lease token on a task that does not run, while a running task keeps one.
+#[tokio::test]
+async fn a_lease_token_outside_a_running_attempt_is_refused() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    c.batch_execute(&backlog("local_only")).await.unwrap();
+    let id: uuid::Uuid = c
+        .query_one(
+            "UPDATE tasklane.tasks SET state = 'running', lease_token = gen_random_uuid() \
+             WHERE id = (SELECT id FROM tasklane.tasks ORDER BY id LIMIT 1) RETURNING id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let left_behind = c
+        .execute(
+            "UPDATE tasklane.tasks SET state = 'succeeded', finished_at = now() WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        left_behind.as_db_error().map(|e| e.constraint()),
+        Some(Some("tasks_lease_only_while_running")),
+        "{left_behind}"
+    );
+    c.execute(
+        "UPDATE tasklane.tasks SET state = 'succeeded', finished_at = now(), \
+         lease_token = NULL WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .unwrap();
 }
