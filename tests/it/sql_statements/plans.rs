@@ -1,6 +1,6 @@
 //! The hot statements' plans on a backlog, and what they rely on (the claim pool's
-//! generic plans, V17's lease-token CHECK). The claim statements' plans: every variant reads the claimable index in
-//! claim order and stops at its limit. A filter the planner cannot push into that scan
+//! generic plans, V17's lease-token CHECK). The claim statements' plans: every variant
+//! reads the claimable index in claim order and stops at its limit. A filter the planner cannot push into that scan
 //! (a per-task NOT EXISTS did, once) turns every claim into a scan and sort of the whole
 //! backlog: 60 ms per claim at 50,000 queued tasks, a third of the drain's throughput.
 //! The backlog is of one app and a paused type and a stopped app exist: their filters
