@@ -18,7 +18,7 @@ ALTER TABLE tasklane.tasks
 GRANT USAGE ON SCHEMA tasklane TO tasklane_app;
 
 
--- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql, migrations/V14__task_queue.sql, migrations/V17__lease_token_only_while_running.sql, migrations/V18__tasks_fillfactor_25.sql
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql, migrations/V14__task_queue.sql, migrations/V17__lease_token_only_while_running.sql, migrations/V18__lease_token_validated.sql, migrations/V19__tasks_fillfactor_25.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
     app text NOT NULL,

@@ -122,7 +122,13 @@ impl Replica {
         let wakeup = Wakeup::default();
         // Claims on their own connections, planned generically: one per claim loop
         // (local, and the routed external one beside it) and two for remote workers'.
-        let claims = database.claim_pool(config.claimers * 2 + 2)?;
+        // Not behind PgBouncer (`--listen-notify false` is its setting): in transaction
+        // mode a session's SET would stay on a server connection other clients share.
+        let claims_size = config.claimers.max(1) * 2 + 2;
+        let claims = match config.listen_notify {
+            true => database.claim_pool(claims_size)?,
+            false => database.pool(claims_size)?,
+        };
         let tasklane = Tasklane::new(
             pool.clone(),
             task_types,
@@ -135,7 +141,7 @@ impl Replica {
         // 2026-12-01) it gained no throughput at 64 clients and tripled the p50 at
         // 1,000/s (36 ms against 13 ms); see benches/RESULTS.md.
         .with_instruments(telemetry.instruments().clone());
-        let pool_gauges = pool_gauges(&telemetry.meter(), &pool);
+        let pool_gauges = pool_gauges(&telemetry.meter(), &pool, tasklane.claim_pool());
         let shutdown = CancellationToken::new();
         let stop_work = CancellationToken::new();
         let mut services = JoinSet::new();
@@ -280,25 +286,44 @@ struct PoolGauges {
 
 fn pool_gauges(
     meter: &opentelemetry::metrics::Meter,
-    pool: &deadpool_postgres::Pool,
+    main: &deadpool_postgres::Pool,
+    claims: &deadpool_postgres::Pool,
 ) -> PoolGauges {
     use opentelemetry::KeyValue;
-    let observed = pool.clone();
+    let pools = [("main", main.clone()), ("claims", claims.clone())];
+    let observed = pools.clone();
     let connections = meter
         .u64_observable_gauge("tasklane.db.pool.connections")
-        .with_description("Database pool connections, by state (in_use, idle)")
+        .with_description(
+            "Database pool connections, by pool (main, claims) and state (in_use, idle)",
+        )
         .with_callback(move |observer| {
-            let status = observed.status();
-            let in_use = status.size.saturating_sub(status.available);
-            observer.observe(in_use as u64, &[KeyValue::new("state", "in_use")]);
-            observer.observe(status.available as u64, &[KeyValue::new("state", "idle")]);
+            for (name, pool) in &observed {
+                let status = pool.status();
+                let in_use = status.size.saturating_sub(status.available);
+                let pool = KeyValue::new("pool", *name);
+                observer.observe(
+                    in_use as u64,
+                    &[pool.clone(), KeyValue::new("state", "in_use")],
+                );
+                observer.observe(
+                    status.available as u64,
+                    &[pool, KeyValue::new("state", "idle")],
+                );
+            }
         })
         .build();
-    let observed = pool.clone();
     let waiting = meter
         .u64_observable_gauge("tasklane.db.pool.waiting")
-        .with_description("Callers waiting for a database pool connection")
-        .with_callback(move |observer| observer.observe(observed.status().waiting as u64, &[]))
+        .with_description("Callers waiting for a database pool connection, by pool")
+        .with_callback(move |observer| {
+            for (name, pool) in &pools {
+                observer.observe(
+                    pool.status().waiting as u64,
+                    &[KeyValue::new("pool", *name)],
+                );
+            }
+        })
         .build();
     PoolGauges {
         _connections: connections,

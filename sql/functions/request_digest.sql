@@ -5,7 +5,7 @@
 -- The current definition of tasklane.request_digest (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function request_digest: migrations/V12__sql_run_task.sql, migrations/V19__request_digest_inlined.sql
+-- function request_digest: migrations/V12__sql_run_task.sql, migrations/V20__request_digest_inlined.sql
 CREATE FUNCTION tasklane.request_digest(p_task_type text, p_source_id text, p_input jsonb, p_priority integer, p_deadline_seconds bigint, p_max_attempts integer, p_on_restart text, p_privacy text) RETURNS bytea
     LANGUAGE sql STABLE
     AS $$

@@ -107,7 +107,8 @@ impl Database {
     /// PostgreSQL CPU); the generic plan is the same index scan in claim order
     /// (tests/it/sql_statements/plans.rs checks it under this very setting). Other
     /// statements keep the default: filters like `$5 IS NULL OR app = $5` need custom
-    /// plans.
+    /// plans. Not for a server behind PgBouncer in transaction mode, where the SET
+    /// would stay on a server connection other clients share.
     pub fn claim_pool(&self, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
         self.pool_builder(size)
             .post_create(deadpool_postgres::Hook::async_fn(|client, _| {

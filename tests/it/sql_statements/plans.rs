@@ -1,8 +1,9 @@
 //! The hot statements' plans on a backlog, and what they rely on (the claim pool's
 //! generic plans, V17's lease-token CHECK). The claim statements' plans: every variant
-//! reads the claimable index in claim order and stops at its limit. A filter the planner cannot push into that scan
-//! (a per-task NOT EXISTS did, once) turns every claim into a scan and sort of the whole
-//! backlog: 60 ms per claim at 50,000 queued tasks, a third of the drain's throughput.
+//! reads the claimable index in claim order and stops at its limit. A filter the
+//! planner cannot push into that scan (a per-task NOT EXISTS did, once) turns every
+//! claim into a scan and sort of the whole backlog: 60 ms per claim at 50,000 queued
+//! tasks, a third of the drain's throughput.
 //! The backlog is of one app and a paused type and a stopped app exist: their filters
 //! (init plans) must not change the plan either.
 //!
@@ -119,7 +120,8 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
             "complete_many",
             include_str!("../../../sql/complete_many.sql"),
             format!(
-                "{batch}, array_fill('{{}}'::jsonb, ARRAY[300]), array_fill(NULL::int8, ARRAY[300]), \
+                "{batch}, array_fill('{{}}'::jsonb, ARRAY[300]), \
+                 array_fill(NULL::int8, ARRAY[300]), \
                  array_fill(NULL::text, ARRAY[300]), array_fill(NULL::text, ARRAY[300]), \
                  array_fill('local'::text, ARRAY[300]), array_fill(NULL::text, ARRAY[300]), \
                  array_fill(NULL::int8, ARRAY[300]), array_fill(NULL::int8, ARRAY[300]), \

@@ -1,4 +1,4 @@
--- V18: more room per page of tasks, so every claim and settle stays a HOT update under
+-- V19: more room per page of tasks, so every claim and settle stays a HOT update under
 -- concurrent claim loops. Forward-only: never edit once landed.
 --
 -- V14 chose 40 from single-session runs, where every claim of a batch was HOT. In the

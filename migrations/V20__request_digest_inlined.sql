@@ -1,4 +1,4 @@
--- V19: tasklane.request_digest becomes inlinable. Forward-only: never edit once landed.
+-- V20: tasklane.request_digest becomes inlinable. Forward-only: never edit once landed.
 --
 -- With its own `SET search_path` (V12) PostgreSQL could not inline the function: every
 -- submit planned its SQL body anew (29,920 plans for 30,000 submits in the HTTP bench,
@@ -6,9 +6,10 @@
 -- STABLE (it calls jsonb_build_object and convert_to, which are stable: an IMMUTABLE
 -- function whose body is less so is never inlined), its expression is planned into the
 -- calling statement once. Same digest, byte for byte: the body is unchanged, every
--- function and operator in it is pg_catalog's (searched first, whatever the caller's
--- search_path), and canonical_json is named with its schema. The SQL door
--- (tasklane.run_task) pins its own search_path, which an inlined body runs under.
+-- function and operator in it is pg_catalog's (searched first unless a search_path
+-- names pg_catalog explicitly after another schema; tasklane's connections do not),
+-- and canonical_json is named with its schema. The SQL door (tasklane.run_task) pins
+-- its own search_path, which an inlined body runs under.
 CREATE OR REPLACE FUNCTION tasklane.request_digest(
     p_task_type text, p_source_id text, p_input jsonb, p_priority integer,
     p_deadline_seconds bigint, p_max_attempts integer, p_on_restart text, p_privacy text)
