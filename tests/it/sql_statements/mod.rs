@@ -5,6 +5,7 @@
 use crate::common;
 
 mod files;
+mod headers;
 mod plans;
 mod prepare;
 mod tokens;
