@@ -23,7 +23,9 @@ use super::common;
 async fn every_claim_variant_scans_the_claimable_index_in_order() {
     let db = common::test_db().await;
     let c = db.client().await;
-    c.batch_execute(&backlog("external_allowed")).await.unwrap();
+    c.batch_execute(&backlog("external_allowed", 20_000))
+        .await
+        .unwrap();
     c.batch_execute(
         "INSERT INTO tasklane.paused_task_types (task_type) VALUES ('other'); \
          INSERT INTO tasklane.emergency_stops (app) VALUES ('other'); \
@@ -81,25 +83,27 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
 /// The batch settle and the batch heartbeat on a backlog whose statistics say few tasks
 /// run (the drain's case: analyzed while all were queued) must probe the primary key
 /// once per element of the batch (a plain or a bitmap index scan; never the whole
-/// table, never the batch once per task). Joined beside a `t.id = ANY($1)`, they planned as a
-/// nested loop that re-ran the unnest for every task found: 65,280 rejected pairs and
-/// 60 ms for a batch of 256. Run under EXPLAIN ANALYZE (in a transaction rolled back),
+/// table, never the batch once per task). With a state test beside the token they
+/// planned as a nested loop that re-ran the unnest for every task found: 65,280
+/// rejected pairs and 60 ms for a batch of 256. Run under EXPLAIN ANALYZE (in a transaction rolled back),
 /// with custom and generic plans alike.
 #[tokio::test]
 async fn batch_settle_and_heartbeat_probe_each_task_once() {
     let db = common::test_db().await;
     let mut c = db.client().await;
-    c.batch_execute(&backlog("local_only")).await.unwrap();
-    c.batch_execute(
+    c.batch_execute(&backlog("local_only", 20_000))
+        .await
+        .unwrap();
+    c.batch_execute(&format!(
         "ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue; \
          UPDATE tasklane.tasks SET state = 'running', attempt = 1, event_seq = 2, \
            lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 minute', \
            attempt_started_at = now() \
-         WHERE id IN (SELECT id FROM tasklane.tasks ORDER BY id LIMIT 300);",
-    )
+         WHERE id IN (SELECT id FROM tasklane.tasks ORDER BY id LIMIT {RUNNING});"
+    ))
     .await
     .unwrap();
-    // The pairs of the 300 running tasks, sorted by id as the callers send them.
+    // The pairs of the running tasks, sorted by id as the callers send them.
     let pairs = c
         .query_one(
             "SELECT array_agg(id ORDER BY id)::text, array_agg(lease_token ORDER BY id)::text \
@@ -119,14 +123,22 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
         (
             "complete_many",
             include_str!("../../../sql/complete_many.sql"),
-            format!(
-                "{batch}, array_fill('{{}}'::jsonb, ARRAY[300]), \
-                 array_fill(NULL::int8, ARRAY[300]), \
-                 array_fill(NULL::text, ARRAY[300]), array_fill(NULL::text, ARRAY[300]), \
-                 array_fill('local'::text, ARRAY[300]), array_fill(NULL::text, ARRAY[300]), \
-                 array_fill(NULL::int8, ARRAY[300]), array_fill(NULL::int8, ARRAY[300]), \
-                 array_fill(NULL::int8, ARRAY[300])"
-            ),
+            // Results, then usage, provider, model, route, route name and the tokens.
+            [
+                "'{}'::jsonb",
+                "NULL::int8",
+                "NULL::text",
+                "NULL::text",
+                "'local'::text",
+                "NULL::text",
+                "NULL::int8",
+                "NULL::int8",
+                "NULL::int8",
+            ]
+            .iter()
+            .fold(batch.clone(), |args, value| {
+                format!("{args}, array_fill({value}, ARRAY[{RUNNING}])")
+            }),
         ),
     ];
     for mode in ["force_custom_plan", "force_generic_plan"] {
@@ -157,8 +169,8 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
             tx.rollback().await.unwrap();
             c.batch_execute("DEALLOCATE s").await.unwrap();
             assert!(
-                plan.contains("rows=300 loops=1"),
-                "{name} ({mode}) found its 300 tasks:\n{plan}"
+                plan.contains(&format!("rows={RUNNING} loops=1")),
+                "{name} ({mode}) found its {RUNNING} tasks:\n{plan}"
             );
             assert!(
                 plan.contains("tasks_pkey")
@@ -177,7 +189,7 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
 }
 
 /// Claims run on connections of their own that plan generically: the claim's
-/// `LIMIT $3` made PostgreSQL's own choice re-plan it at every call (a fifth of the
+/// `LIMIT $3` made PostgreSQL's own choice re-plan it at every call (14% of the
 /// drain's database CPU). Its generic plan is the one the first test checks.
 #[tokio::test]
 async fn the_claim_pool_plans_generically_and_the_main_pool_does_not() {
@@ -195,14 +207,17 @@ async fn the_claim_pool_plans_generically_and_the_main_pool_does_not() {
     assert_eq!(mode(database.pool(1).unwrap()).await, "auto");
 }
 
-/// SQL queuing a backlog of 20,000 `noop` tasks of app `a` over 100 scopes.
-fn backlog(privacy: &str) -> String {
+/// Tasks the batch statements' test runs at once.
+const RUNNING: usize = 300;
+
+/// SQL queuing a backlog of `count` `noop` tasks of app `a` over 100 scopes.
+fn backlog(privacy: &str, count: usize) -> String {
     format!(
         "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, request_digest, \
            input, priority, max_attempts, on_restart, privacy, lease_seconds, \
            attempt_timeout_seconds, event_seq) \
          SELECT gen_random_uuid(), 'a', 's' || (g % 100), 'k' || g, 'noop', '\\x00', '{{}}', 0, \
-           3, 'retry', '{privacy}', 30, 300, 1 FROM generate_series(1, 20000) g;"
+           3, 'retry', '{privacy}', 30, 300, 1 FROM generate_series(1, {count}) g;"
     )
 }
 
@@ -212,7 +227,7 @@ fn backlog(privacy: &str) -> String {
 async fn a_lease_token_outside_a_running_attempt_is_refused() {
     let db = common::test_db().await;
     let c = db.client().await;
-    c.batch_execute(&backlog("local_only")).await.unwrap();
+    c.batch_execute(&backlog("local_only", 1)).await.unwrap();
     let id: uuid::Uuid = c
         .query_one(
             "UPDATE tasklane.tasks SET state = 'running', lease_token = gen_random_uuid() \

@@ -180,15 +180,11 @@ fn check_by_lease(expects: &[TaskState], tokens: &[Token]) -> Result<(), String>
     // `lease_token =` as a condition (after WHERE or AND, the column maybe qualified),
     // not a SET target.
     let fenced = tokens.iter().enumerate().any(|(i, t)| {
-        let qualified = i >= 2 && tokens[i - 1] == Token::Punct('.');
-        let before = if qualified {
-            i.checked_sub(3)
-        } else {
-            i.checked_sub(1)
-        };
         is_word(t, "lease_token")
             && tokens.get(i + 1) == Some(&Token::Punct('='))
-            && before.is_some_and(|b| ["WHERE", "AND"].iter().any(|w| is_word(&tokens[b], w)))
+            && column_at(tokens, i)
+                .1
+                .is_some_and(|b| ["WHERE", "AND"].iter().any(|w| is_word(b, w)))
     });
     match fenced {
         true => Ok(()),
@@ -220,6 +216,18 @@ fn check_via(
     Ok(())
 }
 
+/// For the column named at `i`: whether it is qualified (`t.state`), and the token
+/// before it (before its qualifier, if any).
+fn column_at(tokens: &[Token], i: usize) -> (bool, Option<&Token>) {
+    let qualified = i >= 2 && tokens[i - 1] == Token::Punct('.');
+    let before = if qualified {
+        i.checked_sub(3)
+    } else {
+        i.checked_sub(1)
+    };
+    (qualified, before.map(|b| &tokens[b]))
+}
+
 /// Each guard on the tasks table's state, as a set in `TaskState::ALL` order.
 fn guards(tokens: &[Token]) -> Result<Vec<Vec<TaskState>>, String> {
     let aliases = task_aliases(tokens);
@@ -228,14 +236,8 @@ fn guards(tokens: &[Token]) -> Result<Vec<Vec<TaskState>>, String> {
         if !is_word(token, "state") {
             continue;
         }
-        let qualified = i >= 2 && tokens[i - 1] == Token::Punct('.');
-        let before = if qualified {
-            i.checked_sub(3)
-        } else {
-            i.checked_sub(1)
-        };
-        let opens_condition = before.is_some_and(|b| {
-            let t = &tokens[b];
+        let (qualified, before) = column_at(tokens, i);
+        let opens_condition = before.is_some_and(|t| {
             ["WHERE", "AND", "OR"].iter().any(|w| is_word(t, w)) || *t == Token::Punct('(')
         });
         let on_tasks =
