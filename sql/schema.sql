@@ -499,7 +499,7 @@ CREATE INDEX task_queue_leased ON tasklane.task_queue USING btree (lease_expires
 CREATE INDEX task_queue_resource ON tasklane.task_queue USING btree (resource) WHERE ((resource IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
 
 
--- table webhook_deliveries: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql
+-- table webhook_deliveries: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql, migrations/V21__webhook_claim_hot.sql
 CREATE TABLE tasklane.webhook_deliveries (
     id uuid DEFAULT tasklane.uuid_v7() NOT NULL,
     endpoint_id uuid NOT NULL,
@@ -516,19 +516,18 @@ CREATE TABLE tasklane.webhook_deliveries (
     last_error text,
     delivered_at timestamp with time zone,
     finished_at timestamp with time zone,
+    claimed_until timestamp with time zone,
     CONSTRAINT webhook_deliveries_event_check CHECK ((event = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text]))),
     CONSTRAINT webhook_deliveries_last_error_check CHECK ((length(last_error) <= 1024)),
     CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
-);
+)
+WITH (fillfactor='50');
 
 ALTER TABLE ONLY tasklane.webhook_deliveries
     ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
 
 -- index webhook_deliveries_due: migrations/V11__webhooks.sql
 CREATE INDEX webhook_deliveries_due ON tasklane.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
-
--- index webhook_deliveries_finished: migrations/V11__webhooks.sql
-CREATE INDEX webhook_deliveries_finished ON tasklane.webhook_deliveries USING btree (finished_at) WHERE (status <> 'pending'::text);
 
 -- index webhook_deliveries_log: migrations/V11__webhooks.sql
 CREATE INDEX webhook_deliveries_log ON tasklane.webhook_deliveries USING btree (endpoint_id, id DESC);

@@ -1,9 +1,10 @@
 -- Claims due notifications for delivery: at most $1 in all and, per endpoint, at most
 -- $2 less what this replica already holds of it ($4 endpoint ids with $5 their rows
 -- held, in flight or waiting for one of the endpoint's slots).
--- A claim moves next_attempt_at $3 seconds ahead and sets a fresh claim_token, so a
--- deliverer that dies mid-delivery leaves rows that come due again by themselves
--- (delivery is at least once), and counts the attempt. A due row whose endpoint is gone
+-- A claim sets claimed_until $3 seconds ahead and a fresh claim_token, so a deliverer
+-- that dies mid-delivery leaves rows that come due again by themselves (delivery is at
+-- least once), and counts the attempt. No index names those columns: the claim is a
+-- HOT update (V21). A row is due when next_attempt_at has come and no claim holds it. A due row whose endpoint is gone
 -- (deleted while a terminal transition was writing it: no foreign key since V15) is
 -- deleted with the endpoint's log instead.
 -- Returns the claimed rows with where and how to send them: the endpoint's URL,
@@ -20,6 +21,7 @@ WITH held AS (
     FROM (SELECT id, endpoint_id, next_attempt_at
           FROM tasklane.webhook_deliveries
           WHERE status = 'pending' AND next_attempt_at <= now()
+            AND (claimed_until IS NULL OR claimed_until <= now())
           ORDER BY next_attempt_at
           LIMIT $1::bigint * 4) c
 ), due AS (
@@ -28,6 +30,7 @@ WITH held AS (
     JOIN candidates c ON c.id = d.id
     LEFT JOIN held h ON h.endpoint_id = c.endpoint_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+      AND (d.claimed_until IS NULL OR d.claimed_until <= now())
       AND c.n <= $2::bigint - coalesce(h.rows, 0)
     ORDER BY d.next_attempt_at
     LIMIT $1::bigint
@@ -40,7 +43,7 @@ WITH held AS (
 ), claimed AS (
     UPDATE tasklane.webhook_deliveries d
     SET attempts = d.attempts + 1, claim_token = gen_random_uuid(),
-        next_attempt_at = now() + $3::float8 * interval '1 second'
+        claimed_until = now() + $3::float8 * interval '1 second'
     FROM due
     WHERE d.id = due.id
       AND EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e WHERE e.id = due.endpoint_id)

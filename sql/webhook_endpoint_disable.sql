@@ -8,7 +8,7 @@ WITH endpoint AS (
     RETURNING id
 ), failed AS (
     UPDATE tasklane.webhook_deliveries d
-    SET status = 'failed', claim_token = NULL, finished_at = now(),
+    SET status = 'failed', claim_token = NULL, claimed_until = NULL, finished_at = now(),
         last_error = 'the endpoint was disabled after a 410'
     FROM endpoint
     WHERE d.endpoint_id = endpoint.id AND d.status = 'pending'

@@ -10,6 +10,7 @@ SET status = $3,
                            THEN now() + $4::float8 * interval '1 millisecond'
                            ELSE next_attempt_at END,
     claim_token = NULL,
+    claimed_until = NULL,
     last_status = $5,
     last_error = $6,
     delivered_at = CASE WHEN $3 = 'delivered' THEN now() END,

@@ -10,6 +10,7 @@ SET status = o.status,
                            THEN now() + o.delay_ms * interval '1 millisecond'
                            ELSE d.next_attempt_at END,
     claim_token = NULL,
+    claimed_until = NULL,
     last_status = o.last_status,
     last_error = o.last_error,
     delivered_at = CASE WHEN o.status = 'delivered' THEN now() END,

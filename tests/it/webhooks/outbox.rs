@@ -275,3 +275,110 @@ async fn one_settle_records_a_round_of_mixed_outcomes_each_fenced_on_its_claim()
         "the stale outcome changed nothing"
     );
 }
+
+/// V21: a claim writes only columns no index names, so it is a HOT update (the outbox's
+/// share of the drain); the claimed rows wait until their claim runs out, then are due
+/// again with a new token, and the old token's outcome changes nothing.
+#[tokio::test]
+async fn the_claim_is_a_hot_update_and_a_claim_that_ran_out_is_due_again() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    endpoint(&c, APP, "all").await;
+    cancelled(&c, "t", 20).await;
+    let client = db.pool.get().await.unwrap();
+    let counters =
+        "SELECT pg_stat_get_xact_tuples_updated('tasklane.webhook_deliveries'::regclass), \
+                    pg_stat_get_xact_tuples_hot_updated('tasklane.webhook_deliveries'::regclass)";
+    client.batch_execute("BEGIN").await.unwrap();
+    let first = outbox::claim(&client, &limits(20, 20, vec![]))
+        .await
+        .unwrap();
+    let row = client.query_one(counters, &[]).await.unwrap();
+    client.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(first.len(), 20);
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+        (20, 20),
+        "every claim was HOT"
+    );
+    assert!(claim(&db, &limits(20, 20, vec![])).await.is_empty());
+    // Half of the claims run out.
+    let lapsed: Vec<Uuid> = first.iter().take(10).map(|r| r.id).collect();
+    c.execute(
+        "UPDATE tasklane.webhook_deliveries SET claimed_until = now() - interval '1 second'
+         WHERE id = ANY($1)",
+        &[&lapsed],
+    )
+    .await
+    .unwrap();
+    let again = claim(&db, &limits(20, 20, vec![])).await;
+    let mut ids: Vec<Uuid> = again.iter().map(|r| r.id).collect();
+    ids.sort();
+    let mut wanted = lapsed.clone();
+    wanted.sort();
+    assert_eq!(ids, wanted);
+    assert!(again.iter().all(|r| r.attempts == 2));
+    let mut stale = vec![(
+        first[0].id,
+        first[0].claim_token,
+        Settlement::Delivered { status: 204 },
+    )];
+    assert_eq!(outbox::settle_many(&client, &mut stale).await.unwrap(), 0);
+}
+
+/// The pruner reads each endpoint's log by id (V21: no index on finished_at): delivered
+/// and failed rows finished before the retention go, of every endpoint; pending rows and
+/// rows finished within it stay, whatever their age.
+#[tokio::test]
+async fn the_pruner_deletes_finished_rows_past_the_retention_of_every_endpoint() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    endpoint(&c, APP, "a").await;
+    endpoint(&c, APP, "b").await;
+    let tasks = cancelled(&c, "t", 4).await;
+    // Written ten days ago (the id's timestamp too, as the writer's clock made it), then:
+    // tasks[0] delivered and tasks[1] failed nine days ago, tasks[2] still pending,
+    // tasks[3] delivered an hour ago after its retries.
+    c.execute(
+        "UPDATE tasklane.webhook_deliveries
+         SET id = encode(substring(int8send((extract(epoch FROM now() - interval '10 days')
+                                             * 1000)::bigint) FROM 3)
+                         || substring(uuid_send(id) FROM 7), 'hex')::uuid,
+             created_at = now() - interval '10 days'",
+        &[],
+    )
+    .await
+    .unwrap();
+    for (task, status, ago) in [
+        (tasks[0], "delivered", "9 days"),
+        (tasks[1], "failed", "9 days"),
+        (tasks[3], "delivered", "1 hour"),
+    ] {
+        c.execute(
+            "UPDATE tasklane.webhook_deliveries
+             SET status = $2, finished_at = now() - $3::text::interval
+             WHERE task_id = $1",
+            &[&task, &status, &ago],
+        )
+        .await
+        .unwrap();
+    }
+    let day = Duration::from_secs(86_400);
+    let pruned = outbox::prune(&c, day, 3).await.unwrap();
+    assert_eq!(pruned, 3, "at most the limit");
+    assert_eq!(outbox::prune(&c, day, 100).await.unwrap(), 1);
+    assert_eq!(outbox::prune(&c, day, 100).await.unwrap(), 0);
+    let rows = c
+        .query(
+            "SELECT task_id, count(*) FROM tasklane.webhook_deliveries
+             GROUP BY task_id ORDER BY task_id",
+            &[],
+        )
+        .await
+        .unwrap();
+    let mut left: Vec<(Uuid, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    left.sort();
+    let mut wanted = vec![(tasks[2], 2), (tasks[3], 2)];
+    wanted.sort();
+    assert_eq!(left, wanted);
+}
