@@ -1,20 +1,22 @@
 -- Claims due notifications for delivery: at most $1 in all and, per endpoint, at most
--- $2 less what this replica already holds of it ($4 endpoint ids with $5 their rows
--- held, in flight or waiting for one of the endpoint's slots).
+-- its allowance: $5 rows for the endpoints $4 lists (the deliverer's window for the
+-- endpoint less the rows it holds of it, in flight or waiting for a slot), $2 for any
+-- other.
 -- A claim sets claimed_until $3 seconds ahead and a fresh claim_token, so a deliverer
 -- that dies mid-delivery leaves rows that come due again by themselves (delivery is at
 -- least once), and counts the attempt. No index names those columns: the claim is a
--- HOT update (V21). A row is due when next_attempt_at has come and no claim holds it. A due row whose endpoint is gone
--- (deleted while a terminal transition was writing it: no foreign key since V15) is
--- deleted with the endpoint's log instead.
+-- HOT update (V21). A row is due when next_attempt_at has come and no claim holds it.
+-- A due row whose endpoint is gone (deleted while a terminal transition was writing
+-- it: no foreign key since V15) is deleted with the endpoint's log instead.
 -- Returns the claimed rows with where and how to send them: the endpoint's URL,
 -- whether it is disabled, and its live secrets (current first).
--- $1 limit, $2 per-endpoint window, $3 claim seconds (float8), $4 uuid[], $5 int8[].
+-- $1 limit, $2 allowance of an endpoint not listed, $3 claim seconds (float8),
+-- $4 uuid[] endpoints, $5 int8[] their allowances.
 -- Locks: the claimed rows FOR UPDATE SKIP LOCKED (briefly: the statement commits
 -- alone). The window over a bounded candidate list cannot carry FOR UPDATE itself, so
 -- the lock is taken in the next CTE, which bounds the rows (STYLE §3).
-WITH held AS (
-    SELECT * FROM unnest($4::uuid[], $5::int8[]) AS h(endpoint_id, rows)
+WITH allowance AS (
+    SELECT * FROM unnest($4::uuid[], $5::int8[]) AS a(endpoint_id, rows)
 ), candidates AS (
     SELECT c.id, c.endpoint_id,
            row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS n
@@ -28,10 +30,10 @@ WITH held AS (
     SELECT d.id, d.endpoint_id
     FROM tasklane.webhook_deliveries d
     JOIN candidates c ON c.id = d.id
-    LEFT JOIN held h ON h.endpoint_id = c.endpoint_id
+    LEFT JOIN allowance a ON a.endpoint_id = c.endpoint_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= now()
       AND (d.claimed_until IS NULL OR d.claimed_until <= now())
-      AND c.n <= $2::bigint - coalesce(h.rows, 0)
+      AND c.n <= coalesce(a.rows, $2::bigint)
     ORDER BY d.next_attempt_at
     LIMIT $1::bigint
     FOR UPDATE OF d SKIP LOCKED

@@ -29,7 +29,7 @@
 //! | `TASKLANE_READINESS_DRAIN_MS` | 1000 |
 //! | `TASKLANE_WEBHOOK_ALLOW_CIDRS` | none (internal addresses refused) |
 //! | `TASKLANE_WEBHOOK_RETRY_SCHEDULE` | `5s,5m,30m,2h,5h,10h,14h,20h,24h` |
-//! | `TASKLANE_WEBHOOK_CONCURRENCY` | 32 |
+//! | `TASKLANE_WEBHOOK_CONCURRENCY` | 128 |
 //! | `TASKLANE_WEBHOOK_ENDPOINT_CONCURRENCY` | 8 |
 //! | `TASKLANE_WEBHOOK_TIMEOUT_SECONDS` | 15 |
 //! | `TASKLANE_WEBHOOK_CLAIM_SECONDS` | 60 |
@@ -174,7 +174,7 @@ pub struct ServeConfig {
 
     /// Webhook notifications this replica holds at once, in flight or waiting for their
     /// endpoint's turn in a round (maintenance role).
-    #[arg(long, env = "TASKLANE_WEBHOOK_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    #[arg(long, env = "TASKLANE_WEBHOOK_CONCURRENCY", default_value_t = 128, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub webhook_concurrency: u16,
 
     /// Webhook attempts in flight at once per endpoint in this replica.
@@ -187,8 +187,9 @@ pub struct ServeConfig {
 
     /// How long a claimed notification stays with the replica sending it before another
     /// replica may send it (what a killed replica's notifications wait), in seconds.
-    /// Keep it above the timeout plus the wait for an endpoint's slot, or slow
-    /// receivers get duplicates.
+    /// Must be above the timeout (refused at start otherwise); a row whose turn comes
+    /// too late to be answered within its claim is released unsent, so keep it above
+    /// three timeouts, or slow receivers wait for released rows to be claimed again.
     #[arg(long, env = "TASKLANE_WEBHOOK_CLAIM_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub webhook_claim_seconds: u64,
 
@@ -258,9 +259,18 @@ impl ServeConfig {
         Duration::from_millis(self.poll_interval_ms)
     }
 
-    /// The webhook deliverer's settings; a bad CIDR or schedule is refused naming its
-    /// flag and variable.
+    /// The webhook deliverer's settings; a bad CIDR or schedule, or a claim no longer
+    /// than an attempt's timeout (no claimed row could ever be sent in time: each would
+    /// be released unsent), is refused naming its flag and variable.
     pub fn delivery(&self) -> anyhow::Result<crate::webhooks::DeliveryConfig> {
+        anyhow::ensure!(
+            self.webhook_claim_seconds > self.webhook_timeout_seconds,
+            "--webhook-claim-seconds (TASKLANE_WEBHOOK_CLAIM_SECONDS) is {} s: it must be \
+             above --webhook-timeout-seconds (TASKLANE_WEBHOOK_TIMEOUT_SECONDS, {} s), so a \
+             claimed notification can be sent and answered before its claim runs out",
+            self.webhook_claim_seconds,
+            self.webhook_timeout_seconds
+        );
         let allowed = self
             .webhook_allow_cidrs
             .iter()

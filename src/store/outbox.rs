@@ -40,12 +40,13 @@ pub struct Claimed {
 #[derive(Debug, Clone)]
 pub struct ClaimLimits {
     pub max: i64,
-    /// Rows this replica may hold per endpoint (in flight or waiting for a slot).
+    /// Rows an endpoint that `allowance` does not list may take.
     pub window: i64,
-    /// How long a claim holds before another deliverer may take the row.
+    /// How long a claim holds before another deliverer may send the row.
     pub claim_for: Duration,
-    /// `(endpoint, rows)` this replica already holds.
-    pub held: Vec<(Uuid, i64)>,
+    /// `(endpoint, rows)`: what the listed endpoints may take (their window less the
+    /// rows this replica holds of them, in flight or waiting for a slot).
+    pub allowance: Vec<(Uuid, i64)>,
 }
 
 /// Claims due notifications with their targets (see `sql/webhook_claim.sql`). The
@@ -54,7 +55,7 @@ pub async fn claim<C: PooledClient + Sync>(
     client: &C,
     limits: &ClaimLimits,
 ) -> Result<Vec<Claimed>, DbError> {
-    let (endpoints, rows): (Vec<Uuid>, Vec<i64>) = limits.held.iter().copied().unzip();
+    let (endpoints, rows): (Vec<Uuid>, Vec<i64>) = limits.allowance.iter().copied().unzip();
     let statement = client
         .prepare_cached(include_str!("../../sql/webhook_claim.sql"))
         .await?;
@@ -129,42 +130,12 @@ pub enum Settlement {
         status: Option<u16>,
         error: Option<String>,
     },
+    /// Not sent: its turn came too late to finish within its claim. Due again at once;
+    /// the attempt its claim counted is taken back.
+    Released,
 }
 
-/// Records `settlement` for the attempt holding `claim_token`; false when the claim no
-/// longer held (another deliverer, a redelivery or a deletion came first).
-pub async fn settle<C: GenericClient + Sync>(
-    client: &C,
-    id: Uuid,
-    claim_token: Uuid,
-    settlement: &Settlement,
-) -> Result<bool, DbError> {
-    let (state, delay, status, error) = match settlement {
-        Settlement::Delivered { status } => ("delivered", 0.0, Some(*status), None),
-        Settlement::Retry {
-            after,
-            status,
-            error,
-        } => (
-            "pending",
-            after.as_secs_f64() * 1000.0,
-            *status,
-            error.clone(),
-        ),
-        Settlement::Failed { status, error } => ("failed", 0.0, *status, error.clone()),
-    };
-    let status = status.map(i32::from);
-    let error = error.map(|e| crate::task::bounds::truncate(&e, 1024).to_owned());
-    let row = client
-        .query_opt(
-            include_str!("../../sql/webhook_settle.sql"),
-            &[&id, &claim_token, &state, &delay, &status, &error],
-        )
-        .await?;
-    Ok(row.is_some())
-}
-
-/// What [`settle`] writes for `settlement`: status, delay in ms, HTTP status, error.
+/// What [`settle_many`] writes for `settlement`: status, delay in ms, HTTP status, error.
 fn columns(settlement: &Settlement) -> (&'static str, f64, Option<i32>, Option<String>) {
     let (state, delay, status, error) = match settlement {
         Settlement::Delivered { status } => ("delivered", 0.0, Some(*status), None),
@@ -179,6 +150,7 @@ fn columns(settlement: &Settlement) -> (&'static str, f64, Option<i32>, Option<S
             error.clone(),
         ),
         Settlement::Failed { status, error } => ("failed", 0.0, *status, error.clone()),
+        Settlement::Released => ("released", 0.0, None, None),
     };
     let error = error.map(|e| crate::task::bounds::truncate(&e, 1024).to_owned());
     (state, delay, status.map(i32::from), error)

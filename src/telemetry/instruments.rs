@@ -72,7 +72,7 @@ impl Instruments {
                 .build(),
             webhook_deliveries: meter
                 .u64_counter("tasklane.webhooks.deliveries")
-                .with_description("Webhook delivery attempts, by outcome (delivered, retried, failed, disabled)")
+                .with_description("Webhook delivery attempts, by outcome (delivered, retried, failed, disabled; released: not sent, its turn came too late for its claim)")
                 .build(),
             genai_duration: meter
                 .f64_histogram("gen_ai.client.operation.duration")

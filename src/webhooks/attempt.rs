@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::schedule::{verdict, RetrySchedule, Verdict};
 use super::sender::{Answer, Message, Sender};
+use super::window::Window;
 use super::{payload, signature};
 use crate::store::outbox::{self, Claimed, Settlement};
 use crate::store::{self, TaskRecord};
@@ -17,6 +18,7 @@ pub(super) struct Shared {
     pub(super) pool: deadpool_postgres::Pool,
     pub(super) sender: Sender,
     pub(super) schedule: RetrySchedule,
+    pub(super) window: Window,
     pub(super) instruments: Instruments,
 }
 
@@ -24,10 +26,17 @@ pub(super) struct Shared {
 pub(super) type Outcome = (Uuid, Uuid, Settlement);
 
 impl Shared {
-    /// Sends one claimed row; what came of it, for the round's record (a 410 is
-    /// recorded here, with the endpoint's disabling).
-    pub(super) async fn attempt(&self, row: Claimed, task: Option<TaskRecord>) -> Option<Outcome> {
+    /// Sends one claimed row, claimed `waited` ago; what came of it, for the round's
+    /// record (a 410 is recorded here, with the endpoint's disabling). A row whose turn
+    /// came too late to finish within its claim is released unsent.
+    pub(super) async fn attempt(
+        &self,
+        row: Claimed,
+        task: Option<TaskRecord>,
+        waited: std::time::Duration,
+    ) -> Option<Outcome> {
         let settlement = match (row.target.disabled, task) {
+            _ if !self.window.in_time(waited) => Settlement::Released,
             (true, _) => Settlement::Failed {
                 status: None,
                 error: Some("the endpoint is disabled".into()),
@@ -50,6 +59,7 @@ impl Shared {
             (Settlement::Retry { .. }, _) => "retried",
             (Settlement::Failed { .. }, true) => "disabled",
             (Settlement::Failed { .. }, false) => "failed",
+            (Settlement::Released, _) => "released",
         };
         self.instruments.webhook_delivery(outcome);
         if !gone {
@@ -125,11 +135,11 @@ impl Shared {
     /// Records a 410 and disables its endpoint (its other pending rows fail).
     async fn disable(&self, row: &Claimed, settlement: &Settlement) -> anyhow::Result<()> {
         let client = self.pool.get().await.context("connection")?;
-        let client = store::client(&client);
-        outbox::settle(client, row.id, row.claim_token, settlement)
+        let mut outcome = [(row.id, row.claim_token, settlement.clone())];
+        outbox::settle_many(&client, &mut outcome)
             .await
             .context("settle")?;
-        outbox::disable_endpoint(client, row.endpoint_id)
+        outbox::disable_endpoint(store::client(&client), row.endpoint_id)
             .await
             .context("disable the endpoint")?;
         tracing::info!(endpoint = %row.endpoint_id, "webhook endpoint disabled after a 410");

@@ -21,14 +21,15 @@ use super::attempt::{Outcome, Shared};
 use super::guard::AddressGuard;
 use super::schedule::RetrySchedule;
 use super::sender::Sender;
-use crate::store::outbox::{self, ClaimLimits, Claimed, WEBHOOKS_CHANNEL};
+use super::window::{self, Window};
+use crate::store::outbox::{self, ClaimLimits, Claimed, Settlement, WEBHOOKS_CHANNEL};
 use crate::store::{self, TaskRecord};
 use crate::telemetry::Instruments;
 
 /// How a replica delivers.
 #[derive(Debug, Clone)]
 pub struct DeliveryConfig {
-    /// Attempts in flight at once in this replica.
+    /// Notifications this replica holds at once, in flight or waiting for a slot.
     pub concurrency: usize,
     /// Attempts in flight at once per endpoint in this replica.
     pub per_endpoint: usize,
@@ -47,7 +48,7 @@ pub struct DeliveryConfig {
 impl Default for DeliveryConfig {
     fn default() -> Self {
         DeliveryConfig {
-            concurrency: 32,
+            concurrency: 128,
             per_endpoint: 8,
             claim_for: Duration::from_secs(60),
             timeout: Duration::from_secs(15),
@@ -100,6 +101,11 @@ impl Deliverer {
                 pool,
                 sender,
                 schedule: config.schedule.clone(),
+                window: Window {
+                    slots: config.per_endpoint.max(1),
+                    claim_for: config.claim_for,
+                    timeout: config.timeout,
+                },
                 instruments,
             }),
             config,
@@ -131,6 +137,8 @@ impl Deliverer {
         let mut flight: JoinSet<Done> = JoinSet::new();
         let mut outcomes: Vec<Outcome> = Vec::new();
         let mut per_endpoint: HashMap<Uuid, (usize, Arc<Semaphore>)> = HashMap::new();
+        // Each endpoint's recent slow attempt (`window::pace`), which sizes its window.
+        let mut paces: HashMap<Uuid, Duration> = HashMap::new();
         let mut sampled = tokio::time::Instant::now() - SAMPLE_EVERY;
         let mut failing = false;
         // Look for due rows now (start, wake-up, poll, a round half done).
@@ -146,7 +154,7 @@ impl Deliverer {
             if look && free > 0 {
                 look = false;
                 self.record(&mut outcomes).await;
-                match self.claim(free, &per_endpoint).await {
+                match self.claim(free, &per_endpoint, &paces).await {
                     Ok((claimed, tasks)) => {
                         if failing {
                             tracing::info!("webhook deliveries resumed");
@@ -174,13 +182,13 @@ impl Deliverer {
                 _ = self.wake.notified() => look = true,
                 _ = tokio::time::sleep(self.config.poll_interval) => look = true,
                 Some(done) = flight.join_next(), if !flight.is_empty() => {
-                    finished(done, &mut per_endpoint, &mut outcomes);
+                    finished(done, &mut per_endpoint, &mut paces, &mut outcomes);
                     finished_since += 1;
                 }
                 _ = shutdown.cancelled() => {}
             }
             while let Some(done) = flight.try_join_next() {
-                finished(done, &mut per_endpoint, &mut outcomes);
+                finished(done, &mut per_endpoint, &mut paces, &mut outcomes);
                 finished_since += 1;
             }
             if finished_since >= round || flight.is_empty() {
@@ -189,7 +197,7 @@ impl Deliverer {
         }
         let drain = async {
             while let Some(done) = flight.join_next().await {
-                finished(done, &mut per_endpoint, &mut outcomes);
+                finished(done, &mut per_endpoint, &mut paces, &mut outcomes);
             }
         };
         let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
@@ -215,29 +223,30 @@ impl Deliverer {
         outcomes.clear();
     }
 
-    /// Claims up to `free` rows, each endpoint up to its window less what this replica
-    /// holds of it, with the views of their tasks.
-    ///
-    /// The window is twice the endpoint's slots: a claimed row waits for at most one
-    /// round of the endpoint's attempts before its own, so with the defaults (8 slots,
-    /// 15 s timeout, 60 s claim) even a receiver that times out every attempt has each
-    /// row sent within 45 s of its claim, before another replica may take it.
+    /// Claims up to `free` rows, each endpoint up to its window (`window::Window`, from
+    /// its pace) less what this replica holds of it, with the views of their tasks.
     async fn claim(
         &self,
         free: usize,
         per_endpoint: &HashMap<Uuid, (usize, Arc<Semaphore>)>,
+        paces: &HashMap<Uuid, Duration>,
     ) -> anyhow::Result<(Vec<Claimed>, HashMap<Uuid, TaskRecord>)> {
-        let slots = self.config.per_endpoint.max(1);
-        let held = per_endpoint
-            .iter()
-            .map(|(id, (n, _))| (*id, *n as i64))
+        let window = self.shared.window;
+        let held = |id: &Uuid| per_endpoint.get(id).map_or(0, |(n, _)| *n);
+        let allowance = per_endpoint
+            .keys()
+            .chain(paces.keys().filter(|id| !per_endpoint.contains_key(id)))
+            .map(|id| {
+                let rows = window.rows(paces.get(id).copied());
+                (*id, rows as i64 - held(id) as i64)
+            })
             .collect();
         let client = self.shared.pool.get().await.context("connection")?;
         let limits = ClaimLimits {
             max: free as i64,
-            window: (2 * slots) as i64,
+            window: window.rows(None) as i64,
             claim_for: self.config.claim_for,
-            held,
+            allowance,
         };
         let claimed = outbox::claim(&client, &limits).await.context("claim")?;
         if claimed.is_empty() {
@@ -271,6 +280,7 @@ impl Deliverer {
         per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
     ) {
         let slots = self.config.per_endpoint.max(1);
+        let claimed_at = tokio::time::Instant::now();
         for row in claimed {
             let entry = per_endpoint
                 .entry(row.endpoint_id)
@@ -283,7 +293,9 @@ impl Deliverer {
             flight.spawn(async move {
                 let endpoint_id = row.endpoint_id;
                 let _permit = permits.acquire_owned().await;
-                (endpoint_id, shared.attempt(row, task).await)
+                let started = tokio::time::Instant::now();
+                let outcome = shared.attempt(row, task, started - claimed_at).await;
+                (endpoint_id, started.elapsed(), outcome)
             });
         }
     }
@@ -300,17 +312,30 @@ impl Deliverer {
     }
 }
 
-/// An attempt's endpoint, and its outcome unless it was recorded already.
-type Done = (Uuid, Option<Outcome>);
+/// An attempt's endpoint, how long it took, and its outcome unless it was recorded
+/// already.
+type Done = (Uuid, Duration, Option<Outcome>);
+
+/// How many endpoints' paces are kept; past it they are forgotten and learnt again.
+const PACES_KEPT: usize = 10_000;
 
 fn finished(
     done: Result<Done, tokio::task::JoinError>,
     per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
+    paces: &mut HashMap<Uuid, Duration>,
     outcomes: &mut Vec<Outcome>,
 ) {
-    let Ok((endpoint_id, outcome)) = done else {
+    let Ok((endpoint_id, took, outcome)) = done else {
         return;
     };
+    // A released row was not sent: it says nothing of the receiver's pace.
+    if !matches!(outcome, Some((_, _, Settlement::Released))) {
+        if paces.len() >= PACES_KEPT && !paces.contains_key(&endpoint_id) {
+            paces.clear();
+        }
+        let pace = window::pace(paces.get(&endpoint_id).copied(), took);
+        paces.insert(endpoint_id, pace);
+    }
     outcomes.extend(outcome);
     if let Some(entry) = per_endpoint.get_mut(&endpoint_id) {
         entry.0 -= 1;

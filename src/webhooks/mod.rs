@@ -4,8 +4,8 @@
 //!
 //! Pure parts, unit-tested without a database: [`signature`] (signing and secrets),
 //! [`schedule`] (retry schedule, `Retry-After`, what an answer means), [`guard`] (which
-//! addresses may be reached), [`endpoint`] (what an app may register) and [`payload`]
-//! (the body). The I/O: [`sender`] (one HTTP attempt) and [`deliverer`] (the loop that
+//! addresses may be reached), [`endpoint`] (what an app may register), [`payload`]
+//! (the body) and [`window`] (how many rows to claim ahead per endpoint). The I/O: [`sender`] (one HTTP attempt) and [`deliverer`] (the loop that
 //! claims, sends and records). Endpoints are managed through `service::webhooks`.
 
 mod attempt;
@@ -16,6 +16,7 @@ pub mod payload;
 pub mod schedule;
 pub mod sender;
 pub mod signature;
+pub mod window;
 
 pub use deliverer::{Deliverer, DeliveryConfig};
 pub use guard::{AddressGuard, Cidr};

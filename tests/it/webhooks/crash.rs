@@ -21,8 +21,10 @@ fn options(name: &str) -> Options {
                 "TASKLANE_WEBHOOK_RETRY_SCHEDULE",
                 "100ms,100ms,100ms".into(),
             ),
-            // A killed replica's claims run out after 3 s.
+            // A killed replica's claims run out after 3 s (a claim must outlast an
+            // attempt's timeout).
             ("TASKLANE_WEBHOOK_CLAIM_SECONDS", "3".into()),
+            ("TASKLANE_WEBHOOK_TIMEOUT_SECONDS", "2".into()),
         ],
         ..Default::default()
     }
@@ -72,7 +74,14 @@ async fn deliveries_in_flight_at_a_kill_9_are_sent_again_by_another_replica() {
 #[tokio::test]
 async fn dropped_database_connections_lose_no_notification() {
     let db = common::test_db().await;
-    let (_replica, api) = replica(&db, &[("TASKLANE_WEBHOOK_CLAIM_SECONDS", "2")]).await;
+    let (_replica, api) = replica(
+        &db,
+        &[
+            ("TASKLANE_WEBHOOK_CLAIM_SECONDS", "3"),
+            ("TASKLANE_WEBHOOK_TIMEOUT_SECONDS", "2"),
+        ],
+    )
+    .await;
     let receiver = Receiver::start().await;
     register(&api, "main", &receiver.url, Some(SECRET)).await;
     receiver.secrets(&[SECRET]);

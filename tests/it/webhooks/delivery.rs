@@ -307,3 +307,25 @@ async fn after_a_rotation_both_secrets_sign_for_a_day() {
     assert_eq!(got[1].verified, [false, true]);
     assert_eq!(got[1].signature.split(' ').count(), 1);
 }
+
+/// A claim no longer than an attempt's timeout could never see a row sent in time (each
+/// would be released unsent): refused at start, before anything connects, naming both
+/// settings.
+#[test]
+fn a_claim_not_above_the_timeout_is_refused_at_start() {
+    let output = std::process::Command::new(common::serve::binary())
+        .args(["serve", "--no-migrate"])
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env("TASKLANE_WEBHOOK_CLAIM_SECONDS", "15")
+        .env("TASKLANE_WEBHOOK_TIMEOUT_SECONDS", "15")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("TASKLANE_WEBHOOK_CLAIM_SECONDS")
+            && stderr.contains("TASKLANE_WEBHOOK_TIMEOUT_SECONDS"),
+        "{stderr}"
+    );
+}

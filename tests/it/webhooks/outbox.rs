@@ -1,7 +1,6 @@
 //! The outbox's set-based statements (V15): the statement trigger writes one
 //! notification per row that became terminal in a multi-row UPDATE and none for rows
-//! that did not; the claim takes each endpoint up to its window less what the replica
-//! holds, returns the targets, and deletes rows whose endpoint is gone; one settle
+//! that did not; the claim takes each endpoint up to its allowance, returns the targets, and deletes rows whose endpoint is gone; one settle
 //! statement records a round of mixed outcomes, each fenced on its own claim.
 
 use std::time::Duration;
@@ -39,12 +38,12 @@ async fn cancelled(c: &Client, prefix: &str, count: usize) -> Vec<Uuid> {
     ids
 }
 
-fn limits(max: i64, window: i64, held: Vec<(Uuid, i64)>) -> ClaimLimits {
+fn limits(max: i64, window: i64, allowance: Vec<(Uuid, i64)>) -> ClaimLimits {
     ClaimLimits {
         max,
         window,
         claim_for: Duration::from_secs(60),
-        held,
+        allowance,
     }
 }
 
@@ -124,7 +123,7 @@ async fn with_every_endpoint_disabled_a_terminal_statement_writes_nothing() {
 }
 
 #[tokio::test]
-async fn the_claim_takes_each_endpoint_up_to_its_window_less_what_is_held() {
+async fn the_claim_takes_each_listed_endpoint_up_to_its_allowance_and_others_the_window() {
     let db = common::test_db().await;
     let c = db.client().await;
     let a = endpoint(&c, APP, "a").await;
@@ -133,8 +132,9 @@ async fn the_claim_takes_each_endpoint_up_to_its_window_less_what_is_held() {
         .await
         .unwrap();
     cancelled(&c, "t", 5).await;
-    // Window 3: a holds 1 already, so 2 of a; b holds none, so 3 of b.
-    let claimed = claim(&db, &limits(10, 3, vec![(a, 1)])).await;
+    // Window 3: a may take 2 more (its window less what the replica holds); b is not
+    // listed, so 3 of b.
+    let claimed = claim(&db, &limits(10, 3, vec![(a, 2)])).await;
     let of = |e: Uuid| claimed.iter().filter(|r| r.endpoint_id == e).count();
     assert_eq!((of(a), of(b)), (2, 3));
     let row = claimed.iter().find(|r| r.endpoint_id == a).unwrap();
@@ -381,4 +381,67 @@ async fn the_pruner_deletes_finished_rows_past_the_retention_of_every_endpoint()
     let mut wanted = vec![(tasks[2], 2), (tasks[3], 2)];
     wanted.sort();
     assert_eq!(left, wanted);
+}
+
+/// A row released unsent (its turn came too late for its claim) is due again at once,
+/// its attempt not counted and its last answer kept; the release is fenced on the claim
+/// like any outcome.
+#[tokio::test]
+async fn a_released_row_is_due_again_at_once_with_its_attempt_taken_back() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    endpoint(&c, APP, "all").await;
+    cancelled(&c, "t", 2).await;
+    let first = claim(&db, &limits(10, 10, vec![])).await;
+    assert_eq!(first.len(), 2);
+    let client = db.pool.get().await.unwrap();
+    let mut retried = vec![(
+        first[0].id,
+        first[0].claim_token,
+        Settlement::Retry {
+            after: Duration::ZERO,
+            status: Some(503),
+            error: Some("HTTP 503".into()),
+        },
+    )];
+    assert_eq!(outbox::settle_many(&client, &mut retried).await.unwrap(), 1);
+    let second = claim(&db, &limits(10, 10, vec![])).await;
+    assert_eq!(second.len(), 1);
+    assert_eq!((second[0].id, second[0].attempts), (first[0].id, 2));
+    let mut released = vec![
+        (second[0].id, second[0].claim_token, Settlement::Released),
+        (first[1].id, Uuid::new_v4(), Settlement::Released),
+    ];
+    assert_eq!(
+        outbox::settle_many(&client, &mut released).await.unwrap(),
+        1,
+        "only the release holding the claim counts"
+    );
+    let row = c
+        .query_one(
+            "SELECT status, attempts, last_status, claim_token IS NULL,
+                    claimed_until IS NULL, finished_at IS NULL
+             FROM tasklane.webhook_deliveries WHERE id = $1",
+            &[&first[0].id],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            row.get::<_, String>(0),
+            row.get::<_, i32>(1),
+            row.get::<_, Option<i32>>(2),
+            row.get::<_, bool>(3),
+            row.get::<_, bool>(4),
+            row.get::<_, bool>(5),
+        ),
+        ("pending".into(), 1, Some(503), true, true, true)
+    );
+    let third = claim(&db, &limits(10, 10, vec![])).await;
+    assert_eq!(
+        third.len(),
+        1,
+        "due again at once; the other is still claimed"
+    );
+    assert_eq!((third[0].id, third[0].attempts), (first[0].id, 2));
 }
