@@ -1,5 +1,6 @@
--- Records the outcomes of a round of attempts in one statement, each fenced on its
--- claim as in webhook_settle.sql (a claim that ran out or was voided changes nothing).
+-- Records the outcomes of a round of attempts (or of one, a 410's) in one statement,
+-- each fenced on its claim: a deliverer whose claim ran out (another took the row) or
+-- was voided (redelivery, owner deletion) changes nothing.
 -- $1 delivery ids (sorted, so concurrent writers lock in one order), $2 claim tokens,
 -- $3 statuses (pending | delivered | failed, or released: not sent, because its turn
 -- came too late to finish within the claim; the row is due again at once and the

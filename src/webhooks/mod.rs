@@ -5,8 +5,9 @@
 //! Pure parts, unit-tested without a database: [`signature`] (signing and secrets),
 //! [`schedule`] (retry schedule, `Retry-After`, what an answer means), [`guard`] (which
 //! addresses may be reached), [`endpoint`] (what an app may register), [`payload`]
-//! (the body) and [`window`] (how many rows to claim ahead per endpoint). The I/O: [`sender`] (one HTTP attempt) and [`deliverer`] (the loop that
-//! claims, sends and records). Endpoints are managed through `service::webhooks`.
+//! (the body) and [`window`] (how many rows to claim ahead per endpoint). The I/O:
+//! [`sender`] (one HTTP attempt) and [`deliverer`] (the loop that claims, sends and
+//! records). Endpoints are managed through `service::webhooks`.
 
 mod attempt;
 pub mod deliverer;
