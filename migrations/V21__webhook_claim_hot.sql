@@ -12,10 +12,16 @@
 --   deliverer may take the row. No index names it, so a claim (attempts, claim_token,
 --   claimed_until) is a HOT update. A row is due when next_attempt_at has come and it
 --   is not claimed (claimed_until NULL or past). The due index still serves the claim:
---   the rows in flight are the few it steps over (at most the per-endpoint window of
---   each replica). Rows claimed before this migration keep their claim in
+--   the rows in flight are the few it steps over (at most the rows each replica holds,
+--   --webhook-concurrency). Rows claimed before this migration keep their claim in
 --   next_attempt_at, which still means "not before then".
--- * fillfactor 50 leaves each page room for the claim's new version beside the old.
+--   An older binary beside this one (a rolling upgrade, a rollback) does not read
+--   claimed_until: its deliverer may send a row a newer one is sending (a duplicate with
+--   the same webhook-id, which at-least-once delivery allows; the older outcome is the
+--   one kept), and its pruner, without webhook_deliveries_finished, scans the outbox
+--   for each pass. Both end when the older replicas are gone.
+-- * fillfactor 50 leaves each page room for the claim's new version beside the old
+--   (pages written from now on; the outbox turns over within its retention).
 -- * webhook_deliveries_finished goes: the pruner now reads each endpoint's log by
 --   webhook_deliveries_log (an id is a UUIDv7 made when the row is written, before
 --   it can finish, so every row finished before a cutoff has an id below the cutoff's).

@@ -41,7 +41,7 @@ pub struct Claimed {
 pub struct ClaimLimits {
     pub max: i64,
     /// Rows an endpoint that `allowance` does not list may take.
-    pub window: i64,
+    pub default_allowance: i64,
     /// How long a claim holds before another deliverer may send the row.
     pub claim_for: Duration,
     /// `(endpoint, rows)`: what the listed endpoints may take (their window less the
@@ -64,7 +64,7 @@ pub async fn claim<C: PooledClient + Sync>(
             &statement,
             &[
                 &limits.max,
-                &limits.window,
+                &limits.default_allowance,
                 &limits.claim_for.as_secs_f64(),
                 &endpoints,
                 &rows,

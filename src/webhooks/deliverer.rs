@@ -3,7 +3,7 @@
 //! replica killed mid-delivery leaves rows that another replica sends once the claim
 //! runs out (at least once; the receiver sees the same `webhook-id`). It wakes on the
 //! enqueue trigger's NOTIFY (every replica LISTENs), polls as the fallback, and bounds
-//! the attempts in flight per replica and per endpoint.
+//! the rows held per replica and the attempts in flight per endpoint.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -79,6 +79,13 @@ impl Deliverer {
         meter: &Meter,
         instruments: Instruments,
     ) -> anyhow::Result<Self> {
+        // Otherwise every claimed row would be released unsent, round after round.
+        anyhow::ensure!(
+            config.claim_for > config.timeout,
+            "a webhook claim ({:?}) must outlast an attempt's timeout ({:?})",
+            config.claim_for,
+            config.timeout
+        );
         let sender = Sender::new(config.guard.clone(), config.timeout)?;
         let pending = Arc::new(AtomicI64::new(0));
         let oldest = Arc::new(AtomicI64::new(0));
@@ -154,6 +161,7 @@ impl Deliverer {
             if look && free > 0 {
                 look = false;
                 self.record(&mut outcomes).await;
+                let claimed_at = tokio::time::Instant::now();
                 match self.claim(free, &per_endpoint, &paces).await {
                     Ok((claimed, tasks)) => {
                         if failing {
@@ -162,7 +170,12 @@ impl Deliverer {
                         }
                         // A full claim: more may be due once slots free up.
                         look = claimed.len() == free;
-                        self.start(claimed, tasks, &mut flight, &mut per_endpoint);
+                        let claim = Round {
+                            claimed,
+                            tasks,
+                            claimed_at,
+                        };
+                        self.start(claim, &mut flight, &mut per_endpoint, &shutdown);
                         finished_since = 0;
                         round = (flight.len() / 2).max(1);
                     }
@@ -233,6 +246,8 @@ impl Deliverer {
     ) -> anyhow::Result<(Vec<Claimed>, HashMap<Uuid, TaskRecord>)> {
         let window = self.shared.window;
         let held = |id: &Uuid| per_endpoint.get(id).map_or(0, |(n, _)| *n);
+        let default = window.rows(None) as i64;
+        // Only the endpoints whose allowance is not the default are listed.
         let allowance = per_endpoint
             .keys()
             .chain(paces.keys().filter(|id| !per_endpoint.contains_key(id)))
@@ -240,11 +255,12 @@ impl Deliverer {
                 let rows = window.rows(paces.get(id).copied());
                 (*id, rows as i64 - held(id) as i64)
             })
+            .filter(|(_, rows)| *rows != default)
             .collect();
         let client = self.shared.pool.get().await.context("connection")?;
         let limits = ClaimLimits {
             max: free as i64,
-            window: window.rows(None) as i64,
+            default_allowance: default,
             claim_for: self.config.claim_for,
             allowance,
         };
@@ -272,15 +288,22 @@ impl Deliverer {
         Ok((claimed, tasks))
     }
 
+    /// Starts a round's attempts, each when a slot of its endpoint is free. One still
+    /// waiting at shutdown is released unsent (recorded by the last round), rather than
+    /// left to wait out its claim.
     fn start(
         &self,
-        claimed: Vec<Claimed>,
-        tasks: HashMap<Uuid, TaskRecord>,
+        round: Round,
         flight: &mut JoinSet<Done>,
         per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
+        shutdown: &CancellationToken,
     ) {
         let slots = self.config.per_endpoint.max(1);
-        let claimed_at = tokio::time::Instant::now();
+        let Round {
+            claimed,
+            tasks,
+            claimed_at,
+        } = round;
         for row in claimed {
             let entry = per_endpoint
                 .entry(row.endpoint_id)
@@ -290,12 +313,20 @@ impl Deliverer {
             // Several endpoints may be notified of one task in one batch.
             let task = tasks.get(&row.task_id).cloned();
             let shared = self.shared.clone();
+            let shutdown = shutdown.clone();
             flight.spawn(async move {
                 let endpoint_id = row.endpoint_id;
-                let _permit = permits.acquire_owned().await;
+                let released = Some((row.id, row.claim_token, Settlement::Released));
+                let _permit = tokio::select! {
+                    permit = permits.acquire_owned() => permit,
+                    _ = shutdown.cancelled() => return (endpoint_id, None, released),
+                };
                 let started = tokio::time::Instant::now();
+                // Only an answer (or its absence) says anything of the receiver's pace.
+                let sends = !row.target.disabled && task.is_some();
                 let outcome = shared.attempt(row, task, started - claimed_at).await;
-                (endpoint_id, started.elapsed(), outcome)
+                let sent = sends && !matches!(outcome, Some((_, _, Settlement::Released)));
+                (endpoint_id, sent.then(|| started.elapsed()), outcome)
             });
         }
     }
@@ -312,9 +343,17 @@ impl Deliverer {
     }
 }
 
-/// An attempt's endpoint, how long it took, and its outcome unless it was recorded
-/// already.
-type Done = (Uuid, Duration, Option<Outcome>);
+/// A claim's rows with their tasks' views, and when the claim was sent (the replica's
+/// clock, taken before the database's, so a row's wait is never under-counted).
+struct Round {
+    claimed: Vec<Claimed>,
+    tasks: HashMap<Uuid, TaskRecord>,
+    claimed_at: tokio::time::Instant,
+}
+
+/// An attempt's endpoint, how long its request took (when one was sent), and its
+/// outcome unless it was recorded already.
+type Done = (Uuid, Option<Duration>, Option<Outcome>);
 
 /// How many endpoints' paces are kept; past it they are forgotten and learnt again.
 const PACES_KEPT: usize = 10_000;
@@ -328,8 +367,7 @@ fn finished(
     let Ok((endpoint_id, took, outcome)) = done else {
         return;
     };
-    // A released row was not sent: it says nothing of the receiver's pace.
-    if !matches!(outcome, Some((_, _, Settlement::Released))) {
+    if let Some(took) = took {
         if paces.len() >= PACES_KEPT && !paces.contains_key(&endpoint_id) {
             paces.clear();
         }

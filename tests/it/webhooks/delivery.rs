@@ -329,3 +329,51 @@ fn a_claim_not_above_the_timeout_is_refused_at_start() {
         "{stderr}"
     );
 }
+
+/// One slot, answers that take 3 s, and a claim of 5 s with a 4 s timeout: the second
+/// notification's turn comes 3 s after its claim, too late for an attempt to be answered
+/// within it. It is released unsent and sent on a claim of its own, so each
+/// notification reaches the receiver once, on its first counted attempt. Sent late
+/// instead, its claim would run out mid-attempt and the replica would send it twice.
+#[tokio::test]
+async fn a_row_whose_turn_comes_too_late_for_its_claim_is_released_not_sent_twice() {
+    let db = common::test_db().await;
+    let (_replica, api) = replica(
+        &db,
+        &[
+            ("TASKLANE_WEBHOOK_CLAIM_SECONDS", "5"),
+            ("TASKLANE_WEBHOOK_TIMEOUT_SECONDS", "4"),
+            ("TASKLANE_WEBHOOK_ENDPOINT_CONCURRENCY", "1"),
+        ],
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    register(&api, "main", &receiver.url, Some(SECRET_A)).await;
+    receiver.secrets(&[SECRET_A]);
+    receiver.script((0..4).map(|_| Reply::status(200).delay(Duration::from_secs(3))));
+    noop(&api, "k1").await;
+    noop(&api, "k2").await;
+    let rows = log_until(&api, "main", 2, "delivered").await;
+    assert!(rows.iter().all(|r| r["attempts"] == 1), "{rows:?}");
+    let received = receiver.received();
+    let mut ids: Vec<&str> = received.iter().map(|m| m.id.as_str()).collect();
+    ids.sort_unstable();
+    let mut logged: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    logged.sort_unstable();
+    assert_eq!(ids, logged, "each notification was sent once");
+    let scrape = api.http.get(format!("{}/metrics", api.base));
+    let metrics = api
+        .with_token("")
+        .execute(scrape)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("tasklane_webhooks_deliveries_total{")
+                && l.contains("outcome=\"released\"")),
+        "the release is counted"
+    );
+}

@@ -1,7 +1,8 @@
 //! The outbox's set-based statements (V15): the statement trigger writes one
 //! notification per row that became terminal in a multi-row UPDATE and none for rows
-//! that did not; the claim takes each endpoint up to its allowance, returns the targets, and deletes rows whose endpoint is gone; one settle
-//! statement records a round of mixed outcomes, each fenced on its own claim.
+//! that did not; the claim takes each endpoint up to its allowance, returns the targets,
+//! and deletes rows whose endpoint is gone; one settle statement records a round of
+//! mixed outcomes, each fenced on its own claim.
 
 use std::time::Duration;
 
@@ -38,10 +39,10 @@ async fn cancelled(c: &Client, prefix: &str, count: usize) -> Vec<Uuid> {
     ids
 }
 
-fn limits(max: i64, window: i64, allowance: Vec<(Uuid, i64)>) -> ClaimLimits {
+fn limits(max: i64, default_allowance: i64, allowance: Vec<(Uuid, i64)>) -> ClaimLimits {
     ClaimLimits {
         max,
-        window,
+        default_allowance,
         claim_for: Duration::from_secs(60),
         allowance,
     }
