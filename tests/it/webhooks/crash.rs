@@ -21,10 +21,11 @@ fn options(name: &str) -> Options {
                 "TASKLANE_WEBHOOK_RETRY_SCHEDULE",
                 "100ms,100ms,100ms".into(),
             ),
-            // A killed replica's claims run out after 3 s (a claim must outlast an
-            // attempt's timeout).
-            ("TASKLANE_WEBHOOK_CLAIM_SECONDS", "3".into()),
-            ("TASKLANE_WEBHOOK_TIMEOUT_SECONDS", "2".into()),
+            // A killed replica's claims run out after 6 s. A claim must outlast an
+            // attempt's timeout; 5 s is long enough that the first replica, killed as
+            // soon as its five requests arrive, never retries them itself.
+            ("TASKLANE_WEBHOOK_CLAIM_SECONDS", "6".into()),
+            ("TASKLANE_WEBHOOK_TIMEOUT_SECONDS", "5".into()),
         ],
         ..Default::default()
     }
