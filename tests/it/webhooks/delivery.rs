@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{log, log_until, noop, register, replica, Receiver, Reply, SOON};
+use super::{counted, log, log_until, noop, register, replica, Receiver, Reply, SOON};
 use crate::common;
 
 const SECRET_A: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -54,19 +54,8 @@ async fn a_terminal_task_is_delivered_signed_with_the_app_view() {
     assert_eq!(rows[0]["attempts"], 1);
     assert_eq!(rows[0]["last_status"], 200);
     assert!(rows[0]["delivered_at"].is_string());
-    let scrape = api.http.get(format!("{}/metrics", api.base));
-    let metrics = api
-        .with_token("")
-        .execute(scrape)
-        .await
-        .text()
-        .await
-        .unwrap();
     assert!(
-        metrics
-            .lines()
-            .any(|l| l.starts_with("tasklane_webhooks_deliveries_total{")
-                && l.contains("outcome=\"delivered\"")),
+        counted(&api, "delivered").await,
         "deliveries are counted by outcome"
     );
 
@@ -361,19 +350,5 @@ async fn a_row_whose_turn_comes_too_late_for_its_claim_is_released_not_sent_twic
     let mut logged: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
     logged.sort_unstable();
     assert_eq!(ids, logged, "each notification was sent once");
-    let scrape = api.http.get(format!("{}/metrics", api.base));
-    let metrics = api
-        .with_token("")
-        .execute(scrape)
-        .await
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics
-            .lines()
-            .any(|l| l.starts_with("tasklane_webhooks_deliveries_total{")
-                && l.contains("outcome=\"released\"")),
-        "the release is counted"
-    );
+    assert!(counted(&api, "released").await, "the release is counted");
 }

@@ -78,6 +78,22 @@ pub async fn noop(api: &Api, key: &str) -> String {
     answer.body["id"].as_str().unwrap().to_owned()
 }
 
+/// Whether the replica's `/metrics` counts webhook attempts with `outcome`.
+pub async fn counted(api: &Api, outcome: &str) -> bool {
+    let scrape = api.http.get(format!("{}/metrics", api.base));
+    let metrics = api
+        .with_token("")
+        .execute(scrape)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let label = format!("outcome=\"{outcome}\"");
+    metrics
+        .lines()
+        .any(|l| l.starts_with("tasklane_webhooks_deliveries_total{") && l.contains(&label))
+}
+
 /// The endpoint's delivery log.
 pub async fn log(api: &Api, name: &str) -> Vec<Value> {
     let answer = api.get(&format!("/v1/webhooks/{name}/deliveries")).await;
