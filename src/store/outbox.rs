@@ -130,8 +130,8 @@ pub enum Settlement {
         status: Option<u16>,
         error: Option<String>,
     },
-    /// Not sent: its turn came too late to finish within its claim. Due again at once;
-    /// the attempt its claim counted is taken back.
+    /// Not sent: its turn came too late to finish within its claim, or its replica shut
+    /// down first. Due again at once; the attempt its claim counted is taken back.
     Released,
 }
 

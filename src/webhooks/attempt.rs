@@ -7,7 +7,6 @@ use uuid::Uuid;
 
 use super::schedule::{verdict, RetrySchedule, Verdict};
 use super::sender::{Answer, Message, Sender};
-use super::window::Window;
 use super::{payload, signature};
 use crate::store::outbox::{self, Claimed, Settlement};
 use crate::store::{self, TaskRecord};
@@ -18,7 +17,6 @@ pub(super) struct Shared {
     pub(super) pool: deadpool_postgres::Pool,
     pub(super) sender: Sender,
     pub(super) schedule: RetrySchedule,
-    pub(super) window: Window,
     pub(super) instruments: Instruments,
 }
 
@@ -26,17 +24,10 @@ pub(super) struct Shared {
 pub(super) type Outcome = (Uuid, Uuid, Settlement);
 
 impl Shared {
-    /// Sends one claimed row, claimed `waited` ago; what came of it, for the round's
-    /// record (a 410 is recorded here, with the endpoint's disabling). A row whose turn
-    /// came too late to finish within its claim is released unsent.
-    pub(super) async fn attempt(
-        &self,
-        row: Claimed,
-        task: Option<TaskRecord>,
-        waited: std::time::Duration,
-    ) -> Option<Outcome> {
+    /// Sends one claimed row; what came of it, for the round's record (a 410 is
+    /// recorded here, with the endpoint's disabling).
+    pub(super) async fn attempt(&self, row: Claimed, task: Option<TaskRecord>) -> Option<Outcome> {
         let settlement = match (row.target.disabled, task) {
-            _ if !self.window.in_time(waited) => Settlement::Released,
             (true, _) => Settlement::Failed {
                 status: None,
                 error: Some("the endpoint is disabled".into()),

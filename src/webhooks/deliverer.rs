@@ -65,6 +65,8 @@ const SAMPLE_EVERY: Duration = Duration::from_secs(10);
 
 pub struct Deliverer {
     config: DeliveryConfig,
+    /// Each endpoint's window of claimed rows, from `config`.
+    window: Window,
     shared: Arc<Shared>,
     wake: Arc<Notify>,
     pending: Arc<AtomicI64>,
@@ -108,13 +110,13 @@ impl Deliverer {
                 pool,
                 sender,
                 schedule: config.schedule.clone(),
-                window: Window {
-                    slots: config.per_endpoint.max(1),
-                    claim_for: config.claim_for,
-                    timeout: config.timeout,
-                },
                 instruments,
             }),
+            window: Window {
+                slots: config.per_endpoint.max(1),
+                claim_for: config.claim_for,
+                timeout: config.timeout,
+            },
             config,
             wake: Arc::new(Notify::new()),
             pending,
@@ -244,7 +246,7 @@ impl Deliverer {
         per_endpoint: &HashMap<Uuid, (usize, Arc<Semaphore>)>,
         paces: &HashMap<Uuid, Duration>,
     ) -> anyhow::Result<(Vec<Claimed>, HashMap<Uuid, TaskRecord>)> {
-        let window = self.shared.window;
+        let window = self.window;
         let held = |id: &Uuid| per_endpoint.get(id).map_or(0, |(n, _)| *n);
         let default = window.rows(None) as i64;
         // Only the endpoints whose allowance is not the default are listed.
@@ -288,9 +290,10 @@ impl Deliverer {
         Ok((claimed, tasks))
     }
 
-    /// Starts a round's attempts, each when a slot of its endpoint is free. One still
-    /// waiting at shutdown is released unsent (recorded by the last round), rather than
-    /// left to wait out its claim.
+    /// Starts a round's attempts, each when a slot of its endpoint is free. A row whose
+    /// turn comes too late to be answered within its claim (`Window::in_time`), or that
+    /// still waits at shutdown, is released unsent rather than left to wait out its
+    /// claim (the last round records those of a shutdown).
     fn start(
         &self,
         round: Round,
@@ -298,7 +301,7 @@ impl Deliverer {
         per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
         shutdown: &CancellationToken,
     ) {
-        let slots = self.config.per_endpoint.max(1);
+        let window = self.window;
         let Round {
             claimed,
             tasks,
@@ -307,7 +310,7 @@ impl Deliverer {
         for row in claimed {
             let entry = per_endpoint
                 .entry(row.endpoint_id)
-                .or_insert_with(|| (0, Arc::new(Semaphore::new(slots))));
+                .or_insert_with(|| (0, Arc::new(Semaphore::new(window.slots))));
             entry.0 += 1;
             let permits = entry.1.clone();
             // Several endpoints may be notified of one task in one batch.
@@ -322,11 +325,14 @@ impl Deliverer {
                     _ = shutdown.cancelled() => return (endpoint_id, None, released),
                 };
                 let started = tokio::time::Instant::now();
+                if !window.in_time(started - claimed_at) {
+                    shared.instruments.webhook_delivery("released");
+                    return (endpoint_id, None, released);
+                }
                 // Only an answer (or its absence) says anything of the receiver's pace.
                 let sends = !row.target.disabled && task.is_some();
-                let outcome = shared.attempt(row, task, started - claimed_at).await;
-                let sent = sends && !matches!(outcome, Some((_, _, Settlement::Released)));
-                (endpoint_id, sent.then(|| started.elapsed()), outcome)
+                let outcome = shared.attempt(row, task).await;
+                (endpoint_id, sends.then(|| started.elapsed()), outcome)
             });
         }
     }

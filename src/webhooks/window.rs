@@ -37,7 +37,7 @@ impl Window {
         let Some(pace) = pace else {
             return slots * MIN_ROUNDS;
         };
-        let budget = self.claim_for.saturating_sub(self.timeout).as_secs_f64() / 2.0;
+        let budget = self.spare().as_secs_f64() / 2.0;
         let rounds = budget / pace.as_secs_f64().max(1e-3);
         slots * (rounds.floor() as usize).clamp(MIN_ROUNDS, MAX_ROUNDS)
     }
@@ -46,8 +46,13 @@ impl Window {
     /// included, ends with a quarter of what the claim leaves after a timeout to spare,
     /// for the outcome to be written (at the round's end) before the claim runs out.
     pub fn in_time(&self, waited: Duration) -> bool {
-        let spare = self.claim_for.saturating_sub(self.timeout);
+        let spare = self.spare();
         waited <= spare - spare / 4
+    }
+
+    /// What a claim leaves after one attempt's timeout: the time its rows may wait.
+    fn spare(&self) -> Duration {
+        self.claim_for.saturating_sub(self.timeout)
     }
 }
 

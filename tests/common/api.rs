@@ -120,18 +120,22 @@ impl Api {
         self.post("/v1/tasks", &body).await
     }
 
-    /// Requests to `route` (as routed, e.g. `/v1/worker/claim`) this replica is answering
-    /// now, from `tasklane_http_requests_in_flight` in `/metrics` (a stream counts until
-    /// it ends).
-    pub async fn in_flight(&self, route: &str) -> u64 {
+    /// The replica's `/metrics` text (served without a token).
+    pub async fn metrics(&self) -> String {
         let scrape = self.http.get(format!("{}/metrics", self.base));
-        let text = self
-            .with_token("")
+        self.with_token("")
             .execute(scrape)
             .await
             .text()
             .await
-            .expect("read /metrics");
+            .expect("read /metrics")
+    }
+
+    /// Requests to `route` (as routed, e.g. `/v1/worker/claim`) this replica is answering
+    /// now, from `tasklane_http_requests_in_flight` in `/metrics` (a stream counts until
+    /// it ends).
+    pub async fn in_flight(&self, route: &str) -> u64 {
+        let text = self.metrics().await;
         let label = format!("route=\"{route}\"");
         text.lines()
             .filter(|line| line.starts_with("tasklane_http_requests_in_flight{"))

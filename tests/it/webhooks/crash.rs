@@ -140,3 +140,62 @@ async fn dropped_database_connections_lose_no_notification() {
         .collect();
     assert_eq!(got, tasks, "the receiver heard of every task");
 }
+
+/// A graceful stop releases the rows still waiting for a slot: due again at once, their
+/// claimed attempt taken back, instead of waiting out the claim (60 s here).
+#[tokio::test]
+async fn a_stopping_replica_releases_the_rows_still_waiting_for_a_slot() {
+    let db = common::test_db().await;
+    let receiver = Receiver::start().await;
+    receiver.secrets(&[SECRET]);
+    let mut options = options("stopping");
+    options
+        .env
+        .retain(|(k, _)| !k.starts_with("TASKLANE_WEBHOOK_CLAIM"));
+    options
+        .env
+        .push(("TASKLANE_WEBHOOK_ENDPOINT_CONCURRENCY", "1".into()));
+    let mut replica = Serve::start(&db.url, options).await;
+    let token = common::api::token(&db.url, "mail", None, &["submit", "read", "webhooks"]).await;
+    let api = replica.api(&token);
+    register(&api, "main", &receiver.url, Some(SECRET)).await;
+    // The first request hangs: the other row waits for the endpoint's one slot.
+    receiver.script([Reply::status(200).delay(Duration::from_secs(120))]);
+    noop(&api, "k1").await;
+    noop(&api, "k2").await;
+    let sent = receiver.until(1, super::SOON).await;
+    let c = db.client().await;
+    common::eventually(Duration::from_secs(20), "both rows claimed", || async {
+        let row = c
+            .query_one(
+                "SELECT count(*) FROM tasklane.webhook_deliveries WHERE claimed_until > now()",
+                &[],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        match row.get::<_, i64>(0) {
+            2 => Ok(()),
+            n => Err(format!("{n} claimed")),
+        }
+    })
+    .await;
+    replica.terminate();
+    replica.wait_exit(Duration::from_secs(30)).await;
+    let rows = c
+        .query(
+            "SELECT id::text, attempts, claimed_until IS NULL FROM tasklane.webhook_deliveries",
+            &[],
+        )
+        .await
+        .unwrap();
+    let waiting: Vec<(i32, bool)> = rows
+        .iter()
+        .filter(|r| r.get::<_, String>(0) != sent[0].id)
+        .map(|r| (r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        waiting,
+        [(0, true)],
+        "released: no claim, no attempt counted"
+    );
+}

@@ -80,14 +80,7 @@ pub async fn noop(api: &Api, key: &str) -> String {
 
 /// Whether the replica's `/metrics` counts webhook attempts with `outcome`.
 pub async fn counted(api: &Api, outcome: &str) -> bool {
-    let scrape = api.http.get(format!("{}/metrics", api.base));
-    let metrics = api
-        .with_token("")
-        .execute(scrape)
-        .await
-        .text()
-        .await
-        .unwrap();
+    let metrics = api.metrics().await;
     let label = format!("outcome=\"{outcome}\"");
     metrics
         .lines()
