@@ -100,9 +100,6 @@ CREATE TRIGGER tasks_delete_deliveries AFTER DELETE ON tasklane.tasks REFERENCIN
 -- trigger tasks_delete_events: migrations/V5__hot_paths.sql
 CREATE TRIGGER tasks_delete_events AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_events();
 
--- trigger tasks_enqueue_webhooks: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql
-CREATE TRIGGER tasks_enqueue_webhooks AFTER UPDATE ON tasklane.tasks REFERENCING OLD TABLE AS changed_from NEW TABLE AS changed_to FOR EACH STATEMENT EXECUTE FUNCTION tasklane.enqueue_webhooks();
-
 -- trigger tasks_queue_delete: migrations/V14__task_queue.sql
 CREATE TRIGGER tasks_queue_delete AFTER DELETE ON tasklane.tasks REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tasklane.delete_task_queue();
 

@@ -15,6 +15,10 @@
 -- Locks: the claimed rows FOR UPDATE SKIP LOCKED (briefly: the statement commits
 -- alone). The window over a bounded candidate list cannot carry FOR UPDATE itself, so
 -- the lock is taken in the next CTE, which bounds the rows (STYLE §3).
+-- Rows are found again by `id = ANY (ARRAY(...))`, not by a join: joined, the planner
+-- costed a few dozen primary-key probes above one scan of the whole outbox (delivered
+-- history included) and hashed it, 13.7 ms a claim beside 60,000 rows against 3.2 ms
+-- (EXPLAIN ANALYZE); an array of ids is always probed by the primary key.
 WITH allowance AS (
     SELECT * FROM unnest($4::uuid[], $5::int8[]) AS a(endpoint_id, rows)
 ), candidates AS (
@@ -29,26 +33,26 @@ WITH allowance AS (
 ), due AS (
     SELECT d.id, d.endpoint_id
     FROM tasklane.webhook_deliveries d
-    JOIN candidates c ON c.id = d.id
-    LEFT JOIN allowance a ON a.endpoint_id = c.endpoint_id
-    WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+    WHERE d.id = ANY (ARRAY(SELECT c.id FROM candidates c
+                            LEFT JOIN allowance a ON a.endpoint_id = c.endpoint_id
+                            WHERE c.n <= coalesce(a.rows, $2::bigint)))
+      AND d.status = 'pending' AND d.next_attempt_at <= now()
       AND (d.claimed_until IS NULL OR d.claimed_until <= now())
-      AND c.n <= coalesce(a.rows, $2::bigint)
     ORDER BY d.next_attempt_at
     LIMIT $1::bigint
     FOR UPDATE OF d SKIP LOCKED
 ), orphans AS (
     DELETE FROM tasklane.webhook_deliveries d
-    USING due
-    WHERE d.id = due.id
-      AND NOT EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e WHERE e.id = due.endpoint_id)
+    WHERE d.id = ANY (ARRAY(SELECT due.id FROM due
+                            WHERE NOT EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e
+                                              WHERE e.id = due.endpoint_id)))
 ), claimed AS (
     UPDATE tasklane.webhook_deliveries d
     SET attempts = d.attempts + 1, claim_token = gen_random_uuid(),
         claimed_until = now() + $3::float8 * interval '1 second'
-    FROM due
-    WHERE d.id = due.id
-      AND EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e WHERE e.id = due.endpoint_id)
+    WHERE d.id = ANY (ARRAY(SELECT due.id FROM due
+                            WHERE EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e
+                                          WHERE e.id = due.endpoint_id)))
     RETURNING d.id, d.endpoint_id, d.task_id, d.event, d.created_at, d.attempts, d.claim_token
 ), targets AS (
     SELECT e.id, e.url, e.disabled,

@@ -5,24 +5,45 @@
 -- The current definition of tasklane.sync_task_queue (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function sync_task_queue: migrations/V14__task_queue.sql
+-- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    written bigint;
 BEGIN
-    DELETE FROM tasklane.task_queue q USING fresh n
-    WHERE q.id = n.id AND n.state IN ('succeeded', 'failed', 'cancelled');
+    IF EXISTS (SELECT 1 FROM tasklane.webhook_endpoints WHERE NOT disabled) THEN
+        WITH ended AS (
+            DELETE FROM tasklane.task_queue q USING fresh n
+            WHERE q.id = n.id AND n.state IN ('succeeded', 'failed', 'cancelled')
+            RETURNING n.id, n.app, n.scope_id, n.state, n.finished_at
+        )
+        INSERT INTO tasklane.webhook_deliveries
+            (endpoint_id, app, scope_id, task_id, event, created_at)
+        SELECT e.id, d.app, d.scope_id, d.id, 'task.' || d.state, coalesce(d.finished_at, now())
+        FROM ended d
+        JOIN tasklane.webhook_endpoints e
+          ON e.app = d.app AND NOT e.disabled AND ('task.' || d.state) = ANY (e.events);
+        GET DIAGNOSTICS written = ROW_COUNT;
+        -- The deliverers of every replica LISTEN: one NOTIFY per statement that wrote.
+        IF written > 0 THEN
+            PERFORM pg_notify('tasklane_webhooks', '');
+        END IF;
+    ELSE
+        DELETE FROM tasklane.task_queue q USING fresh n
+        WHERE q.id = n.id AND n.state IN ('succeeded', 'failed', 'cancelled');
+    END IF;
     INSERT INTO tasklane.task_queue AS q
         (id, state, priority, run_at, deadline_at, lease_expires_at, task_type, app,
          scope_id, privacy, resource)
     SELECT n.id, n.state, n.priority, n.run_at, n.deadline_at, n.lease_expires_at,
            n.task_type, n.app, n.scope_id, n.privacy, n.resource
     FROM fresh n
-    LEFT JOIN tasklane.task_queue o ON o.id = n.id
     WHERE n.state NOT IN ('succeeded', 'failed', 'cancelled')
-      AND (o.id IS NULL
-           OR (o.state, o.priority, o.run_at, o.deadline_at, o.lease_expires_at)
-              IS DISTINCT FROM (n.state, n.priority, n.run_at, n.deadline_at, n.lease_expires_at))
+      AND coalesce((SELECT (o.state, o.priority, o.run_at, o.deadline_at, o.lease_expires_at)
+                           IS DISTINCT FROM
+                           (n.state, n.priority, n.run_at, n.deadline_at, n.lease_expires_at)
+                    FROM tasklane.task_queue o WHERE o.id = n.id), true)
     ON CONFLICT (id) DO UPDATE
     SET state = excluded.state, priority = excluded.priority, run_at = excluded.run_at,
         deadline_at = excluded.deadline_at, lease_expires_at = excluded.lease_expires_at;

@@ -1,8 +1,9 @@
 //! The notification outbox as the deliverer sees it: claim due rows with where and how
 //! to send them (a short claim that runs out by itself), read the tasks' views, record
 //! a round's outcomes fenced on their claims, disable an endpoint after a 410, prune the
-//! delivered log. Rows are written by the `tasks_enqueue_webhooks` statement trigger in
-//! the transaction that makes a task terminal (migrations V11, V15). The deliverer's
+//! delivered log. Rows are written by the queue mirror's statement trigger
+//! (`tasks_queue_update`) in the transaction that makes a task terminal (migrations V11,
+//! V15, V22). The deliverer's
 //! statements are prepared once per connection (deadpool's statement cache): it runs
 //! them every round.
 
@@ -16,7 +17,7 @@ use uuid::Uuid;
 
 use super::{DbError, TaskRecord};
 
-/// The channel the enqueue trigger NOTIFYs (once per transaction that enqueued).
+/// The channel the mirror's trigger NOTIFYs (once per statement that wrote notifications).
 pub const WEBHOOKS_CHANNEL: &str = "tasklane_webhooks";
 
 /// A notification claimed for one attempt, with where and how to send it.

@@ -2,7 +2,7 @@
 //! passes in what it saw of the endpoint.
 //!
 //! Every round (a claim, one read of the tasks, one settle) costs the database about as
-//! much whether it carries 8 rows or 64, so a fast receiver should get big rounds. But a
+//! much whether it carries 8 rows or 128, so a fast receiver should get big rounds. But a
 //! claimed row waits in the replica for one of its endpoint's slots, and it must be sent
 //! before its claim runs out, or another replica sends it too. So the window is as many
 //! rounds of the endpoint's slots as its recent pace allows within the claim (at least
@@ -14,8 +14,11 @@ use std::time::Duration;
 /// The fewest rounds of an endpoint's slots claimed ahead: one in flight, one waiting.
 pub const MIN_ROUNDS: usize = 2;
 
-/// The most rounds claimed ahead, however fast the receiver.
-pub const MAX_ROUNDS: usize = 8;
+/// The most rounds claimed ahead, however fast the receiver: 256 rows with the default
+/// 8 slots, so a fast receiver's rounds are bounded by what a replica holds
+/// (`--webhook-concurrency`), not by its window. At 8 rounds (64 rows) a drain with one
+/// endpoint made a claim per 31 deliveries.
+pub const MAX_ROUNDS: usize = 32;
 
 /// An endpoint's window of claimed rows, from the deliverer's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,8 +86,8 @@ mod tests {
 
     #[test]
     fn a_fast_receiver_gets_the_most_rounds() {
-        assert_eq!(DEFAULTS.rows(Some(Duration::from_millis(2))), 64);
-        assert_eq!(DEFAULTS.rows(Some(Duration::ZERO)), 64);
+        assert_eq!(DEFAULTS.rows(Some(Duration::from_millis(2))), 256);
+        assert_eq!(DEFAULTS.rows(Some(Duration::ZERO)), 256);
     }
 
     #[test]

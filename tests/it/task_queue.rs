@@ -186,6 +186,60 @@ async fn claim_and_settle_are_hot_updates_of_tasks() {
     );
 }
 
+/// Rows of `table` and of its indexes read by this transaction so far (sequential and
+/// index scans alike).
+pub(crate) async fn rows_read<C: tokio_postgres::GenericClient + Sync>(c: &C, table: &str) -> i64 {
+    c.query_one(
+        "SELECT pg_stat_get_xact_tuples_returned($1::text::regclass) \
+                + coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::int8 \
+         FROM pg_index i WHERE i.indrelid = $1::text::regclass",
+        &[&table],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// The mirror's trigger finds each changed row's mirror row by id (V22), whatever the
+/// backlog: joined, the planner hashed a sequential scan of the whole mirror into every
+/// claim of 100 beside a backlog of a few thousand to some 30,000 tasks (the V14
+/// trigger read 10,202 mirror rows for this claim; beyond that size it probed by id).
+/// A claim of 100 and their settles beside 10,000 queued tasks, analyzed as autovacuum
+/// would have them: the trigger reads a few rows per task, not the backlog.
+#[tokio::test]
+async fn the_mirror_trigger_reads_its_rows_by_id_beside_a_long_backlog() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    c.batch_execute(&format!(
+        "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, request_digest, \
+           input, priority, max_attempts, on_restart, privacy, lease_seconds, \
+           attempt_timeout_seconds, event_seq) \
+         SELECT tasklane.uuid_v7(), '{APP}', 's' || (g % 100), 'k' || g, '{TYPE}', '\\x00', \
+           '{{}}', 0, 3, 'retry', 'local_only', 30, 300, 1 FROM generate_series(1, 10000) g; \
+         ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;"
+    ))
+    .await
+    .unwrap();
+    c.batch_execute("BEGIN").await.unwrap();
+    let claimed = claim(&c, 100).await;
+    let by_claim = rows_read(&c, "tasklane.task_queue").await;
+    for task in &claimed {
+        lease::complete(&c, task.id, task.lease_token, &Success::default())
+            .await
+            .unwrap();
+    }
+    let by_settles = rows_read(&c, "tasklane.task_queue").await - by_claim;
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(claimed.len(), 100);
+    // The claim's own index scan reads its 100 candidates; the trigger one probe each.
+    assert!(by_claim <= 1_000, "the claim read {by_claim} mirror rows");
+    assert!(
+        by_settles <= 1_000,
+        "100 settles read {by_settles} mirror rows"
+    );
+    assert_in_step(&c, "after the claim and settles beside a backlog").await;
+}
+
 /// Claims lock `tasks` rows found through the mirror; cancels lock `tasks` rows and then
 /// the trigger writes the mirror. Sixteen connections racing both on the same tasks,
 /// over several rounds: no deadlock, no task claimed twice for one attempt, and the
