@@ -15,6 +15,8 @@
 --#set claimable  fallback  'waiting_for_external_fallback'
 --#set unpaused   local     ARRAY(SELECT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#set unpaused   external  ARRAY(SELECT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
+--#set served     local     (SELECT DISTINCT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
+--#set served     external  (SELECT DISTINCT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#
 --#if local
 -- transition: Claim
@@ -41,8 +43,15 @@
 -- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
 -- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
 -- Tasks of a paused type (tasklane.paused_task_types) are left queued: the paused types
--- are taken out of $1 first (an init plan), which keeps the plan an index scan in claim
--- order (a NOT EXISTS on each task turned it into a scan and sort of the whole backlog).
+-- are taken out of $1 first, which keeps the plan an index scan in claim order (a NOT
+-- EXISTS on each task turned it into a scan and sort of the whole backlog).
+-- One ordered scan per served type (V23: the claimable and fallback indexes lead with
+-- task_type), each locking up to $3 of its tasks, merged in claim order and cut to $3:
+-- one scan in priority order over every type walked the whole backlog of the types
+-- this claimer does not run before reaching its own (25 ms a claim of 100 beside
+-- 40,000 queued `remote` tasks, 1.4 ms per type). Rows locked by a type's scan beyond
+-- the merged $3 are let go when the claim commits (it runs alone): a claimer serving
+-- several types with backlogs locks up to $3 per type for that instant.
 -- Tasks of an app under an emergency stop (tasklane.emergency_stops) are left waiting
 -- too, queued and retrying ones alike (a new attempt is new work); a global stop (app
 -- '') holds every task: both are init plans as well, the global one a one-time filter
@@ -76,20 +85,23 @@ WITH slots AS (
     LIMIT $3
     FOR UPDATE OF s SKIP LOCKED
 ), picked AS (
-    SELECT t.id, q.resource, q.priority, q.run_at
+    SELECT c.id, c.resource, c.priority, c.run_at
 --#else
 -- The variant for claimers none of whose task types names a resource: tasks holding a
 -- resource are left to resource-aware claimers, so this stays as cheap as a claim
 -- without resources.
 -- Locks: the claimed rows (FOR UPDATE SKIP LOCKED: never waits on another claimer).
 WITH picked AS (
-    SELECT t.id
+    SELECT c.id
 --#end
+    FROM {served} ty
+    CROSS JOIN LATERAL (
+    SELECT t.id, q.resource, q.priority, q.run_at
     FROM tasklane.task_queue q
     JOIN tasklane.tasks t ON t.id = q.id
     WHERE q.state IN ({claimable})
       AND q.run_at <= now()
-      AND q.task_type = ANY({unpaused})
+      AND q.task_type = ty.name
       AND ($5::text IS NULL OR q.app = $5)
       AND ($6::text IS NULL OR q.scope_id = $6)
       AND (q.deadline_at IS NULL OR q.deadline_at > now())
@@ -114,6 +126,9 @@ WITH picked AS (
     ORDER BY q.priority DESC, q.run_at, q.id
     LIMIT $3
     FOR UPDATE OF t SKIP LOCKED
+    ) c
+    ORDER BY c.priority DESC, c.run_at, c.id
+    LIMIT $3
 --#if aware
 ), granted AS (
     -- The n-th picked task of a resource gets its n-th free slot; the rest wait.

@@ -480,14 +480,14 @@ WITH (fillfactor='80');
 ALTER TABLE ONLY tasklane.task_queue
     ADD CONSTRAINT task_queue_pkey PRIMARY KEY (id);
 
--- index task_queue_claimable: migrations/V14__task_queue.sql
-CREATE INDEX task_queue_claimable ON tasklane.task_queue USING btree (priority DESC, run_at, id) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text]));
+-- index task_queue_claimable: migrations/V14__task_queue.sql, migrations/V23__claim_per_type.sql
+CREATE INDEX task_queue_claimable ON tasklane.task_queue USING btree (task_type, priority DESC, run_at, id) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text]));
 
 -- index task_queue_deadline: migrations/V14__task_queue.sql
 CREATE INDEX task_queue_deadline ON tasklane.task_queue USING btree (deadline_at) WHERE ((deadline_at IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
 
--- index task_queue_fallback: migrations/V14__task_queue.sql
-CREATE INDEX task_queue_fallback ON tasklane.task_queue USING btree (priority DESC, run_at, id) WHERE (state = 'waiting_for_external_fallback'::text);
+-- index task_queue_fallback: migrations/V14__task_queue.sql, migrations/V23__claim_per_type.sql
+CREATE INDEX task_queue_fallback ON tasklane.task_queue USING btree (task_type, priority DESC, run_at, id) WHERE (state = 'waiting_for_external_fallback'::text);
 
 -- index task_queue_leased: migrations/V14__task_queue.sql
 CREATE INDEX task_queue_leased ON tasklane.task_queue USING btree (lease_expires_at) WHERE (state = ANY (ARRAY['running'::text, 'cancelling'::text]));

@@ -5,11 +5,14 @@
 -- transaction each. The ceiling the engine's drain can approach on this schema; the gap to the
 -- bare baselines is what the schema itself costs per task (indexes, events).
 WITH picked AS (
-    SELECT t.id FROM tasklane.task_queue q JOIN tasklane.tasks t ON t.id = q.id
-    WHERE q.state IN ('queued', 'waiting_for_retry') AND q.run_at <= now() AND q.task_type = ANY('{noop}')
-      AND (q.deadline_at IS NULL OR q.deadline_at > now())
-      AND t.state IN ('queued', 'waiting_for_retry') AND t.run_at <= now()
-    ORDER BY q.priority DESC, q.run_at, q.id LIMIT 100 FOR UPDATE OF t SKIP LOCKED
+    SELECT c.id FROM unnest('{noop}'::text[]) AS ty(name)
+    CROSS JOIN LATERAL (
+        SELECT t.id, q.priority, q.run_at FROM tasklane.task_queue q JOIN tasklane.tasks t ON t.id = q.id
+        WHERE q.state IN ('queued', 'waiting_for_retry') AND q.run_at <= now() AND q.task_type = ty.name
+          AND (q.deadline_at IS NULL OR q.deadline_at > now())
+          AND t.state IN ('queued', 'waiting_for_retry') AND t.run_at <= now()
+        ORDER BY q.priority DESC, q.run_at, q.id LIMIT 100 FOR UPDATE OF t SKIP LOCKED) c
+    ORDER BY c.priority DESC, c.run_at, c.id LIMIT 100
 ), claimed AS (
     UPDATE tasklane.tasks t
     SET state = 'running', attempt = t.attempt + 1, lease_token = gen_random_uuid(),

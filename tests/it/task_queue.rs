@@ -240,6 +240,39 @@ async fn the_mirror_trigger_reads_its_rows_by_id_beside_a_long_backlog() {
     assert_in_step(&c, "after the claim and settles beside a backlog").await;
 }
 
+/// A claim reads the tasks of the types it serves, not the backlog of another type
+/// queued ahead of them (V23): scanned in priority order over every type, a claim of
+/// 100 beside 10,000 older `remote` tasks (no replica's in-process type) read all
+/// 10,100 before it could stop.
+#[tokio::test]
+async fn a_claim_reads_its_own_types_beside_the_backlog_of_another() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let queue = |task_type: &str, count: i32| {
+        format!(
+            "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, \
+               request_digest, input, priority, max_attempts, on_restart, privacy, \
+               lease_seconds, attempt_timeout_seconds, event_seq) \
+             SELECT tasklane.uuid_v7(), '{APP}', 's' || (g % 100), '{task_type}' || g, \
+               '{task_type}', '\\x00', '{{}}', 0, 3, 'retry', 'local_only', 30, 300, 1 \
+             FROM generate_series(1, {count}) g;"
+        )
+    };
+    c.batch_execute(&queue("remote", 10_000)).await.unwrap();
+    c.batch_execute(&format!(
+        "{} ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;",
+        queue(TYPE, 100)
+    ))
+    .await
+    .unwrap();
+    c.batch_execute("BEGIN").await.unwrap();
+    let claimed = claim(&c, 100).await;
+    let read = rows_read(&c, "tasklane.task_queue").await;
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(claimed.len(), 100);
+    assert!(read <= 1_000, "the claim read {read} mirror rows");
+}
+
 /// Claims lock `tasks` rows found through the mirror; cancels lock `tasks` rows and then
 /// the trigger writes the mirror. Sixteen connections racing both on the same tasks,
 /// over several rounds: no deadlock, no task claimed twice for one attempt, and the

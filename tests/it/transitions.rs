@@ -495,6 +495,72 @@ async fn claim_prefers_priority_then_age_and_respects_run_at() {
     assert_eq!(order, vec![high.id, old.id, new.id, low.id]);
 }
 
+/// A claim of several types scans each type in claim order and merges them (V23):
+/// priority, then age, across its types, up to its limit; a paused type is left.
+#[tokio::test]
+async fn a_claim_of_several_types_merges_them_in_claim_order() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let insert = |task_type: &str, key: &str, priority: i16, age: i32| {
+        format!(
+            "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, \
+               request_digest, input, priority, max_attempts, on_restart, privacy, \
+               lease_seconds, attempt_timeout_seconds, event_seq, run_at, created_at) \
+             VALUES (tasklane.uuid_v7(), '{APP}', '{SCOPE}', '{key}', '{task_type}', '\\x00', \
+               '{{}}', {priority}, 3, 'retry', 'local_only', 30, 300, 1, \
+               now() - interval '{age} s', now() - interval '{age} s');"
+        )
+    };
+    let rows = [
+        ("a", "a-low-old", 0, 30),
+        ("b", "b-high", 5, 1),
+        ("a", "a-high-new", 5, 0),
+        ("b", "b-low-older", 0, 40),
+        ("paused", "p-highest", 9, 50),
+    ];
+    for (task_type, key, priority, age) in rows {
+        c.batch_execute(&insert(task_type, key, priority, age))
+            .await
+            .unwrap();
+    }
+    c.batch_execute("INSERT INTO tasklane.paused_task_types (task_type) VALUES ('paused')")
+        .await
+        .unwrap();
+    let types = ["a", "b", "paused", "a"].map(String::from);
+    let claimant = claimant(tasklane::task::Route::Local);
+    let first = tasklane::store::claim::claim(&c, &claimant, &types, 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        effect_keys(&c, &first).await,
+        ["b-high", "a-high-new", "b-low-older"]
+    );
+    let rest = tasklane::store::claim::claim(&c, &claimant, &types, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        effect_keys(&c, &rest).await,
+        ["a-low-old"],
+        "the paused type is left"
+    );
+}
+
+async fn effect_keys(
+    c: &tokio_postgres::Client,
+    claimed: &[tasklane::store::ClaimedTask],
+) -> Vec<String> {
+    let ids: Vec<uuid::Uuid> = claimed.iter().map(|t| t.id).collect();
+    let rows = c
+        .query(
+            "SELECT t.effect_key FROM unnest($1::uuid[]) WITH ORDINALITY AS x(id, n) \
+             JOIN tasklane.tasks t ON t.id = x.id ORDER BY x.n",
+            &[&ids],
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|row| row.get(0)).collect()
+}
+
 #[tokio::test]
 async fn unregistered_types_are_never_claimed() {
     let db = common::test_db().await;
