@@ -4,9 +4,10 @@
 # /openapi.json, failing on any 5xx (`not_a_server_error`). Bounded: FUZZ_EXAMPLES
 # examples per operation (default 100); FUZZ_SEED makes a run repeatable (CI pins one);
 # FUZZ_PHASES picks schemathesis' phases (default all but stateful). CI runs the
-# `examples,coverage` phases only (every operation at its boundaries, about a minute):
-# the random `fuzzing` phase keeps drawing long-poll values (`?wait=` up to 60 s,
-# `wait_seconds` up to 30 s) and can take far longer, so it is for runs by hand.
+# `examples,coverage` phases only (every operation at its boundaries). The server holds
+# long polls 1 s at most (`--max-wait-seconds 1`): the phases keep drawing long-poll
+# values (`?wait=` up to 60 s, `wait_seconds` up to 30 s), and held in full those made
+# the coverage phase take 386 s of waiting.
 #
 # Uses DATABASE_URL (default the local server) when it answers; otherwise it starts a
 # private throwaway cluster with the initdb/pg_ctl found on the machine, as the tests do.
@@ -43,7 +44,8 @@ DB_URL="${SERVER_URL%/*}/$DB"
 psql "$SERVER_URL" -q -c "CREATE DATABASE $DB" >/dev/null
 # The demo task types, the same file `tasklane dev` and the chart's default use.
 DATABASE_URL="$DB_URL" TASKLANE_LOG=warn ./target/debug/tasklane serve \
-    --listen "127.0.0.1:$PORT" --task-types demo/task-types.toml 2>"$WORK/serve.log" &
+    --listen "127.0.0.1:$PORT" --task-types demo/task-types.toml --max-wait-seconds 1 \
+    2>"$WORK/serve.log" &
 SERVE_PID=$!
 for _ in $(seq 1 200); do
     if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi

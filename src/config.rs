@@ -27,6 +27,7 @@
 //! | `TASKLANE_MAX_INPUT_BYTES` | 1048576 |
 //! | `TASKLANE_MAX_BODY_BYTES` | max input bytes + 65536 |
 //! | `TASKLANE_READINESS_DRAIN_MS` | 1000 |
+//! | `TASKLANE_MAX_WAIT_SECONDS` | 60 |
 //! | `TASKLANE_WEBHOOK_ALLOW_CIDRS` | none (internal addresses refused) |
 //! | `TASKLANE_WEBHOOK_RETRY_SCHEDULE` | `5s,5m,30m,2h,5h,10h,14h,20h,24h` |
 //! | `TASKLANE_WEBHOOK_CONCURRENCY` | 128 |
@@ -160,6 +161,14 @@ pub struct ServeConfig {
     /// load balancers stop routing here before the listener closes, in ms.
     #[arg(long, env = "TASKLANE_READINESS_DRAIN_MS", default_value_t = 1000)]
     pub readiness_drain_ms: u64,
+
+    /// The longest this replica holds a long poll (a submit's `?wait=`, a worker claim's
+    /// `wait_seconds`) before answering with what there is, in seconds (0..=60). Set it
+    /// under the idle timeout of a proxy in front of the API, which would otherwise cut
+    /// the waiting request; a client asking for longer is answered at this bound.
+    #[arg(long, env = "TASKLANE_MAX_WAIT_SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(0..=60))]
+    pub max_wait_seconds: u64,
 
     /// Address ranges webhook deliveries may reach although they are loopback, private,
     /// link-local or unique-local (comma-separated CIDRs, e.g. `10.0.0.0/8,::1/128`);

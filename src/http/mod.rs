@@ -47,6 +47,8 @@ pub struct AppState {
     pub ready: Arc<AtomicBool>,
     /// Cancelled at shutdown: long polls, waits and streams end.
     pub stopping: CancellationToken,
+    /// The longest a long poll is held (`--max-wait-seconds`).
+    pub max_wait: Duration,
 }
 
 impl AppState {
@@ -62,6 +64,20 @@ impl AppState {
             telemetry,
             ready: Arc::new(AtomicBool::new(true)),
             stopping: CancellationToken::new(),
+            max_wait: Duration::from_secs(routes::tasks::MAX_WAIT_SECONDS),
+        }
+    }
+
+    /// The state a replica serves with: [`AppState::new`] bounded by `config` (the
+    /// longest long poll).
+    pub fn serving(
+        config: &HttpConfig,
+        tasklane: Tasklane,
+        telemetry: crate::telemetry::Telemetry,
+    ) -> Self {
+        AppState {
+            max_wait: config.max_wait,
+            ..AppState::new(tasklane, telemetry)
         }
     }
 
@@ -245,6 +261,8 @@ pub struct HttpConfig {
     pub listen_wakeups: bool,
     /// Serve the `/v1/` API (role `api`); without it only the operations routes.
     pub api: bool,
+    /// The longest a long poll is held.
+    pub max_wait: Duration,
 }
 
 impl HttpConfig {
@@ -256,6 +274,7 @@ impl HttpConfig {
             body_limit: config.body_limit(),
             listen_wakeups: config.listen_notify && !config.has(crate::config::Role::Worker),
             api: config.has(crate::config::Role::Api),
+            max_wait: Duration::from_secs(config.max_wait_seconds),
         }
     }
 }
@@ -299,7 +318,7 @@ impl HttpServer {
             .await
             .with_context(|| format!("bind {listen}"))?;
         let local_addr = listener.local_addr()?;
-        let state = AppState::new(tasklane, telemetry);
+        let state = AppState::serving(config, tasklane, telemetry);
         let listener_stop = CancellationToken::new();
         let app = if config.api {
             state.spawn_sources(config, listener_stop.clone());

@@ -34,6 +34,12 @@ struct Flags {
     config: ServeConfig,
 }
 
+/// `args` (after the program name) parsed as `tasklane serve` parses its flags.
+pub fn serve_flags(args: &[&str]) -> Result<ServeConfig, clap::Error> {
+    Flags::try_parse_from(std::iter::once("tasklane-serve").chain(args.iter().copied()))
+        .map(|flags| flags.config)
+}
+
 /// A replica and its router in this process; its services stop when it is dropped.
 pub struct InProcess {
     /// [`BASE`], for tests that build requests by hand.
@@ -56,7 +62,7 @@ impl InProcess {
             .await
             .expect("start an in-process replica");
         let http = HttpConfig::of(&config);
-        let state = AppState::new(replica.tasklane.clone(), telemetry);
+        let state = AppState::serving(&http, replica.tasklane.clone(), telemetry);
         let sources = CancellationToken::new();
         state.spawn_sources(&http, sources.clone());
         let router = tasklane::http::router(state.clone(), http.body_limit);

@@ -743,3 +743,50 @@ async fn values_postgresql_cannot_store_or_return_are_a_422_not_a_500() {
     assert_eq!(claimed.status, 200, "{:?}", claimed.body);
     assert_eq!(claimed.body["tasks"][0]["input"][0], json!(1e300));
 }
+
+/// `--max-wait-seconds` bounds every long poll, for a proxy's idle timeout in front of
+/// the API: at 1 s, a claim asking to wait 30 s for work that never comes and a submit
+/// asking `?wait=60` for a task no in-process worker runs both answer with what there
+/// is (no task; the task still queued), each after its bound and far before what it
+/// asked. A bound above the API's 60 s is refused at start.
+#[tokio::test]
+async fn long_polls_are_held_at_most_the_replicas_max_wait() {
+    let db = common::test_db().await;
+    let options = Options {
+        args: vec!["--max-wait-seconds=1".into()],
+        ..Default::default()
+    };
+    let serve = InProcess::start(&db.url, options).await;
+    let api = serve.api(&api::token(&db.url, "mail", None, ALL).await);
+    let started = std::time::Instant::now();
+    let claim = json!({"worker_id": "w", "task_types": ["remote"], "route": "local", "max": 1, "wait_seconds": 30});
+    let claimed = api.post("/v1/worker/claim", &claim).await;
+    assert_eq!(
+        (claimed.status, &claimed.body["tasks"]),
+        (200, &json!([])),
+        "{:?}",
+        claimed.body
+    );
+    let body = json!({"task_type": "remote", "scope_id": "s", "effect_key": "k", "input": {}});
+    let submitted = api.post("/v1/tasks?wait=60", &body).await;
+    assert_eq!(
+        (submitted.status, submitted.body["state"].as_str()),
+        (202, Some("queued")),
+        "{:?}",
+        submitted.body
+    );
+    let held = started.elapsed();
+    assert!(
+        held >= std::time::Duration::from_secs(2),
+        "each long poll waited its bound: {held:?}"
+    );
+    assert!(
+        held < std::time::Duration::from_secs(45),
+        "neither waited what it asked (90 s in all): {held:?}"
+    );
+    assert!(common::in_process::serve_flags(&["--max-wait-seconds", "60"]).is_ok());
+    assert!(
+        common::in_process::serve_flags(&["--max-wait-seconds", "61"]).is_err(),
+        "a bound above the API's 60 s is refused"
+    );
+}

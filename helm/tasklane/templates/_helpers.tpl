@@ -209,6 +209,8 @@ Takes a dict: root (the chart context), config (the merged config values), roles
   value: {{ ($c.maxBodyBytes | default (add (int64 $c.maxInputBytes) 65536)) | int64 | toString | quote }}
 - name: TASKLANE_READINESS_DRAIN_MS
   value: {{ $c.readinessDrainMs | int64 | toString | quote }}
+- name: TASKLANE_MAX_WAIT_SECONDS
+  value: {{ $c.maxWaitSeconds | int64 | toString | quote }}
 - name: TASKLANE_PRUNE_BATCH
   value: {{ $c.pruneBatch | int64 | toString | quote }}
 - name: TASKLANE_RETENTION_SECONDS

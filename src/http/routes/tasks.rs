@@ -120,15 +120,16 @@ pub fn submit_status(submitted: &Submitted) -> StatusCode {
     status_of(submitted.task.state.is_terminal(), submitted.outcome)
 }
 
-/// Re-reads the task until it is terminal, `wait` passes, or the server stops; `None`
-/// when it disappeared. Wakes on the replica's shared listener, not by polling.
+/// Re-reads the task until it is terminal, `wait` (at most the replica's
+/// `--max-wait-seconds`) passes, or the server stops; `None` when it disappeared. Wakes
+/// on the replica's shared listener, not by polling.
 pub async fn wait_terminal(
     state: &AppState,
     owner: &Owner,
     id: Uuid,
     wait: Duration,
 ) -> Result<Option<TaskRecord>, ApiError> {
-    let deadline = tokio::time::Instant::now() + wait;
+    let deadline = tokio::time::Instant::now() + wait.min(state.max_wait);
     let mut waiter = state.watch.subscribe(id);
     loop {
         let task = match state.tasklane.get(owner, id).await {

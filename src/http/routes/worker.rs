@@ -46,8 +46,9 @@ pub async fn claim_tasks(
         route,
         replica_id: None,
     };
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_secs(body.wait_seconds.unwrap_or(0));
+    // At most the replica's `--max-wait-seconds`.
+    let wait = Duration::from_secs(body.wait_seconds.unwrap_or(0)).min(state.max_wait);
+    let deadline = tokio::time::Instant::now() + wait;
     let mut wakeups = state.tasklane.wakeup().subscribe();
     loop {
         wakeups.borrow_and_update();
