@@ -25,6 +25,10 @@
 --   tasks captured for it. Same rule as V11/V15: a task that went from a live to a
 --   terminal state is notified, once per endpoint, in the transaction that ended it;
 --   an update of a task that was already terminal (a release) notifies nothing.
+-- This rests on the mirror holding every live task, which its triggers keep in the same
+-- statement. A live task without its mirror row (written while triggers were bypassed,
+-- `session_replication_role = replica`, or by hand) is claimed by no one and, if it
+-- then ends, notifies no one: restore such a row rather than bypass the triggers.
 -- An older binary beside this one runs the same triggers (they are the database's):
 -- nothing of its own changes.
 

@@ -51,7 +51,9 @@
 -- this claimer does not run before reaching its own (25 ms a claim of 100 beside
 -- 40,000 queued `remote` tasks, 1.4 ms per type). Rows locked by a type's scan beyond
 -- the merged $3 are let go when the claim commits (it runs alone): a claimer serving
--- several types with backlogs locks up to $3 per type for that instant.
+-- several types with backlogs locks up to $3 per type for that instant, and another
+-- claimer that finds only those rows comes back short and waits for its next wake-up
+-- or poll; the claimer that locked them came back full and claims again at once.
 -- Tasks of an app under an emergency stop (tasklane.emergency_stops) are left waiting
 -- too, queued and retrying ones alike (a new attempt is new work); a global stop (app
 -- '') holds every task: both are init plans as well, the global one a one-time filter
@@ -65,8 +67,9 @@
 -- limit always holds); tasks without one pay only for an empty-table probe. A resource
 -- with retired slots (lowered below what runs) hands out none until they are gone; a
 -- resource with no row in tasklane.resources is unlimited.
--- Locks: the claimed rows and up to $3 free slots (FOR UPDATE SKIP LOCKED: never waits
--- on another claimer).
+-- Locks: up to $3 rows per served type, of which up to $3 are claimed (the rest are let
+-- go at commit), and up to $3 free slots (FOR UPDATE SKIP LOCKED: never waits on
+-- another claimer).
 WITH slots AS (
     SELECT s.resource, s.slot
     FROM tasklane.resource_slots s
@@ -90,7 +93,8 @@ WITH slots AS (
 -- The variant for claimers none of whose task types names a resource: tasks holding a
 -- resource are left to resource-aware claimers, so this stays as cheap as a claim
 -- without resources.
--- Locks: the claimed rows (FOR UPDATE SKIP LOCKED: never waits on another claimer).
+-- Locks: up to $3 rows per served type, of which up to $3 are claimed (the rest are let
+-- go at commit) (FOR UPDATE SKIP LOCKED: never waits on another claimer).
 WITH picked AS (
     SELECT c.id
 --#end
@@ -174,7 +178,7 @@ WITH picked AS (
     RETURNING t.id, t.app, t.scope_id, t.task_type, t.attempt, t.max_attempts, t.lease_token,
               t.lease_expires_at, t.lease_seconds, t.attempt_timeout_seconds, t.input,
               t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent,
-              t.attempt_deadline_at
+              t.attempt_deadline_at, t.priority
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', '{route}')
@@ -184,3 +188,6 @@ SELECT id, app, scope_id, task_type, attempt, max_attempts, lease_token, lease_e
        lease_seconds, attempt_timeout_seconds, input, snapshot, deadline_at, privacy,
        run_at AS claimable_at, traceparent, attempt_deadline_at
 FROM claimed
+-- In claim order, as the worker protocol promises (an UPDATE returns its rows in the
+-- order its plan met them).
+ORDER BY priority DESC, run_at, id

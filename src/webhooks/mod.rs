@@ -1,6 +1,6 @@
-//! Terminal notifications (issue 14): the transactional outbox written by a trigger
-//! when a task becomes terminal (migration V11), delivered at least once, signed as
-//! Standard Webhooks, by the maintenance role of any replica.
+//! Terminal notifications (issue 14): the transactional outbox written by the queue
+//! mirror's trigger when a task becomes terminal (migrations V11, V22), delivered at
+//! least once, signed as Standard Webhooks, by the maintenance role of any replica.
 //!
 //! Pure parts, unit-tested without a database: [`signature`] (signing and secrets),
 //! [`schedule`] (retry schedule, `Retry-After`, what an answer means), [`guard`] (which

@@ -172,3 +172,17 @@ pub fn fast_backoff() -> Backoff {
         cap: std::time::Duration::from_millis(100),
     }
 }
+
+/// Rows of `table` and of its indexes read by this transaction so far (sequential and
+/// index scans alike).
+pub async fn rows_read<C: tokio_postgres::GenericClient + Sync>(c: &C, table: &str) -> i64 {
+    c.query_one(
+        "SELECT pg_stat_get_xact_tuples_returned($1::text::regclass) \
+                + coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::int8 \
+         FROM pg_index i WHERE i.indrelid = $1::text::regclass",
+        &[&table],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}

@@ -355,8 +355,8 @@ spec:
 {{- end }}
 
 {{/*
-Claimable tasks of the route in-process workers serve: the WHERE clause of
-sql/claim_local_plain.sql (local) or sql/claim_external_plain.sql (external) without the
+Claimable tasks of the route in-process workers serve: the WHERE clause of the local
+(or, for external, the external) plain variant of sql/claim.sql without the
 per-claimer filters (task types, app, scope, resource). The state filter implies the
 predicate of the partial index task_queue_claimable (external: task_queue_claimable OR
 task_queue_fallback, written as an OR so the planner can combine the two) of the

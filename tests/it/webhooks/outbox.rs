@@ -177,7 +177,7 @@ async fn the_claim_reads_its_candidates_not_the_outbox() {
     let mut client = db.pool.get().await.unwrap();
     let tx = client.transaction().await.unwrap();
     let claimed = outbox::claim(&tx, &limits(64, 64, vec![])).await.unwrap();
-    let read = crate::task_queue::rows_read(&*tx, "tasklane.webhook_deliveries").await;
+    let read = rows_read(&*tx, "tasklane.webhook_deliveries").await;
     tx.rollback().await.unwrap();
     assert_eq!(claimed.len(), 64);
     assert!(read <= 1_000, "the claim read {read} outbox rows");
