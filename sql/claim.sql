@@ -49,11 +49,11 @@
 -- task_type), each locking up to $3 of its tasks, merged in claim order and cut to $3:
 -- one scan in priority order over every type walked the whole backlog of the types
 -- this claimer does not run before reaching its own (25 ms a claim of 100 beside
--- 40,000 queued `remote` tasks, 1.4 ms per type). Rows locked by a type's scan beyond
--- the merged $3 are let go when the claim commits (it runs alone): a claimer serving
--- several types with backlogs locks up to $3 per type for that instant, and another
--- claimer that finds only those rows comes back short and waits for its next wake-up
--- or poll; the claimer that locked them came back full and claims again at once.
+-- 40,000 queued `remote` tasks, against 1.4 ms by type). Rows locked by a type's scan
+-- beyond the merged $3 are let go when the claim commits (it runs alone): a claimer
+-- serving several types with backlogs locks up to $3 per type for that instant, and
+-- another claimer that finds only those rows comes back short and waits for its next
+-- wake-up or poll; the claimer that locked them came back full and claims again at once.
 -- Tasks of an app under an emergency stop (tasklane.emergency_stops) are left waiting
 -- too, queued and retrying ones alike (a new attempt is new work); a global stop (app
 -- '') holds every task: both are init plans as well, the global one a one-time filter

@@ -3,9 +3,8 @@
 //! a round's outcomes fenced on their claims, disable an endpoint after a 410, prune the
 //! delivered log. Rows are written by the queue mirror's statement trigger
 //! (`tasks_queue_update`) in the transaction that makes a task terminal (migrations V11,
-//! V15, V22). The deliverer's
-//! statements are prepared once per connection (deadpool's statement cache): it runs
-//! them every round.
+//! V15, V22). The deliverer's statements are prepared once per connection (deadpool's
+//! statement cache): it runs them every round.
 
 use std::collections::HashMap;
 use std::time::Duration;
