@@ -13,8 +13,6 @@
 --#set claimable  local     'queued', 'waiting_for_retry'
 --#set claimable  external  'queued', 'waiting_for_retry', 'waiting_for_external_fallback'
 --#set claimable  fallback  'waiting_for_external_fallback'
---#set unpaused   local     ARRAY(SELECT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
---#set unpaused   external  ARRAY(SELECT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#set served     local     (SELECT DISTINCT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#set served     external  (SELECT DISTINCT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#
@@ -77,7 +75,7 @@ WITH slots AS (
       AND NOT EXISTS (SELECT 1 FROM tasklane.resource_slots r WHERE r.resource = s.resource AND r.retired)
       AND EXISTS (SELECT 1 FROM tasklane.task_queue q
                   WHERE q.resource = s.resource AND q.state IN ({claimable})
-                    AND q.task_type = ANY({unpaused}) AND q.run_at <= now()
+                    AND q.task_type = ANY (ARRAY(SELECT ty.name FROM {served} ty)) AND q.run_at <= now()
                     AND ($5::text IS NULL OR q.app = $5) AND ($6::text IS NULL OR q.scope_id = $6)
                     AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app = '')
                     AND NOT (ARRAY[q.app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))

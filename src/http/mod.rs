@@ -52,11 +52,15 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// A ready state serving `tasklane`, rendering `telemetry` at `/metrics`. What
-    /// `?wait=`, streams and claim long polls learn from other replicas needs
-    /// [`AppState::spawn_sources`] too; public so tests can serve [`router`] in-process,
-    /// without a listener.
-    pub fn new(tasklane: Tasklane, telemetry: crate::telemetry::Telemetry) -> Self {
+    /// A ready state serving `tasklane` as `config` bounds it (the longest long poll),
+    /// rendering `telemetry` at `/metrics`. What `?wait=`, streams and claim long polls
+    /// learn from other replicas needs [`AppState::spawn_sources`] too; public so tests
+    /// can serve [`router`] in-process, without a listener.
+    pub fn new(
+        config: &HttpConfig,
+        tasklane: Tasklane,
+        telemetry: crate::telemetry::Telemetry,
+    ) -> Self {
         AppState {
             tasklane,
             watch: watch::TaskWatch::default(),
@@ -64,20 +68,7 @@ impl AppState {
             telemetry,
             ready: Arc::new(AtomicBool::new(true)),
             stopping: CancellationToken::new(),
-            max_wait: Duration::from_secs(routes::tasks::MAX_WAIT_SECONDS),
-        }
-    }
-
-    /// The state a replica serves with: [`AppState::new`] bounded by `config` (the
-    /// longest long poll).
-    pub fn serving(
-        config: &HttpConfig,
-        tasklane: Tasklane,
-        telemetry: crate::telemetry::Telemetry,
-    ) -> Self {
-        AppState {
             max_wait: config.max_wait,
-            ..AppState::new(tasklane, telemetry)
         }
     }
 
@@ -318,7 +309,7 @@ impl HttpServer {
             .await
             .with_context(|| format!("bind {listen}"))?;
         let local_addr = listener.local_addr()?;
-        let state = AppState::serving(config, tasklane, telemetry);
+        let state = AppState::new(config, tasklane, telemetry);
         let listener_stop = CancellationToken::new();
         let app = if config.api {
             state.spawn_sources(config, listener_stop.clone());

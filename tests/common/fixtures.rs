@@ -186,3 +186,17 @@ pub async fn rows_read<C: tokio_postgres::GenericClient + Sync>(c: &C, table: &s
     .unwrap()
     .get(0)
 }
+
+/// SQL queuing `count` tasks of [`APP`] straight into `tasklane.tasks` (the mirror's
+/// insert trigger queues them too), numbered `g` from 1 over 100 scopes: `task_type`
+/// and `priority` are SQL expressions over `g`, effect keys `{key}{g}`.
+pub fn queue_sql(count: usize, task_type: &str, priority: &str, key: &str) -> String {
+    format!(
+        "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, \
+           request_digest, input, priority, max_attempts, on_restart, privacy, \
+           lease_seconds, attempt_timeout_seconds, event_seq) \
+         SELECT tasklane.uuid_v7(), '{APP}', 's' || (g % 100), '{key}' || g, {task_type}, \
+           '\\x00', '{{}}', ({priority})::int2, 3, 'retry', 'local_only', 30, 300, 1 \
+         FROM generate_series(1, {count}) g;"
+    )
+}

@@ -35,9 +35,9 @@ struct Flags {
 }
 
 /// `args` (after the program name) parsed as `tasklane serve` parses its flags.
-pub fn serve_flags(args: &[&str]) -> Result<ServeConfig, clap::Error> {
-    Flags::try_parse_from(std::iter::once("tasklane-serve").chain(args.iter().copied()))
-        .map(|flags| flags.config)
+pub fn serve_flags<S: AsRef<str>>(args: &[S]) -> Result<ServeConfig, clap::Error> {
+    let args = args.iter().map(|arg| arg.as_ref());
+    Flags::try_parse_from(std::iter::once("tasklane-serve").chain(args)).map(|f| f.config)
 }
 
 /// A replica and its router in this process; its services stop when it is dropped.
@@ -62,7 +62,7 @@ impl InProcess {
             .await
             .expect("start an in-process replica");
         let http = HttpConfig::of(&config);
-        let state = AppState::serving(&http, replica.tasklane.clone(), telemetry);
+        let state = AppState::new(&http, replica.tasklane.clone(), telemetry);
         let sources = CancellationToken::new();
         state.spawn_sources(&http, sources.clone());
         let router = tasklane::http::router(state.clone(), http.body_limit);
@@ -101,7 +101,7 @@ impl Drop for InProcess {
 /// The configuration a `tasklane serve` child of [`super::serve`] would build: the
 /// same defaults, then `options`, whose `TASKLANE_X_Y` variables become `--x-y` flags.
 fn config(database_url: &str, types: &TypesFile, options: &Options) -> ServeConfig {
-    let mut args: Vec<String> = vec!["tasklane-serve".into(), "--no-migrate".into()];
+    let mut args: Vec<String> = vec!["--no-migrate".into()];
     let mut flag = |name: &str, value: &str| args.extend([format!("--{name}"), value.into()]);
     flag("database-url", database_url);
     flag("task-types", &types.path.to_string_lossy());
@@ -120,9 +120,7 @@ fn config(database_url: &str, types: &TypesFile, options: &Options) -> ServeConf
         flag(&name.to_lowercase().replace('_', "-"), value);
     }
     args.extend(options.args.iter().cloned());
-    Flags::try_parse_from(&args)
-        .unwrap_or_else(|e| panic!("serve flags {args:?}: {e}"))
-        .config
+    serve_flags(&args).unwrap_or_else(|e| panic!("serve flags {args:?}: {e}"))
 }
 
 /// Hands `request` to `router` as a connection would, and answers as reqwest does.

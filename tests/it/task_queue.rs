@@ -197,12 +197,8 @@ async fn the_mirror_trigger_reads_its_rows_by_id_beside_a_long_backlog() {
     let db = common::test_db().await;
     let c = db.client().await;
     c.batch_execute(&format!(
-        "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, request_digest, \
-           input, priority, max_attempts, on_restart, privacy, lease_seconds, \
-           attempt_timeout_seconds, event_seq) \
-         SELECT tasklane.uuid_v7(), '{APP}', 's' || (g % 100), 'k' || g, '{TYPE}', '\\x00', \
-           '{{}}', 0, 3, 'retry', 'local_only', 30, 300, 1 FROM generate_series(1, 10000) g; \
-         ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;"
+        "{} ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;",
+        queue_sql(10_000, &format!("'{TYPE}'"), "0", "k")
     ))
     .await
     .unwrap();
@@ -234,20 +230,12 @@ async fn the_mirror_trigger_reads_its_rows_by_id_beside_a_long_backlog() {
 async fn a_claim_reads_its_own_types_beside_the_backlog_of_another() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let queue = |task_type: &str, count: i32| {
-        format!(
-            "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, \
-               request_digest, input, priority, max_attempts, on_restart, privacy, \
-               lease_seconds, attempt_timeout_seconds, event_seq) \
-             SELECT tasklane.uuid_v7(), '{APP}', 's' || (g % 100), '{task_type}' || g, \
-               '{task_type}', '\\x00', '{{}}', 0, 3, 'retry', 'local_only', 30, 300, 1 \
-             FROM generate_series(1, {count}) g;"
-        )
-    };
-    c.batch_execute(&queue("remote", 10_000)).await.unwrap();
+    c.batch_execute(&queue_sql(10_000, "'remote'", "0", "remote"))
+        .await
+        .unwrap();
     c.batch_execute(&format!(
         "{} ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;",
-        queue(TYPE, 100)
+        queue_sql(100, &format!("'{TYPE}'"), "0", TYPE)
     ))
     .await
     .unwrap();
@@ -302,16 +290,7 @@ async fn claims_racing_cancels_neither_deadlock_nor_drift() {
                 claimed
             }));
         }
-        let mut claimed = Vec::new();
-        for handle in handles {
-            claimed.extend(handle.await.unwrap());
-        }
-        let unique: std::collections::HashSet<_> = claimed.iter().collect();
-        assert_eq!(
-            unique.len(),
-            claimed.len(),
-            "round {round}: a task claimed twice"
-        );
+        claimed_once(handles, round).await;
         assert_in_step(&c, &format!("round {round}")).await;
     }
 }
@@ -325,16 +304,10 @@ async fn concurrent_claims_of_several_types_take_each_task_once() {
     let c = db.client().await;
     let types = Arc::new(vec!["a".to_owned(), "b".to_owned()]);
     for round in 0..3 {
-        c.batch_execute(&format!(
-            "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, \
-               request_digest, input, priority, max_attempts, on_restart, privacy, \
-               lease_seconds, attempt_timeout_seconds, event_seq) \
-             SELECT tasklane.uuid_v7(), '{APP}', 's', 'r{round}-' || g, \
-               CASE WHEN g % 3 = 0 THEN 'a' ELSE 'b' END, '\\x00', '{{}}', (g % 4)::int2, \
-               3, 'retry', 'local_only', 30, 300, 1 FROM generate_series(1, 600) g;"
-        ))
-        .await
-        .unwrap();
+        let types_of_g = "CASE WHEN g % 3 = 0 THEN 'a' ELSE 'b' END";
+        c.batch_execute(&queue_sql(600, types_of_g, "g % 4", &format!("r{round}-")))
+            .await
+            .unwrap();
         let barrier = Arc::new(tokio::sync::Barrier::new(8));
         let mut handles = Vec::new();
         for _ in 0..8 {
@@ -358,16 +331,7 @@ async fn concurrent_claims_of_several_types_take_each_task_once() {
                 }
             }));
         }
-        let mut claimed = Vec::new();
-        for handle in handles {
-            claimed.extend(handle.await.unwrap());
-        }
-        let unique: std::collections::HashSet<_> = claimed.iter().collect();
-        assert_eq!(
-            unique.len(),
-            claimed.len(),
-            "round {round}: a task claimed twice"
-        );
+        let claimed = claimed_once(handles, round).await;
         assert_eq!(claimed.len(), 600, "round {round}: every task claimed");
         assert_eq!(
             count(
@@ -380,4 +344,22 @@ async fn concurrent_claims_of_several_types_take_each_task_once() {
         );
         assert_in_step(&c, &format!("round {round}")).await;
     }
+}
+
+/// What the racing connections claimed in `round`, checked to hold no task twice.
+async fn claimed_once(
+    handles: Vec<tokio::task::JoinHandle<Vec<uuid::Uuid>>>,
+    round: usize,
+) -> Vec<uuid::Uuid> {
+    let mut claimed = Vec::new();
+    for handle in handles {
+        claimed.extend(handle.await.unwrap());
+    }
+    let unique: std::collections::HashSet<_> = claimed.iter().collect();
+    assert_eq!(
+        unique.len(),
+        claimed.len(),
+        "round {round}: a task claimed twice"
+    );
+    claimed
 }
