@@ -12,6 +12,15 @@ use super::DbError;
 /// Fixed key of the analyze try-lock ("tlanalyz"), beside the migration lock's.
 pub const ANALYZE_LOCK: i64 = 0x746c_616e_616c_797a;
 
+/// The statistics target of these ANALYZEs (PostgreSQL's default is 100): the sample
+/// is 300 rows per unit, so 3,000 rows instead of 30,000. What a young table's plans
+/// lack is its size and the rough shape of its columns, which the small sample gives
+/// for a fraction of the cost: in the batch bench's fresh database (40,000 tasks in
+/// 1.5 s) these ANALYZEs took 660 ms of PostgreSQL time a run at the default, a fifth
+/// of all its CPU, and 170 ms at 10. Autovacuum's own ANALYZE, at the full target,
+/// follows once a tenth of the rows changed.
+pub const SAMPLE_TARGET: u32 = 10;
+
 /// Analyzes every tasklane table with at least `least_changes` rows changed since its
 /// last ANALYZE and no fewer than it held then, unless another replica is doing so at
 /// this moment. Returns the tables analyzed.
@@ -37,6 +46,10 @@ pub async fn analyze_stale(
     // Again under the lock: a replica that held it a moment ago may have analyzed them
     // (ANALYZE resets the counts as it ends).
     let stale = stale(&tx, least_changes).await?;
+    tx.batch_execute(&format!(
+        "SET LOCAL default_statistics_target = {SAMPLE_TARGET}"
+    ))
+    .await?;
     // The names come from the catalog, quoted by format('%I.%I'); ANALYZE takes no
     // parameters.
     for name in &stale {

@@ -2,7 +2,7 @@
 //! answered exactly as [`super::submit::submit`] would answer it alone. One round trip
 //! and one transaction per batch instead of one per task, and inside it one multi-row
 //! insert for the new tasks that no fence, stop or limit applies to
-//! (`tasklane.submit_tasks`, V16); only the other items pay a single submit's function
+//! (`tasklane.submit_tasks`, V24); only the other items pay a single submit's function
 //! call each.
 
 use tokio_postgres::types::{ToSql, Type};
@@ -36,6 +36,27 @@ pub async fn submit_many(
     Ok(answers)
 }
 
+/// The positions of `tasks` in identity order (app, scope, effect key, subject), equal
+/// identities in item order: the order `tasklane.submit_tasks` inserts in, which makes
+/// the first item of an identity the one created, and two batches racing on the same
+/// identities take their index entries in one order (never waiting on each other in a
+/// cycle). Sorted here, by bytes, because the statement sorting 1,000 wide rows by
+/// collation cost a tenth of the batch (V24).
+fn identity_order(tasks: &[(TaskId, &NewTask)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..tasks.len()).collect();
+    // Stable: equal identities keep their item order.
+    order.sort_by_key(|&i| {
+        let task = tasks[i].1;
+        (
+            task.app.as_str(),
+            task.scope_id.as_str(),
+            task.effect_key.as_str(),
+            task.usage_subject.as_deref(),
+        )
+    });
+    order
+}
+
 /// Whether `error` is a deadlock or serialization failure: the whole statement rolled
 /// back, and running it again is safe. The multi-row insert takes identities in one
 /// order, but items through admission take their identity locks in item order, so two
@@ -48,8 +69,10 @@ pub fn is_retryable(error: &DbError) -> bool {
     )
 }
 
-/// The batch as one array per column, in `sql/submit_batch.sql`'s `$1..$18` order.
+/// The batch as one array per column, in `sql/submit_batch.sql`'s `$1..$19` order: the
+/// items' 1-based positions, then each column, every array in identity order.
 struct Columns<'a> {
+    n: Vec<i64>,
     id: Vec<TaskId>,
     app: Vec<&'a str>,
     scope_id: Vec<&'a str>,
@@ -71,7 +94,8 @@ struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
-    const TYPES: [Type; 18] = [
+    const TYPES: [Type; 19] = [
+        Type::INT8_ARRAY,
         Type::UUID_ARRAY,
         Type::TEXT_ARRAY,
         Type::TEXT_ARRAY,
@@ -92,40 +116,44 @@ impl<'a> Columns<'a> {
         Type::TEXT_ARRAY,
     ];
 
-    fn of(tasks: &'a [(TaskId, &'a NewTask)]) -> Self {
+    fn of(items: &'a [(TaskId, &'a NewTask)]) -> Self {
+        let order = identity_order(items);
+        let tasks: Vec<(TaskId, &'a NewTask)> = order.iter().map(|&i| items[i]).collect();
         Columns {
-            id: tasks.iter().map(|(id, _)| *id).collect(),
-            app: tasks.iter().map(|(_, t)| t.app.as_str()).collect(),
-            scope_id: tasks.iter().map(|(_, t)| t.scope_id.as_str()).collect(),
-            effect_key: tasks.iter().map(|(_, t)| t.effect_key.as_str()).collect(),
+            n: order.iter().map(|&i| i as i64 + 1).collect(),
+            id: tasks.iter().map(|&(id, _)| id).collect(),
+            app: tasks.iter().map(|&(_, t)| t.app.as_str()).collect(),
+            scope_id: tasks.iter().map(|&(_, t)| t.scope_id.as_str()).collect(),
+            effect_key: tasks.iter().map(|&(_, t)| t.effect_key.as_str()).collect(),
             usage_subject: tasks
                 .iter()
-                .map(|(_, t)| t.usage_subject.as_deref())
+                .map(|&(_, t)| t.usage_subject.as_deref())
                 .collect(),
-            source_id: tasks.iter().map(|(_, t)| t.source_id.as_deref()).collect(),
-            task_type: tasks.iter().map(|(_, t)| t.task_type.as_str()).collect(),
-            digest: tasks.iter().map(|(_, t)| t.digest.as_slice()).collect(),
-            input: tasks.iter().map(|(_, t)| &t.input).collect(),
-            priority: tasks.iter().map(|(_, t)| t.priority as i16).collect(),
-            max_attempts: tasks.iter().map(|(_, t)| t.max_attempts).collect(),
-            on_restart: tasks.iter().map(|(_, t)| t.on_restart.as_str()).collect(),
-            privacy: tasks.iter().map(|(_, t)| t.privacy.as_str()).collect(),
-            lease_seconds: tasks.iter().map(|(_, t)| t.lease_seconds as i32).collect(),
+            source_id: tasks.iter().map(|&(_, t)| t.source_id.as_deref()).collect(),
+            task_type: tasks.iter().map(|&(_, t)| t.task_type.as_str()).collect(),
+            digest: tasks.iter().map(|&(_, t)| t.digest.as_slice()).collect(),
+            input: tasks.iter().map(|&(_, t)| &t.input).collect(),
+            priority: tasks.iter().map(|&(_, t)| t.priority as i16).collect(),
+            max_attempts: tasks.iter().map(|&(_, t)| t.max_attempts).collect(),
+            on_restart: tasks.iter().map(|&(_, t)| t.on_restart.as_str()).collect(),
+            privacy: tasks.iter().map(|&(_, t)| t.privacy.as_str()).collect(),
+            lease_seconds: tasks.iter().map(|&(_, t)| t.lease_seconds as i32).collect(),
             attempt_timeout_seconds: tasks
                 .iter()
-                .map(|(_, t)| t.attempt_timeout_seconds as i32)
+                .map(|&(_, t)| t.attempt_timeout_seconds as i32)
                 .collect(),
-            deadline_seconds: tasks.iter().map(|(_, t)| t.deadline_seconds).collect(),
-            resource: tasks.iter().map(|(_, t)| t.resource.as_deref()).collect(),
+            deadline_seconds: tasks.iter().map(|&(_, t)| t.deadline_seconds).collect(),
+            resource: tasks.iter().map(|&(_, t)| t.resource.as_deref()).collect(),
             traceparent: tasks
                 .iter()
-                .map(|(_, t)| t.traceparent.as_deref())
+                .map(|&(_, t)| t.traceparent.as_deref())
                 .collect(),
         }
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 18] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 19] {
         [
+            &self.n,
             &self.id,
             &self.app,
             &self.scope_id,

@@ -89,6 +89,68 @@ const SAME: &[(&str, &str)] = &[
     ),
 ];
 
+/// V20's request digest, as it was written (jsonb_build_object(...)::text): what every
+/// task submitted before V24 holds. V24 builds the same text by concatenation.
+const V20_DIGEST: &str = r#"'\x02'::bytea || sha256(convert_to(jsonb_build_object(
+        'task_type', $1::text, 'source_id', $2::text,
+        'input', CASE WHEN $3::text::jsonb::text ~ '\.[0-9]*0(?![0-9])'
+                      THEN tasklane.canonical_json($3::text::jsonb) ELSE $3::text::jsonb END,
+        'priority', $4::int4, 'deadline_seconds', $5::int8, 'max_attempts', $6::int4,
+        'on_restart', $7::text, 'privacy', $8::text)::text, 'UTF8'))"#;
+
+#[tokio::test]
+async fn the_request_digest_is_byte_for_byte_the_one_tasks_hold_from_v20() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let statement = c
+        .prepare(&format!(
+            "SELECT {V20_DIGEST} AS old,
+                    tasklane.request_digest($1, $2, $3::text::jsonb, $4, $5, $6, $7, $8) AS new"
+        ))
+        .await
+        .unwrap();
+    let inputs = SAME.iter().flat_map(|(a, b)| [*a, *b]).chain([
+        r#"{"n": 1.10, "s": "a.10 \u0001 \u001f \u007f \u2028"}"#,
+        r#"[1.0, 2.50, -3.000e2, 0.0, 1e400]"#,
+        r#""only a string""#,
+        r#"42"#,
+        r#"{"": "", "\"": "\\", "aaaa": {"bb": [], "a": {}}}"#,
+    ]);
+    let texts = [None, Some(""), Some("s\"q\\b\n\u{1}é😀")];
+    let mut compared = 0;
+    for (n, input) in inputs.enumerate() {
+        // Sent as text, so trailing zeros and exponents reach PostgreSQL as written.
+        let text = texts[n % texts.len()];
+        let other = texts[(n + 1) % texts.len()];
+        let deadline = [None, Some(0_i64), Some(9_223_372_036_854_775_807)][n % 3];
+        for (priority, max_attempts) in [(0, 1), (-32768, 2_147_483_647), (7, -1)] {
+            let row = c
+                .query_one(
+                    &statement,
+                    &[
+                        &"remote\u{e9}\"",
+                        &text,
+                        &input,
+                        &priority,
+                        &deadline,
+                        &max_attempts,
+                        &other.unwrap_or("retry"),
+                        &text.unwrap_or("local_only"),
+                    ],
+                )
+                .await
+                .unwrap();
+            let (old, new): (Vec<u8>, Vec<u8>) = (row.get("old"), row.get("new"));
+            assert_eq!(
+                old, new,
+                "input {input}, text {text:?}, priority {priority}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 100, "compared {compared}");
+}
+
 #[tokio::test]
 async fn both_doors_agree_on_the_request_digest() {
     let (db, _serve, api) = start().await;

@@ -1,11 +1,11 @@
 //! Young tables get planner statistics once they outgrow them (`store::statistics`,
 //! run by the maintenance role every second), not a minute later at autovacuum's first
 //! ANALYZE: at the edge of the threshold, again each time the table doubles, and by
-//! one replica at a time.
+//! one replica at a time, on a small sample.
 
 use crate::common;
 
-use tasklane::store::statistics::{self, ANALYZE_LOCK};
+use tasklane::store::statistics::{self, ANALYZE_LOCK, SAMPLE_TARGET};
 
 const LEAST: i64 = 1_000;
 
@@ -75,6 +75,18 @@ async fn analyzes_a_table_once_it_has_outgrown_its_statistics() {
         "{analyzed:?}"
     );
     assert_eq!(planner_rows(analyzer).await, 2.0 * LEAST as f32);
+    // On the small sample: a histogram of SAMPLE_TARGET buckets over 2,000 distinct
+    // ids (the default target would make it 100).
+    let bounds: i32 = analyzer
+        .query_one(
+            "SELECT array_length(histogram_bounds::text::text[], 1) FROM pg_stats
+             WHERE schemaname = 'tasklane' AND tablename = 'tasks' AND attname = 'id'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(bounds, SAMPLE_TARGET as i32 + 1);
 }
 
 #[tokio::test]
