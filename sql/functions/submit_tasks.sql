@@ -116,6 +116,14 @@ DECLARE
     v_created bigint;
     v_done boolean[];
 BEGIN
+    -- v_done below is indexed by position: p_n must number the items 1..N.
+    IF cardinality(p_n) IS DISTINCT FROM cardinality(p_id)
+       OR (SELECT min(x) <> 1 OR max(x) <> cardinality(p_n) OR count(DISTINCT x) <> count(*)
+           FROM unnest(p_n) AS x) THEN
+        RAISE EXCEPTION 'p_n must number the % items 1..%, each once', cardinality(p_id),
+            cardinality(p_id) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
     PERFORM pg_advisory_xact_lock_shared(k.key)
     FROM (SELECT tasklane.owner_key(d.app, d.scope) AS key
           FROM (SELECT DISTINCT a.app, a.scope

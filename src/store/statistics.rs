@@ -12,13 +12,15 @@ use super::DbError;
 /// Fixed key of the analyze try-lock ("tlanalyz"), beside the migration lock's.
 pub const ANALYZE_LOCK: i64 = 0x746c_616e_616c_797a;
 
-/// The statistics target of these ANALYZEs (PostgreSQL's default is 100): the sample
-/// is 300 rows per unit, so 3,000 rows instead of 30,000. What a young table's plans
-/// lack is its size and the rough shape of its columns, which the small sample gives
-/// for a fraction of the cost: in the batch bench's fresh database (40,000 tasks in
-/// 1.5 s) these ANALYZEs took 660 ms of PostgreSQL time a run at the default, a fifth
-/// of all its CPU, and 170 ms at 10. Autovacuum's own ANALYZE, at the full target,
-/// follows once a tenth of the rows changed.
+/// The statistics target of the ANALYZE of a table autovacuum has not analyzed yet
+/// (PostgreSQL's default is 100): the sample is 300 rows per unit, so 3,000 rows
+/// instead of 30,000. What a young table's plans lack is its size and the rough shape
+/// of its columns, which the small sample gives for a fraction of the cost: in the
+/// batch bench's fresh database (40,000 tasks in 1.5 s) these ANALYZEs took 660 ms of
+/// PostgreSQL time a run at the default, a fifth of all its CPU, and 170 ms at 10.
+/// Once autovacuum has analyzed a table (at the full target), the keeper's ANALYZEs of
+/// it take the full sample too, so a small busy table that the keeper keeps analyzing
+/// (the queue mirror) is not left on small samples.
 pub const SAMPLE_TARGET: u32 = 10;
 
 /// Analyzes every tasklane table with at least `least_changes` rows changed since its
@@ -46,27 +48,36 @@ pub async fn analyze_stale(
     // Again under the lock: a replica that held it a moment ago may have analyzed them
     // (ANALYZE resets the counts as it ends).
     let stale = stale(&tx, least_changes).await?;
-    tx.batch_execute(&format!(
-        "SET LOCAL default_statistics_target = {SAMPLE_TARGET}"
-    ))
-    .await?;
     // The names come from the catalog, quoted by format('%I.%I'); ANALYZE takes no
-    // parameters.
-    for name in &stale {
+    // parameters. The tables autovacuum has analyzed first, then the young ones on the
+    // small sample (the setting lasts to the end of the transaction).
+    let (young, grown): (Vec<_>, Vec<_>) = stale.iter().partition(|(_, young)| *young);
+    for (name, _) in &grown {
+        tx.batch_execute(&format!("ANALYZE {name}")).await?;
+    }
+    if !young.is_empty() {
+        tx.execute(
+            include_str!("../../sql/stats_sample.sql"),
+            &[&SAMPLE_TARGET.to_string()],
+        )
+        .await?;
+    }
+    for (name, _) in &young {
         tx.batch_execute(&format!("ANALYZE {name}")).await?;
     }
     tx.commit().await?;
-    Ok(stale)
+    Ok(stale.into_iter().map(|(name, _)| name).collect())
 }
 
+/// The stale tables, each with whether autovacuum has never analyzed it.
 async fn stale<C: GenericClient + Sync>(
     client: &C,
     least_changes: i64,
-) -> Result<Vec<String>, DbError> {
+) -> Result<Vec<(String, bool)>, DbError> {
     client
         .query(include_str!("../../sql/stats_stale.sql"), &[&least_changes])
         .await?
         .iter()
-        .map(|row| row.try_get("name"))
+        .map(|row| Ok((row.try_get("name")?, row.try_get("young")?)))
         .collect()
 }

@@ -350,3 +350,36 @@ async fn a_mixed_batch_answers_each_item_as_a_single_submit() {
         .collect();
     assert_eq!(per_identity, expected);
 }
+
+#[tokio::test]
+async fn the_batch_function_refuses_item_numbers_that_do_not_number_the_items() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    // Two items; positions {1, 1} would leave item 2 unanswered.
+    let call = |n: &'static str| {
+        format!(
+            "SELECT * FROM tasklane.submit_tasks('{n}'::int8[],
+                 ARRAY[gen_random_uuid(), gen_random_uuid()], '{{a,a}}', '{{s,s}}', '{{k1,k2}}',
+                 '{{NULL,NULL}}', '{{NULL,NULL}}', '{{remote,remote}}', ARRAY['\\x00'::bytea, '\\x01'],
+                 ARRAY['{{}}'::jsonb, '{{}}'], '{{0,0}}', '{{1,1}}', '{{retry,retry}}',
+                 '{{local_only,local_only}}', '{{30,30}}', '{{60,60}}', '{{NULL,NULL}}',
+                 '{{NULL,NULL}}', '{{NULL,NULL}}')"
+        )
+    };
+    for bad in ["{1,1}", "{1}", "{0,1}", "{2,3}"] {
+        let error = c.query(&call(bad), &[]).await.expect_err(bad);
+        assert_eq!(
+            error.code(),
+            Some(&tokio_postgres::error::SqlState::INVALID_PARAMETER_VALUE),
+            "{bad}: {error:?}"
+        );
+    }
+    assert_eq!(
+        common::fixtures::count(&c, "SELECT count(*) FROM tasklane.tasks").await,
+        0
+    );
+    let rows = c.query(&call("{2,1}"), &[]).await.unwrap();
+    let mut n: Vec<i64> = rows.iter().map(|r| r.get("n")).collect();
+    n.sort();
+    assert_eq!(n, [1, 2]);
+}

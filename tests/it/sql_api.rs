@@ -148,6 +148,26 @@ async fn the_request_digest_is_byte_for_byte_the_one_tasks_hold_from_v20() {
             compared += 1;
         }
     }
+    // SQL NULL in every argument: both print null where jsonb_build_object did.
+    let none: Option<&str> = None;
+    let row = c
+        .query_one(
+            &statement,
+            &[
+                &none,
+                &none,
+                &none,
+                &None::<i32>,
+                &None::<i64>,
+                &None::<i32>,
+                &none,
+                &none,
+            ],
+        )
+        .await
+        .unwrap();
+    let (old, new): (Vec<u8>, Vec<u8>) = (row.get("old"), row.get("new"));
+    assert_eq!(old, new, "every argument NULL");
     assert!(compared > 100, "compared {compared}");
 }
 
