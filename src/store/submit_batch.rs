@@ -175,3 +175,38 @@ impl<'a> Columns<'a> {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{Executor, SubmitRequest, TaskType};
+
+    fn task(scope: &str, key: &str, subject: Option<&str>, n: i64) -> NewTask {
+        let request: SubmitRequest = serde_json::from_value(serde_json::json!({
+            "task_type": "noop", "scope_id": scope, "effect_key": key,
+            "usage_subject": subject, "input": {"n": n}
+        }))
+        .unwrap();
+        request
+            .resolve("app", &TaskType::new("noop", Executor::Noop), 1024)
+            .unwrap()
+    }
+
+    #[test]
+    fn items_go_in_identity_order_and_repeats_keep_their_item_order() {
+        let tasks = [
+            task("s2", "a", None, 0),
+            task("s1", "b", None, 1),
+            task("s1", "a", Some("u"), 2),
+            task("s1", "b", None, 3),
+            task("s1", "a", None, 4),
+            task("s1", "b", None, 5),
+        ];
+        let items: Vec<(TaskId, &NewTask)> = tasks
+            .iter()
+            .map(|t| (crate::task::new_task_id(), t))
+            .collect();
+        // (s1, a, None) before (s1, a, u); the three (s1, b) in item order 1, 3, 5.
+        assert_eq!(identity_order(&items), [4, 2, 1, 3, 5, 0]);
+    }
+}
