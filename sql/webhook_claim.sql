@@ -1,5 +1,4 @@
--- Claims due notifications for delivery (tasklane.claim_webhooks, V25: this statement
--- inside a function planned once per connection): at most $1 in all and, per endpoint, at most
+-- Claims due notifications for delivery: at most $1 in all and, per endpoint, at most
 -- its allowance: $5 rows for the endpoints $4 lists (the deliverer's window for the
 -- endpoint less the rows it holds of it, in flight or waiting for a slot), $2 for any
 -- other.
