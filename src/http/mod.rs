@@ -72,6 +72,12 @@ impl AppState {
         }
     }
 
+    /// When a long poll asking to wait `wait` answers with what there is: `wait` from
+    /// now, at most this replica's `--max-wait-seconds`. Every long poll's one bound.
+    pub fn long_poll_deadline(&self, wait: Duration) -> tokio::time::Instant {
+        tokio::time::Instant::now() + wait.min(self.max_wait)
+    }
+
     /// The API's shared sources, running until `stop`: task events for waiters and
     /// streams (the events LISTEN plus a shared poll), and work wake-ups for claim long
     /// polls when no in-process worker listens already.

@@ -47,22 +47,21 @@ pub async fn analyze_stale(
     }
     // Again under the lock: a replica that held it a moment ago may have analyzed them
     // (ANALYZE resets the counts as it ends).
-    let stale = stale(&tx, least_changes).await?;
+    let mut stale = stale(&tx, least_changes).await?;
     // The names come from the catalog, quoted by format('%I.%I'); ANALYZE takes no
     // parameters. The tables autovacuum has analyzed first, then the young ones on the
     // small sample (the setting lasts to the end of the transaction).
-    let (young, grown): (Vec<_>, Vec<_>) = stale.iter().partition(|(_, young)| *young);
-    for (name, _) in &grown {
-        tx.batch_execute(&format!("ANALYZE {name}")).await?;
-    }
-    if !young.is_empty() {
-        tx.execute(
-            include_str!("../../sql/stats_sample.sql"),
-            &[&SAMPLE_TARGET.to_string()],
-        )
-        .await?;
-    }
-    for (name, _) in &young {
+    stale.sort_by_key(|&(_, young)| young);
+    let mut sampled = false;
+    for (name, young) in &stale {
+        if *young && !sampled {
+            tx.execute(
+                include_str!("../../sql/stats_sample.sql"),
+                &[&SAMPLE_TARGET.to_string()],
+            )
+            .await?;
+            sampled = true;
+        }
         tx.batch_execute(&format!("ANALYZE {name}")).await?;
     }
     tx.commit().await?;

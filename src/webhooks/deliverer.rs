@@ -2,8 +2,9 @@
 //! replicas run it at once; rows are claimed with SKIP LOCKED and a short claim, so a
 //! replica killed mid-delivery leaves rows that another replica sends once the claim
 //! runs out (at least once; the receiver sees the same `webhook-id`). It wakes on the
-//! NOTIFY of the trigger that writes the outbox (every replica LISTENs), polls as the fallback, and bounds
-//! the rows held per replica and the attempts in flight per endpoint.
+//! NOTIFY of the trigger that writes the outbox (every replica LISTENs), polls as the
+//! fallback, and bounds the rows held per replica and the attempts in flight per
+//! endpoint.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};

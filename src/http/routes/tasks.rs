@@ -129,7 +129,7 @@ pub async fn wait_terminal(
     id: Uuid,
     wait: Duration,
 ) -> Result<Option<TaskRecord>, ApiError> {
-    let deadline = tokio::time::Instant::now() + wait.min(state.max_wait);
+    let deadline = state.long_poll_deadline(wait);
     let mut waiter = state.watch.subscribe(id);
     loop {
         let task = match state.tasklane.get(owner, id).await {

@@ -46,9 +46,7 @@ pub async fn claim_tasks(
         route,
         replica_id: None,
     };
-    // At most the replica's `--max-wait-seconds`.
-    let wait = Duration::from_secs(body.wait_seconds.unwrap_or(0)).min(state.max_wait);
-    let deadline = tokio::time::Instant::now() + wait;
+    let deadline = state.long_poll_deadline(Duration::from_secs(body.wait_seconds.unwrap_or(0)));
     let mut wakeups = state.tasklane.wakeup().subscribe();
     loop {
         wakeups.borrow_and_update();
