@@ -542,6 +542,9 @@ intentional = {
     "TASKLANE_MAX_BODY_BYTES": (str(input_default + 65536),
         "the binary derives it (max input bytes + 65536) when unset; the chart renders the "
         "same derived value explicitly so the pod spec shows the limit in force"),
+    "TASKLANE_SUBMIT_GROUPS": ("2",
+        "the binary derives it (2, or the pool size if smaller) when unset; the chart renders the "
+        "same derived value explicitly so the pod spec shows the groups in force"),
     "TASKLANE_WEBHOOK_ALLOW_CIDRS": ("",
         "an empty list, which is what the binary does without the variable: no internal "
         "address is allowed for webhook deliveries"),

@@ -91,6 +91,15 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
 
+    /// Submit groups this replica writes at once (group commit): concurrent `POST
+    /// /v1/tasks` queue while that many groups are being written and go in the next one,
+    /// each answered as alone; a submit that finds a group free goes at once. 0 writes
+    /// every submit alone. Default 2 (1 with a pool of one): fewer, larger groups cost
+    /// the database less per submit (measured on 2 cores: 2 groups ~1.3× the submits/s of
+    /// 8); at most the pool size (each group being written holds a connection).
+    #[arg(long, env = "TASKLANE_SUBMIT_GROUPS")]
+    pub submit_groups: Option<usize>,
+
     /// Independent claim loops in this replica.
     #[arg(long, env = "TASKLANE_CLAIMERS", default_value_t = 1)]
     pub claimers: usize,
@@ -217,6 +226,9 @@ pub struct ServeConfig {
     pub upstream_connect_timeout_ms: u64,
 }
 
+/// `--submit-groups` when not given (lowered to the pool size).
+pub const DEFAULT_SUBMIT_GROUPS: usize = 2;
+
 /// What a replica does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Role {
@@ -266,6 +278,23 @@ impl ServeConfig {
 
     pub fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.poll_interval_ms)
+    }
+
+    /// The submit groups in force (0: every submit alone); more than the pool holds is
+    /// refused naming the flags, since each group written holds a connection and the
+    /// excess would only wait for the pool with the rest.
+    pub fn submit_groups(&self) -> anyhow::Result<usize> {
+        let Some(groups) = self.submit_groups else {
+            return Ok(DEFAULT_SUBMIT_GROUPS.min(self.pool_size));
+        };
+        anyhow::ensure!(
+            groups <= self.pool_size,
+            "--submit-groups (TASKLANE_SUBMIT_GROUPS) is {}: at most --pool-size \
+             (TASKLANE_POOL_SIZE, {}), since each group being written holds a connection",
+            groups,
+            self.pool_size
+        );
+        Ok(groups)
     }
 
     /// The webhook deliverer's settings; a bad CIDR or schedule, or a claim no longer

@@ -92,6 +92,7 @@ impl Replica {
     ) -> anyhow::Result<Replica> {
         // Refused before anything connects, like the types.
         let delivery = config.delivery()?;
+        let submit_groups = config.submit_groups()?;
         let task_types = Arc::new(TaskTypes::new(types));
         // Refused whether or not a type calls an upstream: the setting is wrong.
         drop(config.client_options().builder()?);
@@ -136,11 +137,12 @@ impl Replica {
             config.max_input_bytes,
         )
         .with_claim_pool(claims)
-        // Submit group commit (`with_submit_coalescing`) stays off: it halves PostgreSQL
-        // CPU per submit under pgbench, but end to end (benches/http_load.rs, quiet,
-        // 2026-12-01) it gained no throughput at 64 clients and tripled the p50 at
-        // 1,000/s (36 ms against 13 ms); see benches/RESULTS.md.
         .with_instruments(telemetry.instruments().clone());
+        // Group commit of concurrent single submits (service::submit_coalesce).
+        let tasklane = match submit_groups {
+            0 => tasklane,
+            groups => tasklane.with_submit_coalescing(groups),
+        };
         let pool_gauges = pool_gauges(&telemetry.meter(), &pool, tasklane.claim_pool());
         let shutdown = CancellationToken::new();
         let stop_work = CancellationToken::new();

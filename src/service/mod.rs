@@ -91,10 +91,11 @@ impl Tasklane {
         }
     }
 
-    /// The same service writing concurrent single submits in groups (see
-    /// `service::submit_coalesce`); starts its gathering loop on the current runtime.
-    pub fn with_submit_coalescing(mut self) -> Self {
-        self.coalescer = Some(submit_coalesce::Coalescer::start(self.pool.clone()));
+    /// The same service writing concurrent single submits in groups, at most `groups`
+    /// at once (see `service::submit_coalesce`); starts its gathering loop on the
+    /// current runtime.
+    pub fn with_submit_coalescing(mut self, groups: usize) -> Self {
+        self.coalescer = Some(submit_coalesce::Coalescer::start(self.pool.clone(), groups));
         self
     }
 

@@ -6,16 +6,15 @@
 //! ~750 µs on a loaded box, groups of 4 ~340–410 µs, of 16 ~200 µs, of 64 ~110 µs.
 //!
 //! No timer: a group is whatever queued while the previous groups were being written.
-//! At most [`Coalescer::FLUSHERS`] groups are in flight; the next one takes everything
-//! waiting (up to [`Coalescer::MAX_GROUP`]) as soon as one of them ends. A submit that
-//! arrives while a flusher is free therefore goes alone, through the single statement,
-//! without waiting (the latency of a quiet replica is unchanged), and groups grow only
-//! while submits are queueing anyway.
+//! At most `groups` groups are in flight (`--submit-groups`); the next one takes
+//! everything waiting (up to [`Coalescer::MAX_GROUP`]) as soon as one of them ends. A
+//! submit that arrives while a flusher is free therefore goes alone, through the single
+//! statement, without waiting (the latency of a quiet replica is unchanged), and groups
+//! grow only while submits are queueing anyway.
 //!
-//! Off in `tasklane serve` (src/server.rs): end to end over HTTP, on a quiet box, it
-//! gained no throughput at 64 clients and raised the p50 at 1,000/s from 13 to 36 ms,
-//! so the single statement stays the route's path until that is understood. An
-//! application embedding tasklane may turn it on with `Tasklane::with_submit_coalescing`.
+//! On in `tasklane serve` (src/server.rs) since the batch statement became cheap (V24):
+//! end to end over HTTP, 64 clients flat out, 1.4× the submits of one statement each,
+//! and a lower p99 at 1,000/s (benches/RESULTS.md, "2026-12-02").
 //!
 //! Items are independent: a group's statement that fails as a whole (a deadlock with
 //! another batch, any unexpected error) rolled back everything of it, and each of its
@@ -44,18 +43,16 @@ pub struct Coalescer {
 }
 
 impl Coalescer {
-    /// Groups written at once: half the default pool, so the other connections stay free
-    /// for claims, settlements and reads while submits queue.
-    pub const FLUSHERS: usize = 8;
     /// Most submits in one group: the gain per item flattens beyond this, while a larger
     /// group holds more owner locks for longer.
     pub const MAX_GROUP: usize = 64;
 
-    /// Starts the gathering loop on the current runtime; it ends when every handle is
-    /// dropped.
-    pub fn start(pool: deadpool_postgres::Pool) -> Self {
+    /// Starts the gathering loop on the current runtime, writing at most `groups` (at
+    /// least 1) groups at once, each on a connection of `pool`; it ends when every handle
+    /// is dropped.
+    pub fn start(pool: deadpool_postgres::Pool, groups: usize) -> Self {
         let (queue, waiting) = mpsc::unbounded_channel();
-        tokio::spawn(gather(pool, waiting));
+        tokio::spawn(gather(pool, groups.max(1), waiting));
         Coalescer { queue }
     }
 
@@ -72,10 +69,14 @@ impl Coalescer {
     }
 }
 
-/// Waits for a free flusher, then for a first submit, takes everything queued behind it
-/// and writes that group on a task of its own.
-async fn gather(pool: deadpool_postgres::Pool, mut waiting: mpsc::UnboundedReceiver<Pending>) {
-    let flushers = Arc::new(Semaphore::new(Coalescer::FLUSHERS));
+/// Waits for one of the `groups` flushers to be free, then for a first submit, takes
+/// everything queued behind it and writes that group on a task of its own.
+async fn gather(
+    pool: deadpool_postgres::Pool,
+    groups: usize,
+    mut waiting: mpsc::UnboundedReceiver<Pending>,
+) {
+    let flushers = Arc::new(Semaphore::new(groups));
     loop {
         let Ok(flusher) = flushers.clone().acquire_owned().await else {
             return;

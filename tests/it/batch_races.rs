@@ -151,8 +151,8 @@ async fn racing_batches_create_each_identity_once() {
 }
 
 /// Concurrent single submits through a coalescing service (`Tasklane::submit` with
-/// `with_submit_coalescing`, which an embedding application may turn on): whatever groups they land
-/// in, each is answered as alone. A fenced scope and a subject at its capacity are
+/// `with_submit_coalescing`, as `tasklane serve` runs it): whatever groups they land in,
+/// each is answered as alone. A fenced scope and a subject at its capacity are
 /// refused per item; repeats join; another request conflicts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn coalesced_single_submits_are_answered_as_alone() {
@@ -172,7 +172,7 @@ async fn coalesced_single_submits_are_answered_as_alone() {
         .await
         .unwrap();
     let service =
-        common::service::tasklane(db.pool.clone(), [task_type()]).with_submit_coalescing();
+        common::service::tasklane(db.pool.clone(), [task_type()]).with_submit_coalescing(8);
     for round in 0..ROUNDS {
         let mut submits = tokio::task::JoinSet::new();
         for n in 0..64usize {
@@ -246,4 +246,39 @@ async fn coalesced_single_submits_are_answered_as_alone() {
         .await;
         assert_eq!(tasks as usize, ids.len(), "round {round}");
     }
+}
+
+/// Each submit group being written holds a connection, so `serve` refuses more groups
+/// than its pool before anything connects, naming both flags and their variables; the
+/// database is left as it was.
+#[tokio::test]
+async fn more_submit_groups_than_connections_are_refused_at_start() {
+    let db = common::empty_db().await;
+    let mut command = std::process::Command::new(common::serve::binary());
+    command
+        .args(["serve", "--pool-size", "4"])
+        .env("DATABASE_URL", &db.url)
+        .env_remove("TASKLANE_DATABASE_URL")
+        .env("TASKLANE_SUBMIT_GROUPS", "5")
+        .env("TASKLANE_LISTEN", "127.0.0.1:0")
+        .env("TASKLANE_LOG", "warn");
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .expect("run tasklane serve");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "5 groups on 4 connections were served: {stderr}");
+    for name in ["--submit-groups", "TASKLANE_SUBMIT_GROUPS", "--pool-size", "is 5"] {
+        assert!(stderr.contains(name), "the error does not say {name}: {stderr}");
+    }
+    let client = db.client().await;
+    let schemas: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'tasklane'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(schemas, 0, "the tasklane schema was created");
 }
