@@ -267,9 +267,20 @@ async fn more_submit_groups_than_connections_are_refused_at_start() {
         .unwrap()
         .expect("run tasklane serve");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "5 groups on 4 connections were served: {stderr}");
-    for name in ["--submit-groups", "TASKLANE_SUBMIT_GROUPS", "--pool-size", "is 5"] {
-        assert!(stderr.contains(name), "the error does not say {name}: {stderr}");
+    assert!(
+        !output.status.success(),
+        "5 groups on 4 connections were served: {stderr}"
+    );
+    for name in [
+        "--submit-groups",
+        "TASKLANE_SUBMIT_GROUPS",
+        "--pool-size",
+        "is 5",
+    ] {
+        assert!(
+            stderr.contains(name),
+            "the error does not say {name}: {stderr}"
+        );
     }
     let client = db.client().await;
     let schemas: i64 = client

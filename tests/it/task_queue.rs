@@ -9,9 +9,9 @@ use crate::common;
 use std::sync::Arc;
 
 use common::fixtures::*;
-use tasklane::store::cancel;
 use tasklane::store::lease::{self, Success};
 use tasklane::store::query::Owner;
+use tasklane::store::{cancel, claim};
 
 /// Live tasks as `tasks` has them and as the mirror has them, in both directions: any
 /// row in one answer and not the other is a drift.
@@ -245,6 +245,41 @@ async fn a_claim_reads_its_own_types_beside_the_backlog_of_another() {
     c.batch_execute("COMMIT").await.unwrap();
     assert_eq!(claimed.len(), 100);
     assert!(read <= 1_000, "the claim read {read} mirror rows");
+}
+
+/// Claims run with generic plans (the claim pool's `plan_cache_mode`), which take the
+/// claim's `LIMIT` for a tenth of the claimable backlog: joined to that many picked
+/// rows, the planner hashed a sequential scan of the whole tasks table into the claim's
+/// update. A claim of 1 beside 2,000 queued tasks of one scope, vacuumed and analyzed,
+/// reads its task by id (it read all 2,000).
+#[tokio::test]
+async fn a_generic_claim_finds_its_picked_tasks_by_id() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    // One scope: the generic plan's estimate of `($6 IS NULL OR scope_id = $6)` is then
+    // the whole backlog (over 100 scopes it is 1.5% of it, and the join stays a loop).
+    let one_scope =
+        queue_sql(2_000, &format!("'{TYPE}'"), "0", "k").replace("'s' || (g % 100)", "'s'");
+    c.batch_execute(&one_scope).await.unwrap();
+    // Every table with statistics, the empty ones too, as autovacuum leaves them.
+    c.batch_execute("VACUUM ANALYZE").await.unwrap();
+    c.batch_execute("SET plan_cache_mode = force_generic_plan")
+        .await
+        .unwrap();
+    let types = [TYPE.to_owned()];
+    let claimant = claimant(tasklane::task::Route::Local);
+    for slots in ["plain", "aware"] {
+        c.batch_execute("BEGIN").await.unwrap();
+        let claimed = match slots {
+            "plain" => claim::claim_without_resources(&c, &claimant, &types, 1).await,
+            _ => claim::claim(&c, &claimant, &types, 1).await,
+        }
+        .unwrap();
+        let read = rows_read(&c, "tasklane.tasks").await;
+        c.batch_execute("COMMIT").await.unwrap();
+        assert_eq!(claimed.len(), 1, "{slots}");
+        assert!(read <= 20, "a claim of 1 ({slots}) read {read} tasks rows");
+    }
 }
 
 /// Claims lock `tasks` rows found through the mirror; cancels lock `tasks` rows and then
