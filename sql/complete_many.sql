@@ -1,5 +1,6 @@
--- transition: Succeed by lease
---   (a task holds a lease token only while running or cancelling: V17's CHECK)
+-- The transition Succeed by lease, for a batch, made by tasklane.complete_tasks (V26):
+-- its generated definition, sql/functions/complete_tasks.sql, carries the transition
+-- header and the lease fence.
 -- Settles a batch of leased tasks as succeeded in one statement (group commit of
 -- attempts that finished at about the same time), each fenced on its own lease token,
 -- each with its own task.succeeded event and attempt row, and the budget charge of the
@@ -15,58 +16,10 @@
 -- Locks: the settled task rows, visited in array order (callers sort by id, so two
 -- batches never wait on each other in opposite orders); the budget_usage stripes
 -- charged.
-WITH input AS (
-    SELECT *
-    FROM unnest($1::uuid[], $2::uuid[], $3::jsonb[], $4::int8[], $5::text[], $6::text[],
-                $7::text[], $8::text[], $9::int8[], $10::int8[], $11::int8[])
-        AS i(id, lease_token, result, usage_units, provider, model, route, route_name,
-             input_tokens, output_tokens, total_tokens)
-), done AS (
-    UPDATE tasklane.tasks t
-    SET state = 'succeeded', result = i.result, provider = i.provider, model = i.model,
-        finished_at = now(), lease_token = NULL, lease_expires_at = NULL,
-        error_code = NULL, error_message = NULL, snapshot = NULL,
-        event_seq = t.event_seq + 1
-    FROM input i
-    -- `t.id = ANY($1)` fetches exactly the batch by primary key, in id order (the
-    -- array's order: the locks are taken in it); joined to the unnest alone, a small
-    -- table is read whole. The lease token alone fences: a task holds one only while
-    -- running or cancelling (CHECK tasks_lease_only_while_running, V17). A test of the
-    -- state here is a filter the planner estimates from statistics, which after a
-    -- backlog say almost no task runs: it then expected one row, re-ran the unnest for
-    -- each task found, and the settle was quadratic in the batch (60 of a 256-task
-    -- batch's 84 ms in the drain).
-    WHERE t.id = ANY($1::uuid[]) AND t.id = i.id AND t.lease_token = i.lease_token
-    RETURNING t.id, i.lease_token, t.event_seq, t.attempt, t.finished_at, t.app,
-              t.usage_subject, t.attempts_before, t.worker_id, t.replica_id,
-              t.attempt_started_at, coalesce(t.route, i.route) AS route, i.route_name,
-              i.provider, i.model, i.input_tokens, i.output_tokens, i.total_tokens,
-              coalesce(i.usage_units, i.total_tokens) AS units
-), event AS (
-    INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
-    SELECT id, event_seq, 'task.succeeded', jsonb_build_object('attempt', attempt), finished_at
-    FROM done
-), attempt AS (
-    INSERT INTO tasklane.task_attempts
-        (task_id, attempt, route, route_name, provider, model, worker_id, replica_id,
-         started_at, finished_at, outcome, input_tokens, output_tokens, total_tokens,
-         usage_units)
-    SELECT id, attempts_before + attempt, route, route_name, provider, model, worker_id,
-           replica_id, coalesce(attempt_started_at, finished_at), finished_at, 'succeeded',
-           input_tokens, output_tokens, total_tokens, units
-    FROM done
-    ON CONFLICT (task_id, attempt) DO NOTHING
-), charge AS (
-    -- One row per payer (an upsert may not touch a row twice in one statement), on a
-    -- random stripe of eight so concurrent batches rarely meet on one row, taken in
-    -- payer order so two batches never wait on each other's stripes in a cycle.
-    INSERT INTO tasklane.budget_usage AS u (app, usage_subject, day, stripe, units)
-    SELECT app, coalesce(usage_subject, ''), (now() AT TIME ZONE 'UTC')::date,
-           floor(random() * 8)::smallint, sum(units)::int8
-    FROM done
-    WHERE units > 0
-    GROUP BY app, coalesce(usage_subject, '')
-    ORDER BY app, coalesce(usage_subject, '')
-    ON CONFLICT (app, usage_subject, day, stripe) DO UPDATE SET units = u.units + excluded.units
-)
-SELECT id, lease_token FROM done
+-- The statement lives in the function (migrations/V26__complete_tasks_generic_plan.sql
+-- says why each part has its shape) so it is planned once per connection
+-- (plan_cache_mode = force_generic_plan): prepared here, it was planned again at a third
+-- of its calls.
+SELECT * FROM tasklane.complete_tasks($1::uuid[], $2::uuid[], $3::jsonb[], $4::int8[],
+                                      $5::text[], $6::text[], $7::text[], $8::text[],
+                                      $9::int8[], $10::int8[], $11::int8[])

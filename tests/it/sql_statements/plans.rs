@@ -114,7 +114,7 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
         .unwrap();
     let (ids, tokens): (String, String) = (pairs.get(0), pairs.get(1));
     let batch = format!("'{ids}'::uuid[], '{tokens}'::uuid[]");
-    let statements = [
+    let statements: [(&str, &str, String); 2] = [
         (
             "heartbeat_many",
             include_str!("../../../sql/heartbeat_many.sql"),
@@ -122,7 +122,9 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
         ),
         (
             "complete_many",
-            include_str!("../../../sql/complete_many.sql"),
+            // The statement of tasklane.complete_tasks (V26), which sql/complete_many.sql
+            // calls: its body, its parameters as the statement's.
+            &function_statement(&c, "complete_tasks").await,
             // Results, then usage, provider, model, route, route name and the tokens.
             [
                 "'{}'::jsonb",
@@ -186,6 +188,34 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
             );
         }
     }
+}
+
+/// The statement a PL/pgSQL function `tasklane.{name}` runs by `RETURN QUERY`, its
+/// `p_` parameters numbered as the function's arguments (`$1` for the first), for
+/// planning on its own.
+async fn function_statement(c: &tokio_postgres::Client, name: &str) -> String {
+    let row = c
+        .query_one(
+            "SELECT prosrc, proargnames, \
+                    (SELECT array_agg(format_type(t, NULL) ORDER BY n) \
+                     FROM unnest(proargtypes::oid[]) WITH ORDINALITY AS a(t, n)) \
+             FROM pg_proc WHERE oid = ('tasklane.' || $1)::regproc",
+            &[&name],
+        )
+        .await
+        .unwrap();
+    let (source, names, types): (String, Vec<String>, Vec<String>) =
+        (row.get(0), row.get(1), row.get(2));
+    let start = source.find("RETURN QUERY").expect("a RETURN QUERY") + "RETURN QUERY".len();
+    let end = source.rfind(';').expect("the statement's end");
+    let mut statement = source[start..end].to_owned();
+    // Longest names first: `p_route` is a prefix of `p_route_name`.
+    let mut arguments: Vec<(usize, &String)> = names.iter().take(types.len()).enumerate().collect();
+    arguments.sort_by_key(|(_, name)| std::cmp::Reverse(name.len()));
+    for (n, argument) in arguments {
+        statement = statement.replace(argument.as_str(), &format!("${}::{}", n + 1, types[n]));
+    }
+    statement
 }
 
 /// Claims run on connections of their own that plan generically: the claim's
