@@ -148,12 +148,15 @@ WITH picked AS (
     WHERE rs.resource = g.slot_resource AND rs.slot = g.slot
 --#end
 ), claimed AS (
-    -- The picked rows are found again by id (`t.id = ANY (ARRAY(...))`, an index scan
-    -- of the primary key whatever the estimates): claims run with generic plans, which
-    -- take `LIMIT $3` for a tenth of the claimable backlog, and joined to that many
-    -- picked rows the planner hashed a sequential scan of the whole tasks table into
-    -- every claim (a claim of 1 beside 2,000 queued tasks: 6.1 million PostgreSQL
-    -- instructions against 1.5 million by id, counted by callgrind).
+    -- The claim finds its picked rows again by id (`t.id = ANY (ARRAY(...))` alone, an
+    -- index scan of the primary key whatever the estimates; the slot granted to each is
+    -- looked up by a subquery, not a join): claims run with
+    -- generic plans, which take `LIMIT $3` for a tenth of the claimable backlog, and
+    -- joined to that many picked rows the planner hashed a sequential scan of the whole
+    -- tasks table into every claim (a claim of 1 beside 2,000 queued tasks of one
+    -- scope: 6.1 million PostgreSQL instructions against 1.5 million by id, counted by
+    -- callgrind). Not both: beside the join, the array's estimate of 10 rows made it a
+    -- nested loop testing every pair (4,950 pairs rejected in a claim of 100).
     UPDATE tasklane.tasks t
     SET state = 'running',
         attempt = t.attempt + 1,
@@ -170,14 +173,12 @@ WITH picked AS (
         phase = NULL,
         progress = CASE WHEN t.snapshot IS NULL THEN NULL ELSE t.progress END,
 --#if aware
-        resource_slot = g.slot,
+        resource_slot = (SELECT g.slot FROM granted g WHERE g.id = t.id),
         event_seq = t.event_seq + 1
-    FROM granted g
-    WHERE t.id = ANY (ARRAY(SELECT p.id FROM granted p)) AND t.id = g.id
+    WHERE t.id = ANY (ARRAY(SELECT g.id FROM granted g))
 --#else
         event_seq = t.event_seq + 1
-    FROM picked
-    WHERE t.id = ANY (ARRAY(SELECT p.id FROM picked p)) AND t.id = picked.id
+    WHERE t.id = ANY (ARRAY(SELECT p.id FROM picked p))
 --#end
     RETURNING t.id, t.app, t.scope_id, t.task_type, t.attempt, t.max_attempts, t.lease_token,
               t.lease_expires_at, t.lease_seconds, t.attempt_timeout_seconds, t.input,
