@@ -150,13 +150,13 @@ WITH picked AS (
 ), claimed AS (
     -- The claim finds its picked rows again by id (`t.id = ANY (ARRAY(...))` alone, an
     -- index scan of the primary key whatever the estimates; the slot granted to each is
-    -- looked up by a subquery, not a join): claims run with
-    -- generic plans, which take `LIMIT $3` for a tenth of the claimable backlog, and
-    -- joined to that many picked rows the planner hashed a sequential scan of the whole
-    -- tasks table into every claim (a claim of 1 beside 2,000 queued tasks of one
-    -- scope: 6.1 million PostgreSQL instructions against 1.5 million by id, counted by
-    -- callgrind). Not both: beside the join, the array's estimate of 10 rows made it a
-    -- nested loop testing every pair (4,950 pairs rejected in a claim of 100).
+    -- looked up by a subquery, not a join): claims run with generic plans, which take
+    -- `LIMIT $3` for a tenth of the claimable backlog, and joined to that many picked
+    -- rows the planner hashed a sequential scan of the whole tasks table into every
+    -- claim (a claim of 1 beside 2,000 queued tasks of one scope: 6.1 million
+    -- PostgreSQL instructions against 1.4 million by id, counted by callgrind). Not
+    -- both: beside the join, the array's estimate of 10 rows made it a nested loop
+    -- testing every pair (4,950 pairs rejected in a claim of 100).
     UPDATE tasklane.tasks t
     SET state = 'running',
         attempt = t.attempt + 1,

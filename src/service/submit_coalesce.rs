@@ -13,8 +13,8 @@
 //! grow only while submits are queueing anyway.
 //!
 //! On in `tasklane serve` (src/server.rs) since the batch statement became cheap (V24):
-//! end to end over HTTP, 64 clients flat out, 1.4× the submits of one statement each,
-//! and a lower p99 at 1,000/s (benches/RESULTS.md, "2026-12-02").
+//! end to end over HTTP, 64 clients flat out, 2 groups made about twice the submits/s
+//! of one statement each, and a lower p99 at 1,000/s (benches/RESULTS.md, "2026-12-02").
 //!
 //! Items are independent: a group's statement that fails as a whole (a deadlock with
 //! another batch, any unexpected error) rolled back everything of it, and each of its
