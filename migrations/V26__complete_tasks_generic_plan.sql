@@ -10,10 +10,12 @@
 -- primary key (`id = ANY (p_id)`), hashed against the unnest on (id, lease_token), so
 -- a large batch stays linear (checked with EXPLAIN ANALYZE for batches of 1 and 100
 -- beside 2,000 queued tasks).
--- The statement is unchanged but for its parameters, its comments with it;
--- sql/complete_many.sql keeps the transition's header and calls it. Parameters, as the statement's $1..$11: parallel arrays, one
--- element per task (ids, lease tokens, results, usage units, providers, models, routes,
--- route names, input, output and total tokens).
+-- The statement is unchanged but for its parameters, its comments with it, and its
+-- transition header moves into the body (the transition check reads the generated
+-- sql/functions/complete_tasks.sql); sql/complete_many.sql calls it. Parameters, as
+-- the statement's $1..$11: parallel arrays, one element per task (ids, lease tokens,
+-- results, usage units, providers, models, routes, route names, input, output and
+-- total tokens).
 CREATE FUNCTION tasklane.complete_tasks(
     p_id uuid[], p_lease_token uuid[], p_result jsonb[], p_usage_units int8[],
     p_provider text[], p_model text[], p_route text[], p_route_name text[],

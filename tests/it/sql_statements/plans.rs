@@ -1,6 +1,7 @@
 //! The hot statements' plans on a backlog, and what they rely on (the claim pool's
 //! generic plans, V17's lease-token CHECK). The claim statements' plans: every variant
-//! reads the claimable index in claim order and stops at its limit. A filter the
+//! reads the claimable index in claim order and stops at its limit, and updates the
+//! tasks it picked by their ids, joining nothing. A filter the
 //! planner cannot push into that scan (a per-task NOT EXISTS did, once) turns every
 //! claim into a scan and sort of the whole backlog: 60 ms per claim at 50,000 queued
 //! tasks, a third of the drain's throughput.
@@ -76,6 +77,18 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
         assert!(
             !plan.contains("Sort Key: q.priority DESC"),
             "{name} sorts the backlog:\n{plan}"
+        );
+        // The update of the picked tasks finds them by the id array alone: joined to
+        // them it was hashed over all of `tasks` (a generic plan's estimate of the
+        // picked rows) or, beside the array, a nested loop testing every pair.
+        let update = plan
+            .split("CTE claimed")
+            .nth(1)
+            .and_then(|rest| rest.split("CTE events").next())
+            .unwrap_or_else(|| panic!("{name} has no claimed CTE:\n{plan}"));
+        assert!(
+            !update.contains("Join") && !update.contains("Nested Loop"),
+            "{name} joins its picked tasks:\n{plan}"
         );
     }
 }
