@@ -1,5 +1,6 @@
 //! Batched success settlement: many fenced completions in one statement
-//! (`sql/complete_many.sql`), each task still learning its own outcome. This is the
+//! (`sql/complete_many.sql`, which calls `tasklane.complete_tasks`, V26: planned once
+//! per connection), each task still learning its own outcome. This is the
 //! store half of the worker's group commit (`worker::completer`); the per-task
 //! [`super::lease::complete`] stays the reference behaviour it must match.
 //!

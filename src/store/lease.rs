@@ -1,7 +1,7 @@
 //! Writes by the worker holding a lease: heartbeat and settlement. Every statement is
 //! fenced on `(id, lease_token, state)`, the batch heartbeat on `(id, lease_token)`
 //! alone: V17's CHECK keeps a token only on a running or cancelling task, and a state
-//! test there made its plan quadratic (sql/complete_many.sql). Zero rows is
+//! test there made its plan quadratic (V26, tasklane.complete_tasks). Zero rows is
 //! [`LeaseError::Lost`] or [`LeaseError::Gone`], never "not found".
 
 use chrono::{DateTime, Utc};
