@@ -1,7 +1,8 @@
 -- tasklane's own statements without the engine around them: claim 100 exactly as the
 -- local variant of sql/claim.sql does (candidates from the mirror task_queue, locks on tasks) (lease, attempt and its clock, task.running event),
--- then settle them as sql/complete_many.sql does (state, result, task.succeeded event,
--- the attempt's row, the budget charge of reported usage: none here), one
+-- then settle them as tasklane.complete_tasks (V26, called by sql/complete_many.sql)
+-- does (state, result, task.succeeded event, the attempt's row, the budget charge of
+-- reported usage: none here; the client's tasks found by a join, not by ids), one
 -- transaction each. The ceiling the engine's drain can approach on this schema; the gap to the
 -- bare baselines is what the schema itself costs per task (indexes, events).
 WITH picked AS (
@@ -23,7 +24,7 @@ WITH picked AS (
         started_at = coalesce(t.started_at, now()), phase = NULL,
         progress = CASE WHEN t.snapshot IS NULL THEN NULL ELSE t.progress END,
         event_seq = t.event_seq + 1
-    FROM picked WHERE t.id = picked.id
+    WHERE t.id = ANY (ARRAY(SELECT p.id FROM picked p))
     RETURNING t.id, t.attempt, t.event_seq, t.attempt_deadline_at
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)

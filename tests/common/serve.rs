@@ -21,9 +21,39 @@ use super::eventually;
 /// How long a replica with the API gets to answer `/readyz` with 200.
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
+/// How long `serve` with a setting it must refuse gets to exit.
+const REFUSED_WITHIN: Duration = Duration::from_secs(60);
+
 /// The path to the tasklane binary under test.
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_tasklane")
+}
+
+/// Runs `tasklane serve` with `args` and the variables `env` (on top of a loopback
+/// listener and `warn` logs, without `TASKLANE_DATABASE_URL`), which must refuse its
+/// configuration and exit unsuccessfully (bounded: a replica that starts instead is
+/// killed and the test fails); its stderr.
+pub async fn refused_at_start(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut command = tokio::process::Command::new(binary());
+    command
+        .arg("serve")
+        .args(args)
+        .env_remove("TASKLANE_DATABASE_URL")
+        .env("TASKLANE_LISTEN", "127.0.0.1:0")
+        .env("TASKLANE_LOG", "warn")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(REFUSED_WITHIN, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("serve {args:?} with {env:?} started instead of refusing"))
+        .expect("run tasklane serve");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        !output.status.success(),
+        "serve {args:?} with {env:?} was not refused: {stderr}"
+    );
+    stderr
 }
 
 /// How to start a replica, beyond what every test replica gets.

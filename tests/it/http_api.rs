@@ -604,23 +604,15 @@ async fn a_bad_task_types_file_is_refused_before_the_database_is_written() {
         uuid::Uuid::new_v4()
     ));
     std::fs::write(&path, "[[task_type]]\nname = \"x\"\nexecutor = \"http\"\n").unwrap();
-    let mut command = std::process::Command::new(common::serve::binary());
-    command
-        .arg("serve")
-        .env("DATABASE_URL", &db.url)
-        .env_remove("TASKLANE_DATABASE_URL")
-        .env("TASKLANE_TASK_TYPES", &path)
-        .env("TASKLANE_LISTEN", "127.0.0.1:0")
-        .env("TASKLANE_LOG", "warn");
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .unwrap()
-        .expect("run tasklane serve");
+    let types = path.display().to_string();
+    let env = [
+        ("DATABASE_URL", db.url.as_str()),
+        ("TASKLANE_TASK_TYPES", &types),
+    ];
+    let stderr = common::serve::refused_at_start(&[], &env).await;
     let _ = std::fs::remove_file(&path);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "a bad file was served: {stderr}");
     assert!(
-        stderr.contains(&path.display().to_string()) && stderr.contains("url"),
+        stderr.contains(&types) && stderr.contains("url"),
         "the error names neither the file nor the field: {stderr}"
     );
     let client = db.client().await;

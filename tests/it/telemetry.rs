@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::common;
 use common::api::{self, ALL};
 use common::fixtures::count;
-use common::serve::{binary, Options, Serve};
+use common::serve::{self, Options, Serve};
 
 /// One exported span, as the receiver decoded it.
 #[derive(Debug, Clone)]
@@ -291,13 +291,13 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
 
 #[tokio::test]
 async fn a_malformed_collector_endpoint_is_refused_at_start() {
-    let stderr = refused_at_start("collector:4318");
+    let stderr = refused_at_start("collector:4318").await;
     assert!(
         stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL"),
         "{stderr}"
     );
     // An https collector would fail every export: refused too, showing only its origin.
-    let stderr = refused_at_start("https://otel.example:4318/v1?key=SECRET");
+    let stderr = refused_at_start("https://otel.example:4318/v1?key=SECRET").await;
     assert!(
         stderr.contains("must be an http:// URL") && stderr.contains("https://otel.example:4318"),
         "{stderr}"
@@ -306,16 +306,15 @@ async fn a_malformed_collector_endpoint_is_refused_at_start() {
 }
 
 /// Starts `serve` with the collector `endpoint`, which it must refuse; its stderr.
-fn refused_at_start(endpoint: &str) -> String {
-    let output = Command::new(binary())
-        .args(["serve", "--no-migrate"])
-        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!output.status.success(), "serve started with {endpoint:?}");
-    String::from_utf8_lossy(&output.stderr).into_owned()
+async fn refused_at_start(endpoint: &str) -> String {
+    serve::refused_at_start(
+        &["--no-migrate"],
+        &[
+            ("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+        ],
+    )
+    .await
 }
 
 /// The replica's `/metrics` text.
