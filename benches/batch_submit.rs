@@ -36,7 +36,7 @@ async fn run(
     batches: usize,
     items: usize,
 ) -> anyhow::Result<Run> {
-    let (name, url) = bench.fresh_db().await?;
+    let (name, url) = bench.fresh_db_for(bin).await?;
     let mut spec = bench.fleet(&url, 1, &common::serve_args());
     spec.bin = bin.to_path_buf();
     spec.http_base_port = Some(

@@ -23,8 +23,8 @@ async fn load(
     tasks: u64,
     rate: f64,
 ) -> anyhow::Result<tasklane::load::report::Report> {
-    let (name, url) = bench.fresh_db().await?;
-    let output = Command::new(&bench.bin)
+    let (name, url) = bench.fresh_db_for(bin).await?;
+    let output = Command::new(bin)
         .args([
             "token",
             "create",

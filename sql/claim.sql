@@ -184,6 +184,16 @@ WITH picked AS (
               t.lease_expires_at, t.lease_seconds, t.attempt_timeout_seconds, t.input,
               t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent,
               t.attempt_deadline_at, t.priority
+), mirrored AS (
+    -- The claimed tasks' mirror rows, written here (V27): the update trigger would
+    -- compare and upsert each, a quarter of the claim's executor time. The setting
+    -- tells it this statement wrote them; it is set only when a row was, so only when
+    -- tasks were updated and the trigger fires to consume it.
+    UPDATE tasklane.task_queue q
+    SET state = 'running', lease_expires_at = c.lease_expires_at
+    FROM claimed c
+    WHERE q.id = c.id
+    RETURNING set_config('tasklane.queue_written', 'on', true)
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', '{route}')

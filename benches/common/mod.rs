@@ -1,6 +1,8 @@
 //! What every benchmark shares: a private PostgreSQL, a fresh migrated database per
-//! measurement, the `tasklane` binary built by this very `cargo bench`, the machine
-//! description printed with each result, and where results are written.
+//! measurement, the `tasklane` binary built by this very `cargo bench` (or another one
+//! named by `BENCH_BIN`, e.g. the commit before a change, for an A/B in alternating
+//! runs), the machine description printed with each result, and where results are
+//! written.
 //!
 //! A benchmark never touches a test's database or a shared server: it starts its own
 //! throwaway cluster (`tasklane::devdb`, fsync off) unless `BENCH_DATABASE_URL` names a
@@ -29,7 +31,9 @@ impl Bench {
     pub async fn start() -> anyhow::Result<Bench> {
         let url = std::env::var("BENCH_DATABASE_URL").ok();
         let server = devdb::resolve_server(url.as_deref()).await?;
-        let bin = PathBuf::from(env!("CARGO_BIN_EXE_tasklane"));
+        let bin = std::env::var_os("BENCH_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tasklane")));
         let task_types = fleet::write_task_types(&std::env::temp_dir())?;
         Ok(Bench {
             server,
@@ -39,8 +43,16 @@ impl Bench {
         })
     }
 
-    /// A new, empty, migrated database; the caller drops it with [`Bench::drop_db`].
+    /// A new, empty database migrated by the bench's binary; the caller drops it with
+    /// [`Bench::drop_db`].
     pub async fn fresh_db(&self) -> anyhow::Result<(String, String)> {
+        self.fresh_db_for(&self.bin).await
+    }
+
+    /// A new, empty database migrated by `bin`: a binary of another commit runs on the
+    /// schema it ships, whose functions (the batch settle, the claims of the outbox) are
+    /// part of what it measures; this build's own library migrates for its binary.
+    pub async fn fresh_db_for(&self, bin: &std::path::Path) -> anyhow::Result<(String, String)> {
         let n = self.next.get();
         self.next.set(n + 1);
         let name = format!("tasklane_bench_{}_{n}", std::process::id());
@@ -52,7 +64,21 @@ impl Bench {
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await?;
         let url = devdb::url_with_database(self.server.url(), &name);
-        tasklane::store::migrate::run(&url).await?;
+        if bin == std::path::Path::new(env!("CARGO_BIN_EXE_tasklane")) {
+            tasklane::store::migrate::run(&url).await?;
+        } else {
+            let output = tokio::process::Command::new(bin)
+                .args(["migrate", "--database-url", &url])
+                .output()
+                .await
+                .with_context(|| format!("run {}", bin.display()))?;
+            anyhow::ensure!(
+                output.status.success(),
+                "{} migrate: {}",
+                bin.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
         // What-if experiments only (never for published figures): e.g. drop an index to
         // see what it costs.
         if let Ok(sql) = std::env::var("BENCH_EXPERIMENT_SQL") {

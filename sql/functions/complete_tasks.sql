@@ -5,7 +5,7 @@
 -- The current definition of tasklane.complete_tasks (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function complete_tasks: migrations/V26__complete_tasks_generic_plan.sql
+-- function complete_tasks: migrations/V26__complete_tasks_generic_plan.sql, migrations/V27__hot_path_writes_its_mirror.sql
 CREATE FUNCTION tasklane.complete_tasks(p_id uuid[], p_lease_token uuid[], p_result jsonb[], p_usage_units bigint[], p_provider text[], p_model text[], p_route text[], p_route_name text[], p_input_tokens bigint[], p_output_tokens bigint[], p_total_tokens bigint[]) RETURNS TABLE(id uuid, lease_token uuid)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -44,7 +44,25 @@ BEGIN
                   t.usage_subject, t.attempts_before, t.worker_id, t.replica_id,
                   t.attempt_started_at, coalesce(t.route, i.route) AS route, i.route_name,
                   i.provider, i.model, i.input_tokens, i.output_tokens, i.total_tokens,
-                  coalesce(i.usage_units, i.total_tokens) AS units
+                  coalesce(i.usage_units, i.total_tokens) AS units, t.scope_id
+    ), dequeued AS (
+        -- The settled tasks leave the queue mirror here, not in the update trigger (V27):
+        -- each by its primary key, and the setting tells the trigger it is done.
+        DELETE FROM tasklane.task_queue q
+        USING done d
+        WHERE q.id = d.id
+        RETURNING set_config('tasklane.queue_written', 'on', true)
+    ), notified AS (
+        -- One notification per subscribed, enabled endpoint of the task's app, as the
+        -- trigger writes them for every other path to a terminal state; the deliverers
+        -- LISTEN (PostgreSQL sends one NOTIFY per transaction for the repeats).
+        INSERT INTO tasklane.webhook_deliveries
+            (endpoint_id, app, scope_id, task_id, event, created_at)
+        SELECT e.id, d.app, d.scope_id, d.id, 'task.succeeded', d.finished_at
+        FROM done d
+        JOIN tasklane.webhook_endpoints e
+          ON e.app = d.app AND NOT e.disabled AND 'task.succeeded' = ANY (e.events)
+        RETURNING pg_notify('tasklane_webhooks', '')
     ), event AS (
         INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
         SELECT id, event_seq, 'task.succeeded', jsonb_build_object('attempt', attempt), finished_at

@@ -5,13 +5,19 @@
 -- The current definition of tasklane.sync_task_queue (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql
+-- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
     written bigint;
 BEGIN
+    -- The statement wrote its own tasks' mirror rows and notifications (below): the
+    -- setting is consumed here, so the next statement of the transaction is synced.
+    IF current_setting('tasklane.queue_written', true) = 'on' THEN
+        PERFORM set_config('tasklane.queue_written', '', true);
+        RETURN NULL;
+    END IF;
     IF EXISTS (SELECT 1 FROM tasklane.webhook_endpoints WHERE NOT disabled) THEN
         WITH ended AS (
             DELETE FROM tasklane.task_queue q USING fresh n

@@ -9,6 +9,7 @@ use crate::common;
 use std::sync::Arc;
 
 use common::fixtures::*;
+use tasklane::store::complete_many::{complete_many, Completion};
 use tasklane::store::lease::{self, Success};
 use tasklane::store::query::Owner;
 use tasklane::store::{cancel, claim};
@@ -184,6 +185,106 @@ async fn claim_and_settle_are_hot_updates_of_tasks() {
         (claims.0, settles.0),
         "every update was HOT"
     );
+}
+
+/// The claim and the batch settle write their own tasks' mirror rows (V27), one probe
+/// of the mirror's primary key a task beside a backlog of 10,000 (a mirror of a few
+/// hundred rows is hashed whole instead, as cheap), and their trigger call then does
+/// nothing: run
+/// by the trigger, each task cost a second probe (its comparison, or its delete) and
+/// a quarter of the statement's executor time. The setting that tells the trigger so
+/// lasts one statement: a hand-written update after them in the same transaction is
+/// still mirrored.
+#[tokio::test]
+async fn the_claim_and_the_batch_settle_write_their_own_mirror_rows() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    c.batch_execute(&format!(
+        "{} ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;",
+        queue_sql(10_000, &format!("'{TYPE}'"), "0", "k")
+    ))
+    .await
+    .unwrap();
+    c.batch_execute("BEGIN").await.unwrap();
+    let before = mirror_scans(&c).await;
+    let claimed = claim(&c, 100).await;
+    let by_claim = mirror_scans(&c).await - before;
+    assert_in_step(&c, "a claim").await;
+    c.execute(
+        "UPDATE tasklane.tasks SET lease_expires_at = lease_expires_at + interval '1 minute' \
+         WHERE id = $1",
+        &[&claimed[0].id],
+    )
+    .await
+    .unwrap();
+    assert_in_step(&c, "a claim, then a hand-written update").await;
+    c.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(claimed.len(), 100);
+    // One probe a claimed task, and the one or two the planner makes for an index's
+    // end; the trigger's work would be a second probe a task.
+    assert!(
+        (100..110).contains(&by_claim.probes) && by_claim.whole == 0,
+        "by the claim: {by_claim:?}"
+    );
+
+    let pool = db.pool.get().await.unwrap();
+    let mut batch: Vec<Completion> = claimed
+        .iter()
+        .map(|task| Completion {
+            id: task.id,
+            lease_token: task.lease_token,
+            success: Success::default(),
+        })
+        .collect();
+    batch.sort_by_key(|completion| completion.id);
+    pool.batch_execute("BEGIN").await.unwrap();
+    let before = mirror_scans(&**pool).await;
+    let answers = complete_many(&pool, &batch).await.unwrap();
+    let by_settle = mirror_scans(&**pool).await - before;
+    pool.batch_execute("COMMIT").await.unwrap();
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    assert!(
+        (100..110).contains(&by_settle.probes) && by_settle.whole == 0,
+        "by the settle: {by_settle:?}"
+    );
+    assert_in_step(&c, "a batch settle").await;
+    assert_eq!(
+        count(&c, "SELECT count(*) FROM tasklane.task_queue").await,
+        9_900
+    );
+}
+
+/// Scans of the mirror this backend has counted so far: probes of its primary key (a
+/// nested loop's each), and sequential scans of the whole table.
+#[derive(Debug, PartialEq, Clone, Copy)]
+struct Scans {
+    probes: i64,
+    whole: i64,
+}
+
+impl std::ops::Sub for Scans {
+    type Output = Scans;
+    fn sub(self, earlier: Scans) -> Scans {
+        Scans {
+            probes: self.probes - earlier.probes,
+            whole: self.whole - earlier.whole,
+        }
+    }
+}
+
+async fn mirror_scans(c: &tokio_postgres::Client) -> Scans {
+    let row = c
+        .query_one(
+            "SELECT pg_stat_get_xact_numscans('tasklane.task_queue_pkey'::regclass), \
+                    pg_stat_get_xact_numscans('tasklane.task_queue'::regclass)",
+            &[],
+        )
+        .await
+        .unwrap();
+    Scans {
+        probes: row.get(0),
+        whole: row.get(1),
+    }
 }
 
 /// The mirror's trigger finds each changed row's mirror row by id (V22), whatever the

@@ -84,11 +84,24 @@ async fn every_claim_variant_scans_the_claimable_index_in_order() {
         let update = plan
             .split("CTE claimed")
             .nth(1)
-            .and_then(|rest| rest.split("CTE events").next())
+            .and_then(|rest| rest.split("CTE mirrored").next())
             .unwrap_or_else(|| panic!("{name} has no claimed CTE:\n{plan}"));
         assert!(
             !update.contains("Join") && !update.contains("Nested Loop"),
             "{name} joins its picked tasks:\n{plan}"
+        );
+        // The claim writes its tasks' mirror rows itself (V27), one primary-key probe a
+        // claimed task: never a scan of the mirror, which holds the whole backlog.
+        let mirrored = plan
+            .split("CTE mirrored")
+            .nth(1)
+            .and_then(|rest| rest.split("CTE events").next())
+            .unwrap_or_else(|| panic!("{name} writes no mirror rows:\n{plan}"));
+        assert!(
+            mirrored.contains("Update on task_queue")
+                && mirrored.contains("Index Scan using task_queue_pkey")
+                && !mirrored.contains("Hash"),
+            "{name} probes each claimed task's mirror row once:\n{plan}"
         );
     }
 }
@@ -190,6 +203,7 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
             assert!(
                 plan.contains("tasks_pkey")
                     && !plan.contains("Seq Scan on tasks")
+                    && !plan.contains("Seq Scan on task_queue")
                     && !plan.contains("Rows Removed by Join Filter"),
                 "{name} ({mode}) probes each task once:\n{plan}"
             );
