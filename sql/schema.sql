@@ -457,8 +457,8 @@ CREATE TABLE tasklane.task_events (
 ALTER TABLE ONLY tasklane.task_events
     ADD CONSTRAINT task_events_pkey PRIMARY KEY (task_id, seq);
 
--- trigger task_events_notify: migrations/V2__tokens.sql, migrations/V5__hot_paths.sql
-CREATE TRIGGER task_events_notify AFTER INSERT ON tasklane.task_events FOR EACH ROW WHEN ((new.type = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text, 'task.output'::text]))) EXECUTE FUNCTION tasklane.notify_task_event();
+-- trigger task_events_notify: migrations/V2__tokens.sql, migrations/V5__hot_paths.sql, migrations/V28__events_notify_per_statement.sql
+CREATE TRIGGER task_events_notify AFTER INSERT ON tasklane.task_events REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION tasklane.notify_task_events();
 
 
 -- table task_queue: migrations/V14__task_queue.sql

@@ -1,9 +1,10 @@
 -- tasklane's own statements without the engine around them: claim 100 exactly as the
--- local variant of sql/claim.sql does (candidates from the mirror task_queue, locks on tasks) (lease, attempt and its clock, task.running event),
--- then settle them as tasklane.complete_tasks (V26, called by sql/complete_many.sql)
--- does (state, result, task.succeeded event, the attempt's row, the budget charge of
--- reported usage: none here; the client's tasks found by a join, not by ids), one
--- transaction each. The ceiling the engine's drain can approach on this schema; the gap to the
+-- local variant of sql/claim.sql does (candidates from the mirror task_queue, locks on
+-- tasks; lease, attempt and its clock, the mirror rows, task.running event), then
+-- settle them as tasklane.complete_tasks (V27, called by sql/complete_many.sql) does
+-- (state, result, the mirror rows, notifications, task.succeeded event, the attempt's
+-- row, the budget charge of reported usage: none here; the client's tasks found by a
+-- join, not by ids), one transaction each. The ceiling the engine's drain can approach on this schema; the gap to the
 -- bare baselines is what the schema itself costs per task (indexes, events).
 WITH picked AS (
     SELECT c.id FROM unnest('{noop}'::text[]) AS ty(name)
@@ -25,7 +26,11 @@ WITH picked AS (
         progress = CASE WHEN t.snapshot IS NULL THEN NULL ELSE t.progress END,
         event_seq = t.event_seq + 1
     WHERE t.id = ANY (ARRAY(SELECT p.id FROM picked p))
-    RETURNING t.id, t.attempt, t.event_seq, t.attempt_deadline_at
+    RETURNING t.id, t.attempt, t.event_seq, t.attempt_deadline_at, t.lease_expires_at
+), mirrored AS (
+    UPDATE tasklane.task_queue q SET state = 'running', lease_expires_at = c.lease_expires_at
+    FROM claimed c WHERE q.id = c.id
+    RETURNING set_config('tasklane.queue_written', 'on', true)
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', 'local') FROM claimed
@@ -40,7 +45,18 @@ WITH done AS (
     WHERE q.state IN ('running', 'cancelling') AND t.id = q.id
       AND t.state IN ('running', 'cancelling') AND t.worker_id = 'pgbench-' || :client_id
     RETURNING t.id, t.event_seq, t.attempt, t.finished_at, t.app, t.usage_subject,
-              t.attempts_before, t.worker_id, t.replica_id, t.attempt_started_at, t.route
+              t.attempts_before, t.worker_id, t.replica_id, t.attempt_started_at, t.route,
+              t.scope_id
+), dequeued AS (
+    DELETE FROM tasklane.task_queue q USING done d WHERE q.id = d.id
+    RETURNING set_config('tasklane.queue_written', 'on', true)
+), notified AS (
+    INSERT INTO tasklane.webhook_deliveries (endpoint_id, app, scope_id, task_id, event, created_at)
+    SELECT e.id, d.app, d.scope_id, d.id, 'task.succeeded', d.finished_at
+    FROM done d
+    JOIN tasklane.webhook_endpoints e
+      ON e.app = d.app AND NOT e.disabled AND 'task.succeeded' = ANY (e.events)
+    RETURNING pg_notify('tasklane_webhooks', '')
 ), event AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
     SELECT id, event_seq, 'task.succeeded', jsonb_build_object('attempt', attempt), finished_at FROM done

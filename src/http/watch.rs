@@ -2,8 +2,9 @@
 //! changed, without a poll per request. Two shared sources per replica, fanned out
 //! in-process to the waiters of each task:
 //!
-//! - one LISTEN connection on [`EVENTS_CHANNEL`]: a trigger NOTIFYs a task's terminal
-//!   event and worker output at commit, so `?wait=` answers within milliseconds;
+//! - one LISTEN connection on [`EVENTS_CHANNEL`]: a trigger NOTIFYs the tasks whose
+//!   terminal event or worker output a statement wrote, at commit, so `?wait=` answers
+//!   within milliseconds;
 //! - one poll every [`SHARED_POLL`] reading the last event seq of every watched task in
 //!   one query: it carries the other events (queued, running, progress), which are not
 //!   notified because a notifying commit takes a cluster-wide lock, and covers lost
@@ -136,8 +137,10 @@ impl Listener for TaskWatch {
         self.notify_everything();
     }
 
+    /// A payload names the tasks one statement ended or wrote output for, comma
+    /// separated (V28: one notification a statement, not one a task).
     fn notified(&mut self, payload: &str) {
-        if let Ok(id) = Uuid::parse_str(payload) {
+        for id in payload.split(',').filter_map(|id| Uuid::parse_str(id).ok()) {
             self.notify(id);
         }
     }
@@ -183,6 +186,19 @@ mod tests {
 
     // A waiter has changed at once or not at all here (every change is made before the
     // look), so the tests ask "ready now?" instead of waiting against a clock.
+
+    #[tokio::test]
+    async fn a_payload_wakes_the_waiters_of_each_task_it_names() {
+        let mut watch = TaskWatch::default();
+        let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let (mut wa, mut wb, mut wc) = (watch.subscribe(a), watch.subscribe(b), watch.subscribe(c));
+        Listener::notified(&mut watch, &format!("{a},not-an-id,{b}"));
+        assert!(wa.changed().now_or_never().is_some());
+        assert!(wb.changed().now_or_never().is_some());
+        assert!(wc.changed().now_or_never().is_none());
+        Listener::notified(&mut watch, &c.to_string());
+        assert!(wc.changed().now_or_never().is_some());
+    }
 
     #[tokio::test]
     async fn waiters_hear_their_task_only_and_are_forgotten_when_dropped() {

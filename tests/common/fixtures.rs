@@ -200,3 +200,27 @@ pub fn queue_sql(count: usize, task_type: &str, priority: &str, key: &str) -> St
          FROM generate_series(1, {count}) g;"
     )
 }
+
+/// A connection listening on `channel`, and the payloads it receives in order.
+pub async fn listen(
+    url: &str,
+    channel: &str,
+) -> (Client, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = futures_util::StreamExt::next(&mut messages).await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = message {
+                let _ = tx.send(n.payload().to_owned());
+            }
+        }
+    });
+    client
+        .batch_execute(&format!("LISTEN {channel}"))
+        .await
+        .unwrap();
+    (client, rx)
+}

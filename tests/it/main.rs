@@ -29,6 +29,7 @@ mod circuits;
 mod circuits_admin;
 mod cli;
 mod console;
+mod events_notify;
 mod group_commit;
 mod http_admin;
 mod http_api;

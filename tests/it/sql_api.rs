@@ -10,7 +10,7 @@ use serde_json::json;
 use tokio_postgres::Client;
 
 use crate::common::api::{token, Api};
-use crate::common::fixtures::count;
+use crate::common::fixtures::{count, listen};
 use crate::common::in_process::InProcess;
 use crate::common::serve::Options;
 use crate::common::{self, eventually};
@@ -482,30 +482,6 @@ async fn run_task_notifies_the_workers_at_commit_only() {
     let second = notifications.recv().await.expect("the commit's wake-up");
     assert_eq!(second, "");
     drop(listener);
-}
-
-/// A connection listening on `channel`, and the payloads it receives in order.
-async fn listen(
-    url: &str,
-    channel: &str,
-) -> (Client, tokio::sync::mpsc::UnboundedReceiver<String>) {
-    let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(Ok(message)) = futures_util::StreamExt::next(&mut messages).await {
-            if let tokio_postgres::AsyncMessage::Notification(n) = message {
-                let _ = tx.send(n.payload().to_owned());
-            }
-        }
-    });
-    client
-        .batch_execute(&format!("LISTEN {channel}"))
-        .await
-        .unwrap();
-    (client, rx)
 }
 
 /// Every SECURITY DEFINER function the role may execute, sorted.
