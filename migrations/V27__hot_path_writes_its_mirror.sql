@@ -5,10 +5,13 @@
 -- client), the mirror's update trigger (V22) took a quarter of the backend's executor
 -- time: a PL/pgSQL call, a tuplestore of the changed rows, then per row a probe to
 -- compare the mirror row, an INSERT ... ON CONFLICT that probes the primary key again
--- and updates, or a DELETE USING the transition table. The claim knows every one of
--- its rows goes running with its new lease, the batch settle that every one of its
--- rows ends succeeded: each writes the mirror itself in a CTE (one primary-key probe and
--- one write a task), and the settle its notifications too.
+-- and updates, or a DELETE USING the transition table. Most of that is the mirror's own
+-- row work, which stays; the rest is what this saves. The claim knows every one of its
+-- rows goes running with its new lease, the batch settle that every one of its rows
+-- ends succeeded: each writes the mirror itself in a CTE (one primary-key probe and one
+-- write a task), and the settle its notifications too. Counted with callgrind
+-- (benches/callgrind/claim_settle.sh), a claim of 100 and its settle went from 416,000
+-- to 402,000 PostgreSQL instructions a task (-3.4%).
 --
 -- * The trigger stays for every other statement that moves a task (cancel, retry,
 --   rescue, deadline sweep, a hand-written UPDATE): the mirror is still kept by the

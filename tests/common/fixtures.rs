@@ -224,3 +224,18 @@ pub async fn listen(
         .unwrap();
     (client, rx)
 }
+
+/// A group commit's batch settling each of `claimed` as a plain success, sorted by id
+/// as the completer sends it.
+pub fn successes(claimed: &[ClaimedTask]) -> Vec<tasklane::store::complete_many::Completion> {
+    let mut batch: Vec<_> = claimed
+        .iter()
+        .map(|task| tasklane::store::complete_many::Completion {
+            id: task.id,
+            lease_token: task.lease_token,
+            success: tasklane::store::lease::Success::default(),
+        })
+        .collect();
+    batch.sort_by_key(|completion| completion.id);
+    batch
+}

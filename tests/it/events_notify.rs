@@ -10,8 +10,7 @@ use std::collections::HashSet;
 
 use common::fixtures::*;
 use tasklane::store::cancel;
-use tasklane::store::complete_many::{complete_many, Completion};
-use tasklane::store::lease::Success;
+use tasklane::store::complete_many::complete_many;
 use tasklane::store::query::Owner;
 use uuid::Uuid;
 
@@ -61,15 +60,7 @@ async fn a_group_commit_notifies_its_tasks_in_one_notification_per_200() {
     );
 
     let pool = db.pool.get().await.unwrap();
-    let mut batch: Vec<Completion> = claimed
-        .iter()
-        .map(|task| Completion {
-            id: task.id,
-            lease_token: task.lease_token,
-            success: Success::default(),
-        })
-        .collect();
-    batch.sort_by_key(|completion| completion.id);
+    let batch = successes(&claimed);
     let answers = complete_many(&pool, &batch).await.unwrap();
     assert!(answers.iter().all(Result::is_ok));
     let heard = heard_until_marker(&db, &mut notifications).await;

@@ -9,7 +9,7 @@ use crate::common;
 use std::sync::Arc;
 
 use common::fixtures::*;
-use tasklane::store::complete_many::{complete_many, Completion};
+use tasklane::store::complete_many::complete_many;
 use tasklane::store::lease::{self, Success};
 use tasklane::store::query::Owner;
 use tasklane::store::{cancel, claim};
@@ -228,15 +228,7 @@ async fn the_claim_and_the_batch_settle_write_their_own_mirror_rows() {
     );
 
     let pool = db.pool.get().await.unwrap();
-    let mut batch: Vec<Completion> = claimed
-        .iter()
-        .map(|task| Completion {
-            id: task.id,
-            lease_token: task.lease_token,
-            success: Success::default(),
-        })
-        .collect();
-    batch.sort_by_key(|completion| completion.id);
+    let batch = successes(&claimed);
     pool.batch_execute("BEGIN").await.unwrap();
     let before = mirror_scans(&**pool).await;
     let answers = complete_many(&pool, &batch).await.unwrap();
