@@ -230,9 +230,9 @@ async fn the_claim_and_the_batch_settle_write_their_own_mirror_rows() {
     let pool = db.pool.get().await.unwrap();
     let batch = successes(&claimed);
     pool.batch_execute("BEGIN").await.unwrap();
-    let before = mirror_scans(&**pool).await;
+    let before = mirror_scans(&pool).await;
     let answers = complete_many(&pool, &batch).await.unwrap();
-    let by_settle = mirror_scans(&**pool).await - before;
+    let by_settle = mirror_scans(&pool).await - before;
     pool.batch_execute("COMMIT").await.unwrap();
     assert!(answers.iter().all(Result::is_ok), "{answers:?}");
     assert!(
