@@ -11,8 +11,9 @@
 # Queues 3,000 noop tasks, then runs rounds of "claim 100 (the claim pool's generic
 # plan), settle them with tasklane.complete_tasks", 2 rounds and 7 rounds, each over a
 # fresh copy of the cluster, and prints (instructions(7) - instructions(2)) / 500.
-# Needs valgrind and PostgreSQL 15's binaries; run as root (the cluster runs as
-# postgres) or as an unprivileged user.
+# EXPERIMENT_SQL, if set, runs after the migrations (a what-if: drop an index, disable a
+# trigger), never for published figures of a build. Needs valgrind and PostgreSQL 15's
+# binaries; run as root (the cluster runs as postgres) or as an unprivileged user.
 set -euo pipefail
 bin=$(realpath "$1") claim=$(realpath "$2") endpoint=${3:-0}
 pg=/usr/lib/postgresql/15/bin
@@ -37,6 +38,9 @@ if [[ $endpoint == 1 ]]; then
     psql -q -X -v ON_ERROR_STOP=1 "$url" -c "INSERT INTO tasklane.webhook_endpoints
         (id, app, name, url, events)
         VALUES (gen_random_uuid(), 'pgbench', 'bench', 'http://127.0.0.1:9/', '{task.succeeded}')"
+fi
+if [[ -n ${EXPERIMENT_SQL:-} ]]; then
+    psql -q -X -v ON_ERROR_STOP=1 "$url" -c "$EXPERIMENT_SQL"
 fi
 psql -q -X -v ON_ERROR_STOP=1 "$url" -c "VACUUM ANALYZE"
 "${as_pg[@]}" "$pg/pg_ctl" -D "$work/data" -w stop >/dev/null

@@ -10,16 +10,13 @@ CREATE FUNCTION tasklane.notify_task_events() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
-    ids text;
+    ids text[];
 BEGIN
-    FOR ids IN
-        SELECT string_agg(e.task_id::text, ',')
-        FROM (SELECT task_id, (row_number() OVER () - 1) / 200 AS part
-              FROM added
-              WHERE type IN ('task.succeeded', 'task.failed', 'task.cancelled', 'task.output')) e
-        GROUP BY e.part
-    LOOP
-        PERFORM pg_notify('tasklane_events', ids);
+    SELECT array_agg(task_id::text) INTO ids
+    FROM added
+    WHERE type IN ('task.succeeded', 'task.failed', 'task.cancelled', 'task.output');
+    FOR part IN 0 .. coalesce(cardinality(ids), 0) - 1 BY 200 LOOP
+        PERFORM pg_notify('tasklane_events', array_to_string(ids[part + 1:part + 200], ','));
     END LOOP;
     RETURN NULL;
 END
