@@ -185,8 +185,8 @@ WITH picked AS (
               t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent,
               t.attempt_deadline_at, t.priority
 ), mirrored AS (
-    -- The claimed tasks' mirror rows, written here (V27): the update trigger would
-    -- compare and upsert each, a quarter of the claim's executor time. The setting
+    -- The claimed tasks' mirror rows, written here (V27) with one primary-key probe
+    -- each: the update trigger would compare each row again and upsert it. The setting
     -- tells it this statement wrote them; it is set only when a row was, so only when
     -- tasks were updated and the trigger fires to consume it.
     UPDATE tasklane.task_queue q

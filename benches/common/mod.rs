@@ -13,7 +13,7 @@
 pub mod peers;
 pub mod pgbench;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use tasklane::devdb::{self, Server};
@@ -52,7 +52,7 @@ impl Bench {
     /// A new, empty database migrated by `bin`: a binary of another commit runs on the
     /// schema it ships, whose functions (the batch settle, the claims of the outbox) are
     /// part of what it measures; this build's own library migrates for its binary.
-    pub async fn fresh_db_for(&self, bin: &std::path::Path) -> anyhow::Result<(String, String)> {
+    pub async fn fresh_db_for(&self, bin: &Path) -> anyhow::Result<(String, String)> {
         let n = self.next.get();
         self.next.set(n + 1);
         let name = format!("tasklane_bench_{}_{n}", std::process::id());
@@ -64,7 +64,7 @@ impl Bench {
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await?;
         let url = devdb::url_with_database(self.server.url(), &name);
-        if bin == std::path::Path::new(env!("CARGO_BIN_EXE_tasklane")) {
+        if bin == Path::new(env!("CARGO_BIN_EXE_tasklane")) {
             tasklane::store::migrate::run(&url).await?;
         } else {
             let output = tokio::process::Command::new(bin)

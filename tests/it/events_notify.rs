@@ -44,31 +44,47 @@ fn ids(payload: &str) -> Vec<Uuid> {
 
 #[tokio::test]
 async fn a_group_commit_notifies_its_tasks_in_one_notification_per_200() {
+    let (heard, settled) = group_commit_heard(250).await;
+    let sizes: Vec<usize> = heard.iter().map(|payload| ids(payload).len()).collect();
+    assert_eq!(sizes, [200, 50], "one statement's 250 tasks");
+    let named: HashSet<Uuid> = heard.iter().flat_map(|payload| ids(payload)).collect();
+    assert_eq!(named, settled, "each settled task named once");
+}
+
+/// At the edge of a payload: 200 tasks fill exactly one notification, with no empty
+/// second one.
+#[tokio::test]
+async fn a_group_commit_of_200_sends_one_notification() {
+    let (heard, settled) = group_commit_heard(200).await;
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    let named: HashSet<Uuid> = ids(&heard[0]).into_iter().collect();
+    assert_eq!(named, settled);
+}
+
+/// Queues and claims `tasks` tasks (checking that neither sends a notification), settles
+/// them in one group commit, and returns the payloads that commit sent with the ids
+/// it settled.
+async fn group_commit_heard(tasks: usize) -> (Vec<String>, HashSet<Uuid>) {
     let db = common::test_db().await;
     let c = db.client().await;
-    c.batch_execute(&queue_sql(250, &format!("'{TYPE}'"), "0", "k"))
+    c.batch_execute(&queue_sql(tasks, &format!("'{TYPE}'"), "0", "k"))
         .await
         .unwrap();
     let (_listener, mut notifications) = listen(&db.url, "tasklane_events").await;
 
     // Submits and claims write queued and running events: nothing is sent.
-    let claimed = claim(&c, 250).await;
-    assert_eq!(claimed.len(), 250);
+    let claimed = claim(&c, tasks as i64).await;
+    assert_eq!(claimed.len(), tasks);
     assert_eq!(
         heard_until_marker(&db, &mut notifications).await,
         Vec::<String>::new()
     );
 
     let pool = db.pool.get().await.unwrap();
-    let batch = successes(&claimed);
-    let answers = complete_many(&pool, &batch).await.unwrap();
+    let answers = complete_many(&pool, &successes(&claimed)).await.unwrap();
     assert!(answers.iter().all(Result::is_ok));
     let heard = heard_until_marker(&db, &mut notifications).await;
-    let sizes: Vec<usize> = heard.iter().map(|payload| ids(payload).len()).collect();
-    assert_eq!(sizes, [200, 50], "one statement's 250 tasks");
-    let named: HashSet<Uuid> = heard.iter().flat_map(|payload| ids(payload)).collect();
-    let settled: HashSet<Uuid> = claimed.iter().map(|task| task.id).collect();
-    assert_eq!(named, settled, "each settled task named once");
+    (heard, claimed.iter().map(|task| task.id).collect())
 }
 
 #[tokio::test]

@@ -190,21 +190,14 @@ async fn claim_and_settle_are_hot_updates_of_tasks() {
 /// The claim and the batch settle write their own tasks' mirror rows (V27), one probe
 /// of the mirror's primary key a task beside a backlog of 10,000 (a mirror of a few
 /// hundred rows is hashed whole instead, as cheap), and their trigger call then does
-/// nothing: run
-/// by the trigger, each task cost a second probe (its comparison, or its delete) and
-/// a quarter of the statement's executor time. The setting that tells the trigger so
-/// lasts one statement: a hand-written update after them in the same transaction is
-/// still mirrored.
+/// nothing: run by the trigger, each task cost a second probe (its comparison, or its
+/// delete). The setting that tells the trigger so lasts one statement: a hand-written
+/// update after them in the same transaction is still mirrored.
 #[tokio::test]
 async fn the_claim_and_the_batch_settle_write_their_own_mirror_rows() {
     let db = common::test_db().await;
     let c = db.client().await;
-    c.batch_execute(&format!(
-        "{} ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;",
-        queue_sql(10_000, &format!("'{TYPE}'"), "0", "k")
-    ))
-    .await
-    .unwrap();
+    queue_analyzed(&c, 10_000).await;
     c.batch_execute("BEGIN").await.unwrap();
     let before = mirror_scans(&c).await;
     let claimed = claim(&c, 100).await;
@@ -244,6 +237,16 @@ async fn the_claim_and_the_batch_settle_write_their_own_mirror_rows() {
         count(&c, "SELECT count(*) FROM tasklane.task_queue").await,
         9_900
     );
+}
+
+/// Queues `count` tasks of [`TYPE`] and analyzes them as autovacuum would have them.
+async fn queue_analyzed(c: &tokio_postgres::Client, count: usize) {
+    c.batch_execute(&format!(
+        "{} ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;",
+        queue_sql(count, &format!("'{TYPE}'"), "0", "k")
+    ))
+    .await
+    .unwrap();
 }
 
 /// Scans of the mirror this backend has counted so far: probes of its primary key (a
@@ -289,12 +292,7 @@ async fn mirror_scans(c: &tokio_postgres::Client) -> Scans {
 async fn the_mirror_trigger_reads_its_rows_by_id_beside_a_long_backlog() {
     let db = common::test_db().await;
     let c = db.client().await;
-    c.batch_execute(&format!(
-        "{} ANALYZE tasklane.tasks; ANALYZE tasklane.task_queue;",
-        queue_sql(10_000, &format!("'{TYPE}'"), "0", "k")
-    ))
-    .await
-    .unwrap();
+    queue_analyzed(&c, 10_000).await;
     c.batch_execute("BEGIN").await.unwrap();
     let claimed = claim(&c, 100).await;
     let by_claim = rows_read(&c, "tasklane.task_queue").await;
