@@ -5,7 +5,7 @@
 -- The current definition of tasklane.submit_task (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql
+-- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql, migrations/V29__a_refused_repeat_looks_again.sql
 CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
     LANGUAGE sql
     AS $$
@@ -16,7 +16,7 @@ CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effe
                                        p_deadline_seconds, p_resource, NULL::text)
 $$;
 
--- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql
+-- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql, migrations/V29__a_refused_repeat_looks_again.sql
 CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text, p_traceparent text) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
     LANGUAGE plpgsql
     AS $$
@@ -68,6 +68,14 @@ BEGIN
                                                      (p_app, coalesce(p_subject, '')))) THEN
         SELECT * INTO v_admit FROM tasklane.admit(p_id, p_app, p_subject, NULL);
         IF v_admit.refused IS NOT NULL THEN
+            -- The identity lock was free, but not necessarily because no other submit
+            -- of this identity ran: one may have committed after the probe above. Its
+            -- task (a fresh snapshot sees it) is the answer, not the refusal (V29).
+            RETURN QUERY SELECT * FROM tasklane.identity_task(p_app, p_scope, p_effect_key,
+                                                              p_subject, p_digest);
+            IF FOUND THEN
+                RETURN;
+            END IF;
             RETURN QUERY SELECT 'refused'::text, v_admit.refused, v_admit.limit_id,
                                 v_admit.free_at, v_admit.at, NULL::tasklane.task_views;
             RETURN;

@@ -4,6 +4,7 @@
 use crate::common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::fixtures::*;
 use tasklane::service::ServiceError;
@@ -62,6 +63,79 @@ async fn fifty_concurrent_submits_of_one_identity_make_one_task() {
         .unwrap()
         .get(0);
     assert_eq!(count, 1);
+}
+
+/// A repeat whose identity probe runs before the first submit of its identity commits,
+/// and whose identity lock is taken after, finds that lock free. With the one capacity
+/// slot held by the first task, admission refused it (V29 fixed this); it must join that
+/// task. The owner lock makes the interleaving exact: a waiting exclusive request (as a
+/// scope deletion takes) queues the repeat's shared request, after its probe, until the
+/// first submit has committed.
+#[tokio::test]
+async fn a_repeat_whose_first_submit_committed_meanwhile_joins_it() {
+    let db = common::test_db().await;
+    let first = db.client().await;
+    let blocker = db.client().await;
+    let repeat = db.client().await;
+    let probe = db.client().await;
+    let vip = tasklane::store::limits::LimitKey {
+        kind: "capacity",
+        app: Some(APP),
+        usage_subject: Some("vip"),
+        window_seconds: None,
+    };
+    tasklane::store::limits::set_limit(&probe, vip, 1)
+        .await
+        .unwrap();
+    let mut r = request("once", serde_json::json!({"doc": 1}));
+    r.usage_subject = Some("vip".into());
+    let task = r.resolve(APP, &task_type(), 1 << 20).unwrap();
+
+    first.batch_execute("BEGIN").await.unwrap();
+    let created = tasklane::service::submit_in(&first, &task).await.unwrap();
+    assert_eq!(created.outcome, SubmitOutcome::Created);
+    let owner_lock = "SELECT pg_advisory_lock(tasklane.owner_key($1, $2))";
+    let blocked = tokio::spawn(async move {
+        blocker.execute(owner_lock, &[&APP, &SCOPE]).await.unwrap();
+        blocker
+    });
+    let waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+    common::eventually(
+        Duration::from_secs(10),
+        "the exclusive owner lock to wait for the first submit",
+        || async { count(&probe, waiting).await == 1 },
+    )
+    .await;
+    let repeated = tokio::spawn(async move { try_submit(&repeat, &r).await });
+    common::eventually(
+        Duration::from_secs(10),
+        "the repeat to queue behind it, after its probe",
+        || async { count(&probe, waiting).await == 2 },
+    )
+    .await;
+    first.batch_execute("COMMIT").await.unwrap();
+    let blocker = blocked.await.unwrap();
+    blocker
+        .execute(
+            "SELECT pg_advisory_unlock(tasklane.owner_key($1, $2))",
+            &[&APP, &SCOPE],
+        )
+        .await
+        .unwrap();
+    let joined = repeated
+        .await
+        .unwrap()
+        .expect("the repeat joins the task that holds the slot");
+    assert_eq!(
+        (joined.task.id, joined.outcome),
+        (created.task.id, SubmitOutcome::Joined)
+    );
+    assert_eq!(
+        count(&probe, "SELECT count(*) FROM tasklane.capacity_slots").await,
+        1,
+        "the repeat took no slot"
+    );
 }
 
 #[tokio::test]
