@@ -5,7 +5,7 @@
 -- The current definition of tasklane.claim_webhooks (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function claim_webhooks: migrations/V25__webhook_claim_generic_plan.sql
+-- function claim_webhooks: migrations/V25__webhook_claim_generic_plan.sql, migrations/V30__webhook_claim_by_primary_key.sql
 CREATE FUNCTION tasklane.claim_webhooks(p_limit bigint, p_default_rows bigint, p_claim_seconds double precision, p_endpoints uuid[], p_rows bigint[]) RETURNS TABLE(id uuid, endpoint_id uuid, task_id uuid, event text, created_at timestamp with time zone, attempts integer, claim_token uuid, url text, disabled boolean, secrets text[])
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -30,7 +30,9 @@ BEGIN
         WHERE d.id = ANY (ARRAY(SELECT c.id FROM candidates c
                                 LEFT JOIN allowance a ON a.endpoint_id = c.endpoint_id
                                 WHERE c.n <= coalesce(a.rows, p_default_rows)))
-          AND d.status = 'pending' AND d.next_attempt_at <= now()
+          -- Pending, written so that it does not imply the due index's predicate
+          -- (status is one of three, CHECK webhook_deliveries_status_check): V30.
+          AND d.status NOT IN ('delivered', 'failed') AND d.next_attempt_at <= now()
           AND (d.claimed_until IS NULL OR d.claimed_until <= now())
         ORDER BY d.next_attempt_at
         LIMIT p_limit

@@ -314,3 +314,127 @@ async fn a_lease_token_outside_a_running_attempt_is_refused() {
     .await
     .unwrap();
 }
+
+/// The deliverer's claim and settle on an outbox of 5,000 pending notifications, never
+/// analysed (as in a fresh deployment or the webhooks bench) and analysed: the claim
+/// reads the due index once, for its candidates, and finds its chosen rows again by
+/// primary key; the settle fetches its round by primary key (but for one case, below),
+/// never by the due index. Before V30, the claim's
+/// generic plan found them again by a bitmap scan of the whole due index (every
+/// pending row tested against the id array, 15 of a claim's 16 ms in the bench), and
+/// the settle read the whole outbox.
+#[tokio::test]
+async fn the_deliverers_claim_and_settle_probe_each_row_once() {
+    const PENDING: usize = 5_000;
+    const ROUND: i64 = 100;
+    let db = common::test_db().await;
+    let mut c = db.client().await;
+    c.batch_execute(&format!(
+        "INSERT INTO tasklane.webhook_endpoints (id, app, name, url, events) \
+         VALUES ('00000000-0000-0000-0000-000000000001', 'mail', 'e', 'http://127.0.0.1:9/', \
+                 '{{task.succeeded}}'); \
+         INSERT INTO tasklane.webhook_deliveries (endpoint_id, app, scope_id, task_id, event) \
+         SELECT '00000000-0000-0000-0000-000000000001', 'mail', 's', gen_random_uuid(), \
+                'task.succeeded' \
+         FROM generate_series(1, {PENDING})"
+    ))
+    .await
+    .unwrap();
+    let claim = function_statement(&c, "claim_webhooks").await;
+    let settle = include_str!("../../../sql/webhook_settle_many.sql");
+    for analysed in [false, true] {
+        if analysed {
+            c.batch_execute("ANALYZE tasklane.webhook_deliveries")
+                .await
+                .unwrap();
+        }
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            let tx = c.transaction().await.unwrap();
+            tx.batch_execute(&format!(
+                "SET LOCAL plan_cache_mode = {mode}; PREPARE claim AS {claim}; \
+                 PREPARE settle AS {settle}"
+            ))
+            .await
+            .unwrap();
+            let plan = explain(
+                &tx,
+                &format!("EXECUTE claim({ROUND}, {ROUND}, 60, '{{}}', '{{}}')"),
+            )
+            .await;
+            let due_scans = plan.matches("webhook_deliveries_due").count();
+            assert!(
+                plan.contains(&format!(
+                    "CTE Scan on claimed c (actual rows={ROUND} loops=1)"
+                )) && due_scans == 1
+                    && !plan.contains("Seq Scan on webhook_deliveries"),
+                "the claim (analysed: {analysed}, {mode}) reads the due index once and \
+                 finds its rows by primary key:\n{plan}"
+            );
+            // The rows the claim just took (this transaction's), settled as delivered.
+            let round = format!(
+                "(SELECT array_agg(id ORDER BY id) FROM tasklane.webhook_deliveries \
+                  WHERE claim_token IS NOT NULL)"
+            );
+            let tokens = round.replace(
+                "array_agg(id ORDER BY id)",
+                "array_agg(claim_token ORDER BY id)",
+            );
+            tx.batch_execute(&format!(
+                "CREATE TEMP TABLE r ON COMMIT DROP AS SELECT {round} AS ids, {tokens} AS tokens"
+            ))
+            .await
+            .unwrap();
+            let (ids, tokens): (String, String) = {
+                let row = tx
+                    .query_one("SELECT ids::text, tokens::text FROM r", &[])
+                    .await
+                    .unwrap();
+                (row.get(0), row.get(1))
+            };
+            let plan = explain(
+                &tx,
+                &format!(
+                    "EXECUTE settle('{ids}', '{tokens}', array_fill('delivered'::text, ARRAY[{ROUND}]), \
+                     array_fill(0::float8, ARRAY[{ROUND}]), array_fill(204, ARRAY[{ROUND}]), \
+                     array_fill(NULL::text, ARRAY[{ROUND}]))"
+                ),
+            )
+            .await;
+            // Never analysed, a custom plan for the round's 100 ids may read the 5,000
+            // rows instead (the planner's choice on a table it knows nothing of; after
+            // five such plans the deliverer's prepared statement goes generic).
+            let by_key = plan.contains("webhook_deliveries_pkey")
+                && !plan.contains("Seq Scan on webhook_deliveries");
+            assert!(
+                plan.contains(&format!("Update on webhook_deliveries d (actual rows={ROUND} loops=1)"))
+                    && !plan.contains("webhook_deliveries_due")
+                    && (by_key || (!analysed && mode == "force_custom_plan")),
+                "the settle (analysed: {analysed}, {mode}) fetches its round by primary key:\n{plan}"
+            );
+            tx.rollback().await.unwrap();
+            c.batch_execute("DEALLOCATE claim; DEALLOCATE settle")
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)` of `statement`, its lines cut short (a
+/// batch's arrays are printed in full otherwise).
+async fn explain(c: &impl tokio_postgres::GenericClient, statement: &str) -> String {
+    c.query(
+        &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {statement}"),
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|row| {
+        row.get::<_, String>(0)
+            .chars()
+            .take(160)
+            .collect::<String>()
+    })
+    .collect::<Vec<_>>()
+    .join("\n")
+}

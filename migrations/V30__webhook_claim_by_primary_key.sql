@@ -1,0 +1,79 @@
+-- V30: the deliverer's claim finds its chosen rows again by primary key, whatever the
+-- outbox's statistics. Forward-only: never edit once landed.
+--
+-- The claim picks its rows from a bounded candidate list (the due index in order, a
+-- window per endpoint), then finds them again, with `id = ANY (...)`, to lock them.
+-- That second lookup repeated the candidates' conditions, `status = 'pending'` among
+-- them, which is the due index's predicate: its generic plan, made while the outbox
+-- was small, read the whole due index with a bitmap scan and tested every pending row
+-- against the id array. In the webhooks bench (10,000 tasks, one endpoint) deliveries
+-- fall behind the drain and thousands of rows are pending: each claim of about 100
+-- rows filtered 3,500-4,700 of them, 15 of its 16 ms (auto_explain), and the claim
+-- was the deliverer's costliest statement (pg_stat_statements: 264 ms of the
+-- deliverer's 454 ms of executor time for the 10,000 deliveries).
+-- Written `status NOT IN ('delivered', 'failed')` (the same rows: status is one of
+-- three, CHECK webhook_deliveries_status_check), the condition no longer implies the
+-- due index's predicate, and the primary key is the only index left for the lookup:
+-- one probe per chosen row. The locked rows are rechecked against the same conditions
+-- as before. The rest of the statement is unchanged (sql/webhook_claim.sql says why).
+-- Checked by sql_statements::plans::the_deliverers_claim_and_settle_probe_each_row_once.
+
+CREATE OR REPLACE FUNCTION tasklane.claim_webhooks(p_limit bigint, p_default_rows bigint, p_claim_seconds double precision, p_endpoints uuid[], p_rows bigint[]) RETURNS TABLE(id uuid, endpoint_id uuid, task_id uuid, event text, created_at timestamp with time zone, attempts integer, claim_token uuid, url text, disabled boolean, secrets text[])
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH allowance AS (
+        SELECT * FROM unnest(p_endpoints, p_rows) AS a(endpoint_id, rows)
+    ), candidates AS (
+        SELECT c.id, c.endpoint_id,
+               row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS n
+        FROM (SELECT id, endpoint_id, next_attempt_at
+              FROM tasklane.webhook_deliveries
+              WHERE status = 'pending' AND next_attempt_at <= now()
+                AND (claimed_until IS NULL OR claimed_until <= now())
+              ORDER BY next_attempt_at
+              LIMIT p_limit * 4) c
+    ), due AS (
+        SELECT d.id, d.endpoint_id
+        FROM tasklane.webhook_deliveries d
+        WHERE d.id = ANY (ARRAY(SELECT c.id FROM candidates c
+                                LEFT JOIN allowance a ON a.endpoint_id = c.endpoint_id
+                                WHERE c.n <= coalesce(a.rows, p_default_rows)))
+          -- Pending, written so that it does not imply the due index's predicate
+          -- (status is one of three, CHECK webhook_deliveries_status_check): V30.
+          AND d.status NOT IN ('delivered', 'failed') AND d.next_attempt_at <= now()
+          AND (d.claimed_until IS NULL OR d.claimed_until <= now())
+        ORDER BY d.next_attempt_at
+        LIMIT p_limit
+        FOR UPDATE OF d SKIP LOCKED
+    ), orphans AS (
+        DELETE FROM tasklane.webhook_deliveries d
+        WHERE d.id = ANY (ARRAY(SELECT due.id FROM due
+                                WHERE NOT EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e
+                                                  WHERE e.id = due.endpoint_id)))
+    ), claimed AS (
+        UPDATE tasklane.webhook_deliveries d
+        SET attempts = d.attempts + 1, claim_token = gen_random_uuid(),
+            claimed_until = now() + p_claim_seconds * interval '1 second'
+        WHERE d.id = ANY (ARRAY(SELECT due.id FROM due
+                                WHERE EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e
+                                              WHERE e.id = due.endpoint_id)))
+        RETURNING d.id, d.endpoint_id, d.task_id, d.event, d.created_at, d.attempts, d.claim_token
+    ), targets AS (
+        SELECT e.id, e.url, e.disabled,
+               coalesce(array_agg(s.secret ORDER BY s.expires_at DESC NULLS FIRST)
+                        FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
+        FROM tasklane.webhook_endpoints e
+        LEFT JOIN tasklane.webhook_secrets s
+               ON s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+        WHERE e.id IN (SELECT endpoint_id FROM due)
+        GROUP BY e.id
+    )
+    SELECT c.*, t.url, t.disabled, t.secrets
+    FROM claimed c
+    JOIN targets t ON t.id = c.endpoint_id;
+END
+$$;
