@@ -15,12 +15,24 @@
 -- three, CHECK webhook_deliveries_status_check), the condition no longer implies the
 -- due index's predicate, and the primary key is the only index left for the lookup:
 -- one probe per chosen row. The locked rows are rechecked against the same conditions
--- as before. The rest of the statement is unchanged (sql/webhook_claim.sql says why).
+-- as before.
+--
+-- And the function plans with enable_seqscan off. Its generic plan is made once per
+-- connection (V25), which in a fresh deployment or the bench is while the outbox is a
+-- few pages: the rows found again by id were then read by a sequential scan of the
+-- whole outbox (the cheapest plan for a few pages), and that plan stayed while the
+-- outbox grew, until an ANALYZE (autovacuum's, a minute or more later) replaced it: the
+-- claim's UPDATE filtered 3,800 rows to update 115 (2.7 of its 3.2 ms). Every table
+-- the statement reads has an index for its lookup (the due index, the primary keys,
+-- the secrets' endpoint index), so with sequential scans priced out the plan is made of
+-- index probes whatever the outbox's size when it was made. The rest of the statement
+-- is unchanged (sql/webhook_claim.sql says why).
 -- Checked by sql_statements::plans::the_deliverers_claim_and_settle_probe_each_row_once.
 
 CREATE OR REPLACE FUNCTION tasklane.claim_webhooks(p_limit bigint, p_default_rows bigint, p_claim_seconds double precision, p_endpoints uuid[], p_rows bigint[]) RETURNS TABLE(id uuid, endpoint_id uuid, task_id uuid, event text, created_at timestamp with time zone, attempts integer, claim_token uuid, url text, disabled boolean, secrets text[])
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN

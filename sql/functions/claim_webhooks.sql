@@ -9,6 +9,7 @@
 CREATE FUNCTION tasklane.claim_webhooks(p_limit bigint, p_default_rows bigint, p_claim_seconds double precision, p_endpoints uuid[], p_rows bigint[]) RETURNS TABLE(id uuid, endpoint_id uuid, task_id uuid, event text, created_at timestamp with time zone, attempts integer, claim_token uuid, url text, disabled boolean, secrets text[])
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN
