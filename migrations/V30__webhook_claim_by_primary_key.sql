@@ -11,10 +11,11 @@
 -- rows filtered 3,500-4,700 of them, 15 of its 16 ms (auto_explain), and the claim
 -- was the deliverer's costliest statement (pg_stat_statements: 264 ms of the
 -- deliverer's 454 ms of executor time for the 10,000 deliveries).
--- Written `status NOT IN ('delivered', 'failed')` (the same rows: status is one of
--- three, CHECK webhook_deliveries_status_check), the condition no longer implies the
--- due index's predicate, and the primary key is the only index left for the lookup:
--- one probe per chosen row. The locked rows are rechecked against the same conditions
+-- Written `status || '' = 'pending'` (the same rows: status is NOT NULL), the condition
+-- implies neither the due index's predicate nor the task index's (status <>
+-- 'delivered'; a first try, `status NOT IN ('delivered', 'failed')`, implied that one,
+-- and the lookup became a full scan of the task index), and the primary key is the only
+-- index left for the lookup: one probe per chosen row. The locked rows are rechecked against the same conditions
 -- as before.
 --
 -- And the function plans with enable_seqscan off. Its generic plan is made once per
@@ -54,9 +55,10 @@ BEGIN
         WHERE d.id = ANY (ARRAY(SELECT c.id FROM candidates c
                                 LEFT JOIN allowance a ON a.endpoint_id = c.endpoint_id
                                 WHERE c.n <= coalesce(a.rows, p_default_rows)))
-          -- Pending, written so that it does not imply the due index's predicate
-          -- (status is one of three, CHECK webhook_deliveries_status_check): V30.
-          AND d.status NOT IN ('delivered', 'failed') AND d.next_attempt_at <= now()
+          -- Pending, written so that it implies no partial index's predicate (status
+          -- is NOT NULL: the concatenation only hides the column from the planner), so
+          -- the primary key is the only index for this lookup (V30).
+          AND d.status || '' = 'pending' AND d.next_attempt_at <= now()
           AND (d.claimed_until IS NULL OR d.claimed_until <= now())
         ORDER BY d.next_attempt_at
         LIMIT p_limit
@@ -89,3 +91,15 @@ BEGIN
     JOIN targets t ON t.id = c.endpoint_id;
 END
 $$;
+
+-- The deliverer's settle (sql/webhook_settle_many.sql) is fenced by the claim token
+-- alone, without a test of the status that its planner would misestimate: every
+-- statement that takes a notification out of pending clears its claim token (the
+-- settle, an endpoint's disabling; a redelivery makes it pending again without one),
+-- and this CHECK makes that a rule of the table. Validated separately, so the check of
+-- the existing rows does not block the outbox's writers.
+ALTER TABLE tasklane.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_claim_only_while_pending
+    CHECK (claim_token IS NULL OR status = 'pending') NOT VALID;
+ALTER TABLE tasklane.webhook_deliveries
+    VALIDATE CONSTRAINT webhook_deliveries_claim_only_while_pending;

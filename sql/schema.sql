@@ -496,7 +496,7 @@ CREATE INDEX task_queue_leased ON tasklane.task_queue USING btree (lease_expires
 CREATE INDEX task_queue_resource ON tasklane.task_queue USING btree (resource) WHERE ((resource IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
 
 
--- table webhook_deliveries: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql, migrations/V21__webhook_claim_hot.sql
+-- table webhook_deliveries: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql, migrations/V21__webhook_claim_hot.sql, migrations/V30__webhook_claim_by_primary_key.sql
 CREATE TABLE tasklane.webhook_deliveries (
     id uuid DEFAULT tasklane.uuid_v7() NOT NULL,
     endpoint_id uuid NOT NULL,
@@ -514,6 +514,7 @@ CREATE TABLE tasklane.webhook_deliveries (
     delivered_at timestamp with time zone,
     finished_at timestamp with time zone,
     claimed_until timestamp with time zone,
+    CONSTRAINT webhook_deliveries_claim_only_while_pending CHECK (((claim_token IS NULL) OR (status = 'pending'::text))),
     CONSTRAINT webhook_deliveries_event_check CHECK ((event = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.cancelled'::text]))),
     CONSTRAINT webhook_deliveries_last_error_check CHECK ((length(last_error) <= 1024)),
     CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))

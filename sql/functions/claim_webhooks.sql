@@ -31,9 +31,10 @@ BEGIN
         WHERE d.id = ANY (ARRAY(SELECT c.id FROM candidates c
                                 LEFT JOIN allowance a ON a.endpoint_id = c.endpoint_id
                                 WHERE c.n <= coalesce(a.rows, p_default_rows)))
-          -- Pending, written so that it does not imply the due index's predicate
-          -- (status is one of three, CHECK webhook_deliveries_status_check): V30.
-          AND d.status NOT IN ('delivered', 'failed') AND d.next_attempt_at <= now()
+          -- Pending, written so that it implies no partial index's predicate (status
+          -- is NOT NULL: the concatenation only hides the column from the planner), so
+          -- the primary key is the only index for this lookup (V30).
+          AND d.status || '' = 'pending' AND d.next_attempt_at <= now()
           AND (d.claimed_until IS NULL OR d.claimed_until <= now())
         ORDER BY d.next_attempt_at
         LIMIT p_limit

@@ -315,6 +315,45 @@ async fn a_lease_token_outside_a_running_attempt_is_refused() {
     .unwrap();
 }
 
+/// What lets the deliverer's settle fence on the claim token alone (V30): no statement
+/// can leave a claim token on a notification that is no longer pending.
+#[tokio::test]
+async fn a_claim_token_outside_a_pending_notification_is_refused() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let id: uuid::Uuid = c
+        .query_one(
+            "INSERT INTO tasklane.webhook_deliveries \
+               (endpoint_id, app, scope_id, task_id, event, claim_token) \
+             VALUES (gen_random_uuid(), 'mail', 's', gen_random_uuid(), 'task.succeeded', \
+                     gen_random_uuid()) \
+             RETURNING id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let left_behind = c
+        .execute(
+            "UPDATE tasklane.webhook_deliveries SET status = 'delivered' WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        left_behind.as_db_error().map(|e| e.constraint()),
+        Some(Some("webhook_deliveries_claim_only_while_pending")),
+        "{left_behind}"
+    );
+    c.execute(
+        "UPDATE tasklane.webhook_deliveries SET status = 'delivered', claim_token = NULL \
+         WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .unwrap();
+}
+
 /// The deliverer's claim and settle on an outbox of 5,000 pending notifications, with
 /// the claim's generic plan made while the outbox held 10 (as in a fresh deployment or
 /// the webhooks bench: planned once per connection, kept while the outbox grows), then
@@ -395,6 +434,8 @@ async fn the_deliverers_claim_and_settle_probe_each_row_once() {
                 plan.contains(&format!(
                     "CTE Scan on claimed c (actual rows={ROUND} loops=1)"
                 )) && due_scans == 1
+                    && plan.contains("webhook_deliveries_pkey")
+                    && !plan.contains("webhook_deliveries_task")
                     && !plan.contains("Seq Scan on webhook_deliveries"),
                 "the claim (analysed: {analysed}) reads the due index once and finds its \
                  rows by primary key:\n{plan}"
@@ -432,8 +473,14 @@ async fn the_deliverers_claim_and_settle_probe_each_row_once() {
                 plan.contains(&format!(
                     "Update on webhook_deliveries d (actual rows={ROUND} loops=1)"
                 )) && !plan.contains("webhook_deliveries_due")
+                    && !plan.contains("webhook_deliveries_task")
+                    && plan
+                        .lines()
+                        .filter(|line| line.contains("Function Scan"))
+                        .all(|line| line.contains("loops=1)"))
                     && (by_key || (!analysed && mode == "force_custom_plan")),
-                "the settle (analysed: {analysed}, {mode}) fetches its round by primary key:\n{plan}"
+                "the settle (analysed: {analysed}, {mode}) reads its round once and fetches \
+                 it by primary key:\n{plan}"
             );
             tx.rollback().await.unwrap();
         }
