@@ -2,7 +2,8 @@
 -- its allowance: $5 rows for the endpoints $4 lists (the deliverer's window for the
 -- endpoint less the rows it holds of it, in flight or waiting for a slot), $2 for any
 -- other.
--- A claim sets claimed_until $3 seconds ahead and a fresh claim_token, so a deliverer
+-- A claim sets claimed_until $3 seconds ahead and a fresh claim_token (one for all its
+-- rows: the settle fences on the pair of id and token, V30), so a deliverer
 -- that dies mid-delivery leaves rows that come due again by themselves (delivery is at
 -- least once), and counts the attempt. No index names those columns: the claim is a
 -- HOT update (V21). A row is due when next_attempt_at has come and no claim holds it.
@@ -18,7 +19,10 @@
 -- Rows are found again by `id = ANY (ARRAY(...))`, not by a join: joined, the planner
 -- costed a few dozen primary-key probes above one scan of the whole outbox (delivered
 -- history included) and hashed it, 13.7 ms a claim beside 60,000 rows against 3.2 ms
--- (EXPLAIN ANALYZE); an array of ids is always probed by the primary key.
+-- (EXPLAIN ANALYZE). An array of ids is probed by the primary key as long as no other
+-- index can serve the lookup: its status test is written so that it implies no partial
+-- index's predicate, and the function plans with sequential scans priced out (V30), so
+-- a generic plan made while the outbox was small stays a plan of probes.
 -- The statement is tasklane.claim_webhooks' body (V25; current definition in
 -- sql/functions/claim_webhooks.sql), where it is planned once per connection: sent as
 -- a prepared statement it was planned again at every call, which cost about as much

@@ -2,20 +2,29 @@
 # PostgreSQL instructions per task of a claim of 100 and its batch settle, counted by
 # callgrind in one single-user backend (exact, unlike a wall-clock bench on a shared box).
 #
-#   benches/callgrind/claim_settle.sh BIN CLAIM_SQL [ENDPOINT]
+#   benches/callgrind/claim_settle.sh BIN CLAIM_SQL [ENDPOINT [DELIVER]]
 #
 # BIN: a tasklane binary; it migrates the database, so its commit's schema and SQL
 # functions are the ones counted. CLAIM_SQL: that commit's rendered local claim
 # (target/release/build/tasklane-*/out/claim_local_plain.sql after a build). ENDPOINT=1
 # subscribes one webhook endpoint, so each settle also writes its notifications.
-# Queues 3,000 noop tasks, then runs rounds of "claim 100 (the claim pool's generic
-# plan), settle them with tasklane.complete_tasks", 2 rounds and 7 rounds, each over a
-# fresh copy of the cluster, and prints (instructions(7) - instructions(2)) / 500.
+# DELIVER=1 (with ENDPOINT=1) also runs, after each settle, the deliverer's round for
+# those 100 notifications: its claim, the tasks' views, their attempt summaries and the
+# settle of 100 deliveries, each statement from sql/ with its parameters as PL/pgSQL
+# variables (cached plans, as the replica's prepared statements): the difference to
+# ENDPOINT=1 alone is the database's cost of a delivery. SQL_DIR: the sql/ directory of
+# BIN's commit, for the deliverer's statements (default: this checkout's). BACKLOG=n (at most 13) leaves
+# n rounds of notifications pending first (below).
+# Queues 3,000 noop tasks and runs 10 rounds (below) as a history, then VACUUM ANALYZE;
+# then counts rounds of "claim 100 (the claim pool's generic plan), settle them with
+# tasklane.complete_tasks", 2 rounds and 7 rounds, each over a fresh copy of the
+# cluster, and prints (instructions(7) - instructions(2)) / 500.
 # EXPERIMENT_SQL, if set, runs after the migrations (a what-if: drop an index, disable a
 # trigger), never for published figures of a build. Needs valgrind and PostgreSQL 15's
 # binaries; run as root (the cluster runs as postgres) or as an unprivileged user.
 set -euo pipefail
-bin=$(realpath "$1") claim=$(realpath "$2") endpoint=${3:-0}
+bin=$(realpath "$1") claim=$(realpath "$2") endpoint=${3:-0} deliver=${4:-0}
+sql=${SQL_DIR:-$(dirname "$(realpath "$0")")/../../sql}
 pg=/usr/lib/postgresql/15/bin
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -39,12 +48,38 @@ if [[ $endpoint == 1 ]]; then
         (id, app, name, url, events)
         VALUES (gen_random_uuid(), 'pgbench', 'bench', 'http://127.0.0.1:9/', '{task.succeeded}')"
 fi
+if [[ $deliver == 1 ]]; then
+    # The deliverer's statements, comments stripped, $n renamed to the function's
+    # variables.
+    strip() { sed 's/--.*//' "$sql/$1" | sed "$2"; }
+    claim_webhooks=$(strip webhook_claim.sql 's/\$1/v_limit/; s/\$2/v_limit/; s/\$3/v_claim_seconds/; s/\$4/v_endpoints/; s/\$5/v_allowances/')
+    views=$(strip webhook_tasks.sql 's/\$1::uuid\[\]/v_tasks/')
+    summaries=$(strip attempt_summaries.sql 's/\$1::uuid\[\]/v_tasks/')
+    settle_many=$(strip webhook_settle_many.sql 's/\$1::uuid\[\]/v_ids/; s/\$2::uuid\[\]/v_tokens/; s/\$3::text\[\]/v_states/; s/\$4::float8\[\]/v_delays/; s/\$5::int4\[\]/v_statuses/; s/\$6::text\[\]/v_errors/')
+    psql -q -X -v ON_ERROR_STOP=1 "$url" <<SQL
+CREATE FUNCTION public.deliver_round() RETURNS bigint LANGUAGE plpgsql AS \$f\$
+DECLARE
+    v_ids uuid[]; v_tokens uuid[]; v_tasks uuid[]; v_states text[]; v_delays float8[];
+    v_statuses int4[]; v_errors text[]; v_settled bigint;
+    v_limit int8 := 100; v_claim_seconds float8 := 60;
+    v_endpoints uuid[] := '{}'; v_allowances int8[] := '{}';
+BEGIN
+    SELECT array_agg(c.id ORDER BY c.id), array_agg(c.claim_token ORDER BY c.id),
+           array_agg(c.task_id), array_agg('delivered'::text), array_agg(0::float8),
+           array_agg(204), array_agg(NULL::text)
+    INTO v_ids, v_tokens, v_tasks, v_states, v_delays, v_statuses, v_errors
+    FROM ($claim_webhooks) c;
+    PERFORM count(*) FROM ($views) v;
+    PERFORM count(*) FROM ($summaries) s;
+    WITH s AS ($settle_many) SELECT count(*) INTO v_settled FROM s;
+    RETURN v_settled;
+END
+\$f\$;
+SQL
+fi
 if [[ -n ${EXPERIMENT_SQL:-} ]]; then
     psql -q -X -v ON_ERROR_STOP=1 "$url" -c "$EXPERIMENT_SQL"
 fi
-psql -q -X -v ON_ERROR_STOP=1 "$url" -c "VACUUM ANALYZE"
-"${as_pg[@]}" "$pg/pg_ctl" -D "$work/data" -w stop >/dev/null
-
 settle="SELECT count(*) FROM tasklane.complete_tasks(
     (SELECT array_agg(id ORDER BY id) FROM c), (SELECT array_agg(lease_token ORDER BY id) FROM c),
     array_fill('{}'::jsonb, ARRAY[100]), array_fill(NULL::int8, ARRAY[100]),
@@ -52,23 +87,42 @@ settle="SELECT count(*) FROM tasklane.complete_tasks(
     array_fill('local'::text, ARRAY[100]), array_fill(NULL::text, ARRAY[100]),
     array_fill(NULL::int8, ARRAY[100]), array_fill(NULL::int8, ARRAY[100]),
     array_fill(NULL::int8, ARRAY[100]))"
+# Rounds of claim 100 and settle (and deliver), as SQL for psql or a single-user backend.
+rounds_sql() {
+    printf 'SET plan_cache_mode = force_generic_plan;\n\n'
+    printf 'PREPARE claim AS %s;\n\n' "$(cat "$claim")"
+    for _ in $(seq "$1"); do
+        printf "CREATE TEMP TABLE c AS EXECUTE claim('{noop}', 'w', 100, NULL, NULL, NULL);\n\n"
+        printf '%s;\n\nDROP TABLE c;\n\n' "$settle"
+        if [[ $deliver == 1 ]]; then
+            printf 'SELECT public.deliver_round() AS delivered;\n\n'
+        fi
+    done
+}
+# A history before the statistics, as a deployment has one: 1,000 tasks succeeded (and
+# their notifications delivered), so the plans are those of tables with rows in them,
+# not of empty ones.
+rounds_sql 10 | psql -q -X -v ON_ERROR_STOP=1 "$url" >/dev/null
+psql -q -X -v ON_ERROR_STOP=1 "$url" -c "VACUUM ANALYZE"
+# BACKLOG=n (DELIVER=1): n rounds of notifications written and not delivered after the
+# statistics, so each counted round delivers from a backlog, as when deliveries fall
+# behind a drain.
+if [[ $deliver == 1 && ${BACKLOG:-0} -gt 0 ]]; then
+    deliver=0 rounds_sql "$BACKLOG" | psql -q -X -v ON_ERROR_STOP=1 "$url" >/dev/null
+fi
+"${as_pg[@]}" "$pg/pg_ctl" -D "$work/data" -w stop >/dev/null
+
 count() {
     local rounds=$1
-    {
-        printf 'SET plan_cache_mode = force_generic_plan;\n\n'
-        printf 'PREPARE claim AS %s;\n\n' "$(cat "$claim")"
-        for _ in $(seq "$rounds"); do
-            printf "CREATE TEMP TABLE c AS EXECUTE claim('{noop}', 'w', 100, NULL, NULL, NULL);\n\n"
-            printf '%s;\n\nDROP TABLE c;\n\n' "$settle"
-        done
-    } > "$work/rounds.sql"
+    rounds_sql "$rounds" > "$work/rounds.sql"
     rm -rf "$work/copy"
     cp -a "$work/data" "$work/copy"
     "${as_pg[@]}" valgrind --tool=callgrind --callgrind-out-file="$work/out" \
         "$pg/postgres" --single -j -D "$work/copy" -c fsync=off postgres \
         < "$work/rounds.sql" > "$work/single.log" 2>&1
-    if [[ $(grep -c 'count = "100"' "$work/single.log") != "$rounds" ]]; then
-        echo "a round did not settle 100 tasks; see the backend's output:" >&2
+    if [[ $(grep -c 'count = "100"' "$work/single.log") != "$rounds" ]] ||
+        [[ $deliver == 1 && $(grep -c 'delivered = "100"' "$work/single.log") != "$rounds" ]]; then
+        echo "a round did not settle 100 tasks (or deliveries); see the backend's output:" >&2
         tail -20 "$work/single.log" >&2
         exit 1
     fi

@@ -39,19 +39,6 @@ BEGIN
         ORDER BY d.next_attempt_at
         LIMIT p_limit
         FOR UPDATE OF d SKIP LOCKED
-    ), orphans AS (
-        DELETE FROM tasklane.webhook_deliveries d
-        WHERE d.id = ANY (ARRAY(SELECT due.id FROM due
-                                WHERE NOT EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e
-                                                  WHERE e.id = due.endpoint_id)))
-    ), claimed AS (
-        UPDATE tasklane.webhook_deliveries d
-        SET attempts = d.attempts + 1, claim_token = gen_random_uuid(),
-            claimed_until = now() + p_claim_seconds * interval '1 second'
-        WHERE d.id = ANY (ARRAY(SELECT due.id FROM due
-                                WHERE EXISTS (SELECT 1 FROM tasklane.webhook_endpoints e
-                                              WHERE e.id = due.endpoint_id)))
-        RETURNING d.id, d.endpoint_id, d.task_id, d.event, d.created_at, d.attempts, d.claim_token
     ), targets AS (
         SELECT e.id, e.url, e.disabled,
                coalesce(array_agg(s.secret ORDER BY s.expires_at DESC NULLS FIRST)
@@ -61,6 +48,17 @@ BEGIN
                ON s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
         WHERE e.id IN (SELECT endpoint_id FROM due)
         GROUP BY e.id
+    ), orphans AS (
+        DELETE FROM tasklane.webhook_deliveries d
+        WHERE d.id = ANY (ARRAY(SELECT due.id FROM due
+                                WHERE due.endpoint_id NOT IN (SELECT t.id FROM targets t)))
+    ), claimed AS (
+        UPDATE tasklane.webhook_deliveries d
+        SET attempts = d.attempts + 1, claim_token = (SELECT gen_random_uuid()),
+            claimed_until = now() + p_claim_seconds * interval '1 second'
+        WHERE d.id = ANY (ARRAY(SELECT due.id FROM due
+                                WHERE due.endpoint_id IN (SELECT t.id FROM targets t)))
+        RETURNING d.id, d.endpoint_id, d.task_id, d.event, d.created_at, d.attempts, d.claim_token
     )
     SELECT c.*, t.url, t.disabled, t.secrets
     FROM claimed c
