@@ -346,18 +346,13 @@ async fn a_lease_token_outside_a_running_attempt_is_refused() {
         .await
         .unwrap()
         .get(0);
-    let left_behind = c
-        .execute(
-            "UPDATE tasklane.tasks SET state = 'succeeded', finished_at = now() WHERE id = $1",
-            &[&id],
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(
-        left_behind.as_db_error().map(|e| e.constraint()),
-        Some(Some("tasks_lease_only_while_running")),
-        "{left_behind}"
-    );
+    refused_by(
+        &c,
+        "UPDATE tasklane.tasks SET state = 'succeeded', finished_at = now() WHERE id = $1",
+        id,
+        "tasks_lease_only_while_running",
+    )
+    .await;
     c.execute(
         "UPDATE tasklane.tasks SET state = 'succeeded', finished_at = now(), \
          lease_token = NULL WHERE id = $1",
@@ -385,18 +380,13 @@ async fn a_claim_token_outside_a_pending_notification_is_refused() {
         .await
         .unwrap()
         .get(0);
-    let left_behind = c
-        .execute(
-            "UPDATE tasklane.webhook_deliveries SET status = 'delivered' WHERE id = $1",
-            &[&id],
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(
-        left_behind.as_db_error().map(|e| e.constraint()),
-        Some(Some("webhook_deliveries_claim_only_while_pending")),
-        "{left_behind}"
-    );
+    refused_by(
+        &c,
+        "UPDATE tasklane.webhook_deliveries SET status = 'delivered' WHERE id = $1",
+        id,
+        "webhook_deliveries_claim_only_while_pending",
+    )
+    .await;
     c.execute(
         "UPDATE tasklane.webhook_deliveries SET status = 'delivered', claim_token = NULL \
          WHERE id = $1",
@@ -404,6 +394,16 @@ async fn a_claim_token_outside_a_pending_notification_is_refused() {
     )
     .await
     .unwrap();
+}
+
+/// Runs `statement` on row `id` and checks that CHECK `constraint` refused it.
+async fn refused_by(c: &tokio_postgres::Client, statement: &str, id: uuid::Uuid, constraint: &str) {
+    let refused = c.execute(statement, &[&id]).await.unwrap_err();
+    assert_eq!(
+        refused.as_db_error().and_then(|e| e.constraint()),
+        Some(constraint),
+        "{refused}"
+    );
 }
 
 /// The deliverer's claim and settle on an outbox of 5,000 pending notifications, with
