@@ -15,8 +15,8 @@
 -- implies neither the due index's predicate nor the task index's (status <>
 -- 'delivered'; a first try, `status NOT IN ('delivered', 'failed')`, implied that one,
 -- and the lookup became a full scan of the task index), and the primary key is the only
--- index left for the lookup: one probe per chosen row. The locked rows are rechecked against the same conditions
--- as before.
+-- index left for the lookup: one probe per chosen row. The locked rows are rechecked
+-- against the same conditions as before.
 --
 -- And the function plans with enable_seqscan off. Its generic plan is made once per
 -- connection (V25), which in a fresh deployment or the bench is while the outbox is a
@@ -30,8 +30,9 @@
 --
 -- Two smaller savings, counted with callgrind (benches/callgrind/claim_settle.sh, one
 -- endpoint, DELIVER=1): the claim draws one claim token for all its rows (an init
--- plan, evaluated once), not one per row (the settle's fence is the pair of id and token, so a token need only differ
--- from other claims' tokens; gen_random_uuid() cost about 6,000 instructions a row),
+-- plan, evaluated once), not one per row (the settle's fence is the pair of id and
+-- token, so a token need only differ from other claims' tokens; gen_random_uuid() cost
+-- about 6,000 instructions a row),
 -- and the endpoints that exist are read once, in `targets`, which the orphans and the
 -- claimed rows now test against, instead of one probe of the endpoints' key per row in
 -- each. The rest of the statement is unchanged (sql/webhook_claim.sql says why).
