@@ -13,8 +13,9 @@
 # settle of 100 deliveries, each statement from sql/ with its parameters as PL/pgSQL
 # variables (cached plans, as the replica's prepared statements): the difference to
 # ENDPOINT=1 alone is the database's cost of a delivery. SQL_DIR: the sql/ directory of
-# BIN's commit, for the deliverer's statements (default: this checkout's). BACKLOG=n (at most 13) leaves
-# n rounds of notifications pending first (below).
+# BIN's commit, for the deliverer's statements (default: this checkout's). BACKLOG=n
+# (DELIVER=1; at most 13, the queued tasks' bound) leaves n rounds of notifications
+# pending first (below).
 # Queues 3,000 noop tasks and runs 10 rounds (below) as a history, then VACUUM ANALYZE;
 # then counts rounds of "claim 100 (the claim pool's generic plan), settle them with
 # tasklane.complete_tasks", 2 rounds and 7 rounds, each over a fresh copy of the
@@ -24,7 +25,15 @@
 # binaries; run as root (the cluster runs as postgres) or as an unprivileged user.
 set -euo pipefail
 bin=$(realpath "$1") claim=$(realpath "$2") endpoint=${3:-0} deliver=${4:-0}
-sql=${SQL_DIR:-$(dirname "$(realpath "$0")")/../../sql}
+backlog=${BACKLOG:-0}
+here=$(dirname "$(realpath "$0")")/../../sql
+sql=${SQL_DIR:-$here}
+# 3,000 queued tasks: 10 rounds of history, the backlog's, then 2 and 7 counted rounds
+# over copies of one database.
+if (( 10 + backlog + 7 > 30 )); then
+    echo "BACKLOG=$backlog: at most 13 rounds (3,000 queued tasks)" >&2
+    exit 2
+fi
 pg=/usr/lib/postgresql/15/bin
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -39,7 +48,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
     -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
 url="postgres://postgres@127.0.0.1:$port/postgres"
 "$bin" migrate --database-url "$url" >/dev/null 2>&1
-enqueue=$(sed 's/--.*//' "$(dirname "$0")/../../sql/load_enqueue.sql")
+enqueue=$(sed 's/--.*//' "$here/load_enqueue.sql")
 psql -q -X -v ON_ERROR_STOP=1 "$url" \
     -c "PREPARE e(text,bigint,text,text,jsonb,int,int,int) AS $enqueue;
         EXECUTE e('noop', 3000, 'pgbench', 'k', '{}', 3, 30, 60)"
@@ -107,8 +116,8 @@ psql -q -X -v ON_ERROR_STOP=1 "$url" -c "VACUUM ANALYZE"
 # BACKLOG=n (DELIVER=1): n rounds of notifications written and not delivered after the
 # statistics, so each counted round delivers from a backlog, as when deliveries fall
 # behind a drain.
-if [[ $deliver == 1 && ${BACKLOG:-0} -gt 0 ]]; then
-    deliver=0 rounds_sql "$BACKLOG" | psql -q -X -v ON_ERROR_STOP=1 "$url" >/dev/null
+if [[ $deliver == 1 && $backlog -gt 0 ]]; then
+    deliver=0 rounds_sql "$backlog" | psql -q -X -v ON_ERROR_STOP=1 "$url" >/dev/null
 fi
 "${as_pg[@]}" "$pg/pg_ctl" -D "$work/data" -w stop >/dev/null
 
@@ -130,4 +139,6 @@ count() {
 }
 two=$(count 2)
 seven=$(count 7)
-echo "instructions per task (claim + settle): $(( (seven - two) / 500 ))"
+what="claim + settle"
+[[ $deliver == 1 ]] && what="claim + settle + delivery"
+echo "instructions per task ($what): $(( (seven - two) / 500 ))"

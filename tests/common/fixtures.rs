@@ -55,6 +55,20 @@ pub async fn submit_with(
     try_submit(c, &r).await.expect("submit").task
 }
 
+/// Limits app `APP`'s tasks of usage subject `subject` to `slots` running or queued at
+/// once (a capacity limit).
+pub async fn capacity_limit(c: &Client, subject: &str, slots: i64) {
+    let limit = tasklane::store::limits::LimitKey {
+        kind: "capacity",
+        app: Some(APP),
+        usage_subject: Some(subject),
+        window_seconds: None,
+    };
+    tasklane::store::limits::set_limit(c, limit, slots)
+        .await
+        .unwrap();
+}
+
 pub async fn try_submit(
     c: &Client,
     r: &SubmitRequest,

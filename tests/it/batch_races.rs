@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use crate::common;
-use common::fixtures::{request, task_type, APP};
+use common::fixtures::{capacity_limit, request, task_type, APP};
 use tasklane::store::submit::{Submission, SubmitError, SubmitOutcome};
 use tasklane::store::submit_batch::{is_retryable, submit_many};
 use tasklane::task::NewTask;
@@ -162,15 +162,7 @@ async fn coalesced_single_submits_are_answered_as_alone() {
     tasklane::store::lifecycle::delete(&c, APP, "fenced", None, true)
         .await
         .unwrap();
-    let limit = tasklane::store::limits::LimitKey {
-        kind: "capacity",
-        app: Some(APP),
-        usage_subject: Some("vip"),
-        window_seconds: None,
-    };
-    tasklane::store::limits::set_limit(&c, limit, 1)
-        .await
-        .unwrap();
+    capacity_limit(&c, "vip", 1).await;
     let service =
         common::service::tasklane(db.pool.clone(), [task_type()]).with_submit_coalescing(8);
     for round in 0..ROUNDS {

@@ -78,15 +78,7 @@ async fn a_repeat_whose_first_submit_committed_meanwhile_joins_it() {
     let blocker = db.client().await;
     let repeat = db.client().await;
     let probe = db.client().await;
-    let vip = tasklane::store::limits::LimitKey {
-        kind: "capacity",
-        app: Some(APP),
-        usage_subject: Some("vip"),
-        window_seconds: None,
-    };
-    tasklane::store::limits::set_limit(&probe, vip, 1)
-        .await
-        .unwrap();
+    capacity_limit(&probe, "vip", 1).await;
     let mut r = request("once", serde_json::json!({"doc": 1}));
     r.usage_subject = Some("vip".into());
     let task = r.resolve(APP, &task_type(), 1 << 20).unwrap();

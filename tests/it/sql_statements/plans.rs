@@ -222,23 +222,7 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
             ))
             .await
             .unwrap();
-            let plan = tx
-                .query(
-                    &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE s({args})"),
-                    &[],
-                )
-                .await
-                .unwrap()
-                .iter()
-                // Lines cut short: the batch's arrays are printed in full otherwise.
-                .map(|row| {
-                    row.get::<_, String>(0)
-                        .chars()
-                        .take(160)
-                        .collect::<String>()
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
+            let plan = explain(&tx, &format!("EXECUTE s({args})")).await;
             tx.rollback().await.unwrap();
             c.batch_execute("DEALLOCATE s").await.unwrap();
             assert!(
