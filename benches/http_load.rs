@@ -79,6 +79,11 @@ async fn load(
     Ok(report)
 }
 
+/// A CPU figure, or `n/a` when the database is not on this machine.
+fn ms(value: Option<f64>) -> String {
+    value.map_or("n/a".into(), |v| format!("{v:.3}"))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let bench = common::Bench::start().await?;
@@ -109,12 +114,12 @@ async fn main() -> anyhow::Result<()> {
         {
             continue;
         }
-        let mut figures = vec![(Vec::new(), Vec::new(), Vec::new()); binaries.len()];
+        let mut figures = vec![(Vec::new(), Vec::new(), Vec::new(), Vec::new()); binaries.len()];
         for run in 1..=common::runs() {
             for (b, (label, bin)) in binaries.iter().enumerate() {
                 let r = load(&bench, bin, clients, tasks, rate).await?;
                 println!(
-                    "run {run} ({label}): {clients} clients{}: {:.0} submits/s, submit {}; {}",
+                    "run {run} ({label}): {clients} clients{}: {:.0} submits/s, submit {}, cpu ms/task postgres {} replica {} load {:.3}; {}",
                     if rate > 0.0 {
                         format!(" at {rate}/s")
                     } else {
@@ -122,17 +127,21 @@ async fn main() -> anyhow::Result<()> {
                     },
                     r.submits_per_second,
                     r.submit_latency.cell(),
+                    ms(r.postgres_cpu_ms_per_task),
+                    ms(r.replica_cpu_ms_per_task),
+                    r.load_cpu_ms_per_task,
                     common::machine(),
                 );
-                let (rates, p50, p99) = &mut figures[b];
+                let (rates, p50, p99, cpu) = &mut figures[b];
                 rates.push(r.submits_per_second);
+                cpu.push(r.postgres_cpu_ms_per_task.unwrap_or(f64::NAN));
                 p50.push(r.submit_latency.p50_ms);
                 p99.push(r.submit_latency.p99_ms);
                 details.push(serde_json::json!({"run": run, "binary": label,
                     "clients": clients, "rate": rate, "report": r}));
             }
         }
-        for ((label, _), (rates, p50, p99)) in binaries.iter().zip(figures) {
+        for ((label, _), (rates, p50, p99, cpu)) in binaries.iter().zip(figures) {
             rows.push((
                 *label,
                 clients,
@@ -140,30 +149,33 @@ async fn main() -> anyhow::Result<()> {
                 Repeated::of(rates, true),
                 Repeated::of(p50, false),
                 Repeated::of(p99, false),
+                Repeated::of(cpu, false),
             ));
         }
     }
     println!();
-    println!("| HTTP submit | binary | submits/s best (spread) | p50 best | p99 best (worst) |");
-    println!("|---|---|---|---|---|");
-    for (binary, clients, rate, rates, p50, p99) in &rows {
+    println!("| HTTP submit | binary | submits/s best (spread) | p50 best | p99 best (worst) | PostgreSQL CPU a task, best (worst) |");
+    println!("|---|---|---|---|---|---|");
+    for (binary, clients, rate, rates, p50, p99, cpu) in &rows {
         let label = if *rate > 0.0 {
             format!("{clients} clients at {rate}/s")
         } else {
             format!("{clients} clients, flat out")
         };
         println!(
-            "| {label} | {binary} | {:.0} ({:.0}%) | {:.2} ms | {:.2} ms ({:.2}) |",
+            "| {label} | {binary} | {:.0} ({:.0}%) | {:.2} ms | {:.2} ms ({:.2}) | {:.3} ms ({:.3}) |",
             rates.best,
             rates.spread() * 100.0,
             p50.best,
             p99.best,
-            p99.worst
+            p99.worst,
+            cpu.best,
+            cpu.worst
         );
     }
     let summary: Vec<_> = rows
         .iter()
-        .map(|(binary, c, r, rates, p50, p99)| serde_json::json!({"binary": binary, "clients": c, "rate": r, "submits_per_second": rates, "p50_ms": p50, "p99_ms": p99}))
+        .map(|(binary, c, r, rates, p50, p99, cpu)| serde_json::json!({"binary": binary, "clients": c, "rate": r, "submits_per_second": rates, "p50_ms": p50, "p99_ms": p99, "postgres_cpu_ms_per_task": cpu}))
         .collect();
     common::write_json(
         "http_load",

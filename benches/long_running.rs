@@ -12,6 +12,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use tasklane::load::cpu::Backends;
 use tasklane::load::drain;
 use tasklane::load::fleet::Fleet;
 
@@ -73,11 +74,11 @@ async fn main() -> anyhow::Result<()> {
         "the window would outlast the tasks: lower BENCH_WINDOW_SECONDS or raise BENCH_SLEEP_MS"
     );
 
-    let cpu_before = drain::backend_cpu_seconds(&client).await?;
+    let cpu_before = Backends::read(&client).await?;
     let xacts_before = tasklane::store::load::transactions(&client).await?;
     let replica_cpu_before: f64 = fleet.cpu_seconds().iter().sum();
     tokio::time::sleep(window).await;
-    let cpu = drain::backend_cpu_seconds(&client).await? - cpu_before;
+    let cpu = cpu_before.used_until(&Backends::read(&client).await?);
     let xacts = tasklane::store::load::transactions(&client).await? - xacts_before;
     let replica_cpu = fleet.cpu_seconds().iter().sum::<f64>() - replica_cpu_before;
     let memory = fleet.memory();

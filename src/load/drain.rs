@@ -11,6 +11,7 @@ use anyhow::Context;
 use chrono::{DateTime, Utc};
 use tokio_postgres::Client;
 
+use super::cpu::Backends;
 use super::fleet::{Fleet, Memory};
 use crate::store;
 
@@ -89,7 +90,7 @@ pub async fn drain(
     count: i64,
 ) -> anyhow::Result<Drained> {
     let replica_cpu_before: f64 = fleet.cpu_seconds().iter().sum();
-    let backends_before = backend_cpu_seconds(client).await?;
+    let backends_before = Backends::read(client).await?;
     let tx = client.transaction().await?;
     enqueue(&tx, app, "noop", count, &serde_json::json!({})).await?;
     // Statistics as autovacuum would have them within a minute (it counts our own
@@ -112,7 +113,7 @@ pub async fn drain(
     let (_, _, _, last) = progress(client, app).await?;
     let last = last.context("finished tasks have finished_at")?;
     let replica_cpu = fleet.cpu_seconds().iter().sum::<f64>() - replica_cpu_before;
-    let backend_cpu = backend_cpu_seconds(client).await? - backends_before;
+    let backend_cpu = backends_before.used_until(&Backends::read(client).await?);
     let seconds = (last - start).num_microseconds().unwrap_or(0) as f64 / 1e6;
     let (tasks, broken) = verify(client, app).await?;
     Ok(Drained {
@@ -125,13 +126,4 @@ pub async fn drain(
         replica_cpu_ms_per_task: replica_cpu * 1000.0 / tasks.max(1) as f64,
         postgres_cpu_ms_per_task: backend_cpu * 1000.0 / tasks.max(1) as f64,
     })
-}
-
-/// CPU seconds used by the other backends connected to this database (the fleet's).
-pub async fn backend_cpu_seconds(client: &Client) -> anyhow::Result<f64> {
-    Ok(store::load::backend_pids(client)
-        .await?
-        .into_iter()
-        .filter_map(|pid| super::fleet::cpu_seconds(pid as u32))
-        .sum())
 }

@@ -27,6 +27,12 @@ pub struct Report {
     /// Commit of the submit → the task's finished_at.
     pub end_to_end_latency: Summary,
     pub errors: BTreeMap<String, u64>,
+    /// CPU per accepted task from the first submit until every task finished: the
+    /// database's backends (`None` when the database is not on this machine), the
+    /// replicas this run started, and this load generator.
+    pub postgres_cpu_ms_per_task: Option<f64>,
+    pub replica_cpu_ms_per_task: Option<f64>,
+    pub load_cpu_ms_per_task: f64,
     /// Per replica started by this run: RSS when idle, peak RSS by the end.
     pub idle_memory: Vec<Memory>,
     pub peak_memory: Vec<Memory>,
@@ -81,6 +87,16 @@ impl Report {
                 self.end_to_end_latency.cell(),
             ),
         ];
+        let ms = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3} ms"));
+        rows.push((
+            "CPU per task: postgres / replicas / load".into(),
+            format!(
+                "{} / {} / {:.3} ms",
+                ms(self.postgres_cpu_ms_per_task),
+                ms(self.replica_cpu_ms_per_task),
+                self.load_cpu_ms_per_task
+            ),
+        ));
         let errors = if self.errors.is_empty() {
             "none".into()
         } else {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
+use super::cpu::Backends;
 use super::fleet::{self, Fleet, FleetSpec};
 use super::http_submit::HttpSubmitter;
 use super::report::Report;
@@ -127,6 +128,9 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
         _ => serde_json::json!({}),
     };
 
+    let replica_cpu_before = fleet.as_ref().map(|f| f.cpu_seconds().iter().sum::<f64>());
+    let backends_before = Backends::read(&reader).await?;
+    let load_cpu_before = fleet::cpu_seconds(std::process::id()).unwrap_or(0.0);
     let started = Instant::now();
     let progress = tokio::spawn(progress_line(
         config.database_url.clone(),
@@ -164,6 +168,18 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
         Duration::from_secs(config.timeout_seconds),
     )
     .await?;
+    let tasks = report.accepted.max(1) as f64;
+    let backends_after = Backends::read(&reader).await?;
+    if !backends_after.is_empty() {
+        report.postgres_cpu_ms_per_task =
+            Some(backends_before.used_until(&backends_after) * 1000.0 / tasks);
+    }
+    report.replica_cpu_ms_per_task = fleet
+        .as_ref()
+        .zip(replica_cpu_before)
+        .map(|(f, before)| (f.cpu_seconds().iter().sum::<f64>() - before) * 1000.0 / tasks);
+    report.load_cpu_ms_per_task =
+        (fleet::cpu_seconds(std::process::id()).unwrap_or(0.0) - load_cpu_before) * 1000.0 / tasks;
     shutdown.cancel();
     let _ = progress.await;
     eprintln!();

@@ -37,6 +37,7 @@ mod http_auth;
 mod http_cluster;
 mod http_lifecycle;
 mod lifecycle;
+mod load_report;
 mod openai;
 mod operations;
 mod pause;

@@ -1,0 +1,92 @@
+//! CPU time spent by the database's backends over a measured stretch, read from
+//! `/proc`, so only where the measuring process runs on the database's machine (the
+//! benches, `tasklane load` beside a local database); elsewhere it reads no backend
+//! and the load report says `n/a`.
+//!
+//! CPU time is what a change to the hot path saves, and it holds on a box where the
+//! wall clock does not: time the hypervisor steals from a process is not counted as
+//! its CPU time, so a per-task figure stays comparable when throughput swings.
+
+use std::collections::HashMap;
+
+use tokio_postgres::Client;
+
+use crate::store;
+
+/// The CPU time of each backend connected to one database, at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Backends {
+    seconds: HashMap<i32, f64>,
+}
+
+impl Backends {
+    /// The other backends connected to `client`'s database (the fleet's, the load
+    /// generator's), each with the CPU seconds it has used so far.
+    pub async fn read(client: &Client) -> anyhow::Result<Backends> {
+        let seconds = store::load::backend_pids(client)
+            .await?
+            .into_iter()
+            .filter(|pid| is_postgres(*pid))
+            .filter_map(|pid| Some((pid, super::fleet::cpu_seconds(pid as u32)?)))
+            .collect();
+        Ok(Backends { seconds })
+    }
+
+    /// Whether no backend's CPU time could be read (the database runs elsewhere).
+    pub fn is_empty(&self) -> bool {
+        self.seconds.is_empty()
+    }
+
+    /// CPU seconds the backends of `later` used since `self`, backend by backend: one
+    /// that connected meanwhile counts from zero. A backend that disconnected meanwhile
+    /// is missed (pools keep their connections for a run, so few are).
+    pub fn used_until(&self, later: &Backends) -> f64 {
+        later
+            .seconds
+            .iter()
+            .map(|(pid, now)| now - self.seconds.get(pid).copied().unwrap_or(0.0))
+            .filter(|used| *used > 0.0)
+            .sum()
+    }
+}
+
+/// Whether `pid` on this machine is a PostgreSQL process: with the database elsewhere,
+/// a local process that happens to have a backend's pid is not read.
+fn is_postgres(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| comm.trim_end() == "postgres")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(pairs: &[(i32, f64)]) -> Backends {
+        Backends {
+            seconds: pairs.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn a_backend_counts_what_it_used_since_the_first_reading() {
+        let before = at(&[(1, 2.0), (2, 5.0)]);
+        let after = at(&[(1, 2.5), (2, 7.0)]);
+        assert!((before.used_until(&after) - 2.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_backend_that_connected_meanwhile_counts_from_zero() {
+        let before = at(&[(1, 2.0)]);
+        let after = at(&[(1, 2.0), (3, 0.75)]);
+        assert!((before.used_until(&after) - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_backend_gone_meanwhile_subtracts_nothing() {
+        // A pid reused by a newer backend with less time than the old one had reads
+        // as zero, not as a negative share.
+        let before = at(&[(1, 2.0), (2, 9.0)]);
+        let after = at(&[(1, 3.0), (2, 0.5)]);
+        assert!((before.used_until(&after) - 1.0).abs() < 1e-9);
+    }
+}
