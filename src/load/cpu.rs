@@ -3,9 +3,10 @@
 //! benches, `tasklane load` beside a local database); elsewhere it reads no backend
 //! and the load report says `n/a`.
 //!
-//! CPU time is what a change to the hot path saves, and it holds on a box where the
-//! wall clock does not: time the hypervisor steals from a process is not counted as
-//! its CPU time, so a per-task figure stays comparable when throughput swings.
+//! CPU time per task is what a change to the hot path saves, and it leaves out what the
+//! wall clock counts besides: waiting on locks, on the network, and time the
+//! hypervisor steals. It does not make a noisy box quiet (a shared CPU's caches and
+//! clock still vary): compare it within one round, as the rates.
 
 use std::collections::HashMap;
 
@@ -82,7 +83,7 @@ mod tests {
     }
 
     #[test]
-    fn a_backend_gone_meanwhile_subtracts_nothing() {
+    fn a_pid_taken_by_a_newer_backend_subtracts_nothing() {
         // A pid reused by a newer backend with less time than the old one had reads
         // as zero, not as a negative share.
         let before = at(&[(1, 2.0), (2, 9.0)]);

@@ -1,8 +1,9 @@
 //! The load generator and the instruments the benchmarks share: replica fleets started
 //! as real `tasklane serve` processes ([`fleet`]), bulk queueing and drain measurement
-//! ([`drain`]), the database's CPU time over a run ([`cpu`]), submit drivers ([`submit`] through the Rust API, [`http_submit`] through
-//! the HTTP API), latency summaries ([`stats`]) and the `tasklane load` run with its
-//! table/JSON report ([`run`], [`report`]).
+//! ([`drain`]), the database's CPU time over a run ([`cpu`]), submit drivers
+//! ([`submit`] through the Rust API, [`http_submit`] through the HTTP API), latency
+//! summaries ([`stats`]) and the `tasklane load` run with its table/JSON report
+//! ([`run`], [`report`]).
 //!
 //! It lives in the library, not only in `benches/`, so `tasklane load` can drive any
 //! deployment with the same code the published figures come from.
