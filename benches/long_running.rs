@@ -76,11 +76,11 @@ async fn main() -> anyhow::Result<()> {
 
     let cpu_before = Backends::read(&client).await?;
     let xacts_before = tasklane::store::load::transactions(&client).await?;
-    let replica_cpu_before: f64 = fleet.cpu_seconds().iter().sum();
+    let replica_cpu_before = fleet.total_cpu_seconds();
     tokio::time::sleep(window).await;
     let cpu = cpu_before.used_until(&Backends::read(&client).await?);
     let xacts = tasklane::store::load::transactions(&client).await? - xacts_before;
-    let replica_cpu = fleet.cpu_seconds().iter().sum::<f64>() - replica_cpu_before;
+    let replica_cpu = fleet.total_cpu_seconds() - replica_cpu_before;
     let memory = fleet.memory();
     let seconds = window.as_secs_f64();
 

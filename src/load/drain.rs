@@ -89,7 +89,7 @@ pub async fn drain(
     app: &str,
     count: i64,
 ) -> anyhow::Result<Drained> {
-    let replica_cpu_before: f64 = fleet.cpu_seconds().iter().sum();
+    let replica_cpu_before = fleet.total_cpu_seconds();
     let backends_before = Backends::read(client).await?;
     let tx = client.transaction().await?;
     enqueue(&tx, app, "noop", count, &serde_json::json!({})).await?;
@@ -112,7 +112,7 @@ pub async fn drain(
     }
     let (_, _, _, last) = progress(client, app).await?;
     let last = last.context("finished tasks have finished_at")?;
-    let replica_cpu = fleet.cpu_seconds().iter().sum::<f64>() - replica_cpu_before;
+    let replica_cpu = fleet.total_cpu_seconds() - replica_cpu_before;
     let backend_cpu = backends_before.used_until(&Backends::read(client).await?);
     let seconds = (last - start).num_microseconds().unwrap_or(0) as f64 / 1e6;
     let (tasks, broken) = verify(client, app).await?;

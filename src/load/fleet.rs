@@ -106,6 +106,11 @@ impl Fleet {
             .collect()
     }
 
+    /// CPU seconds all replicas together have used so far.
+    pub fn total_cpu_seconds(&self) -> f64 {
+        self.cpu_seconds().iter().sum()
+    }
+
     /// SIGTERM to every replica, then waits for each (they finish or hand back work).
     pub fn stop(mut self) {
         self.stop_all();

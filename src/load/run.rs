@@ -128,7 +128,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
         _ => serde_json::json!({}),
     };
 
-    let replica_cpu_before = fleet.as_ref().map(|f| f.cpu_seconds().iter().sum::<f64>());
+    let replica_cpu_before = fleet.as_ref().map(Fleet::total_cpu_seconds);
     let backends_before = Backends::read(&reader).await?;
     let load_cpu_before = fleet::cpu_seconds(std::process::id()).unwrap_or(0.0);
     let started = Instant::now();
@@ -177,7 +177,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
     report.replica_cpu_ms_per_task = fleet
         .as_ref()
         .zip(replica_cpu_before)
-        .map(|(f, before)| (f.cpu_seconds().iter().sum::<f64>() - before) * 1000.0 / tasks);
+        .map(|(f, before)| (f.total_cpu_seconds() - before) * 1000.0 / tasks);
     report.load_cpu_ms_per_task =
         (fleet::cpu_seconds(std::process::id()).unwrap_or(0.0) - load_cpu_before) * 1000.0 / tasks;
     shutdown.cancel();

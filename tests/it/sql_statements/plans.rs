@@ -330,20 +330,15 @@ async fn a_lease_token_outside_a_running_attempt_is_refused() {
         .await
         .unwrap()
         .get(0);
-    refused_by(
+    refused_then_allowed(
         &c,
-        "UPDATE tasklane.tasks SET state = 'succeeded', finished_at = now() WHERE id = $1",
         id,
         "tasks_lease_only_while_running",
-    )
-    .await;
-    c.execute(
+        "UPDATE tasklane.tasks SET state = 'succeeded', finished_at = now() WHERE id = $1",
         "UPDATE tasklane.tasks SET state = 'succeeded', finished_at = now(), \
          lease_token = NULL WHERE id = $1",
-        &[&id],
     )
-    .await
-    .unwrap();
+    .await;
 }
 
 /// What lets the deliverer's settle fence on the claim token alone (V30): no statement
@@ -364,30 +359,33 @@ async fn a_claim_token_outside_a_pending_notification_is_refused() {
         .await
         .unwrap()
         .get(0);
-    refused_by(
+    refused_then_allowed(
         &c,
-        "UPDATE tasklane.webhook_deliveries SET status = 'delivered' WHERE id = $1",
         id,
         "webhook_deliveries_claim_only_while_pending",
-    )
-    .await;
-    c.execute(
+        "UPDATE tasklane.webhook_deliveries SET status = 'delivered' WHERE id = $1",
         "UPDATE tasklane.webhook_deliveries SET status = 'delivered', claim_token = NULL \
          WHERE id = $1",
-        &[&id],
     )
-    .await
-    .unwrap();
+    .await;
 }
 
-/// Runs `statement` on row `id` and checks that CHECK `constraint` refused it.
-async fn refused_by(c: &tokio_postgres::Client, statement: &str, id: uuid::Uuid, constraint: &str) {
-    let refused = c.execute(statement, &[&id]).await.unwrap_err();
+/// Runs `refused` on row `id` and checks that CHECK `constraint` refused it, then runs
+/// `allowed` (the same change done within the rule), which must succeed.
+async fn refused_then_allowed(
+    c: &tokio_postgres::Client,
+    id: uuid::Uuid,
+    constraint: &str,
+    refused: &str,
+    allowed: &str,
+) {
+    let error = c.execute(refused, &[&id]).await.unwrap_err();
     assert_eq!(
-        refused.as_db_error().and_then(|e| e.constraint()),
+        error.as_db_error().and_then(|e| e.constraint()),
         Some(constraint),
-        "{refused}"
+        "{error}"
     );
+    c.execute(allowed, &[&id]).await.unwrap();
 }
 
 /// The deliverer's claim and settle on an outbox of 5,000 pending notifications, with
