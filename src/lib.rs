@@ -9,6 +9,7 @@ pub mod admission;
 pub mod cli;
 pub mod config;
 pub mod devdb;
+pub mod gather;
 pub mod http;
 pub mod load;
 pub mod maintenance;

@@ -5,7 +5,9 @@
 //! 8 clients; see benches/RESULTS.md, "HTTP submit"): one submit per transaction
 //! ~750 µs on a loaded box, groups of 4 ~340–410 µs, of 16 ~200 µs, of 64 ~110 µs.
 //!
-//! No timer: a group is whatever queued while the previous groups were being written.
+//! No timer: a group is whatever queued while the previous groups were being written,
+//! and what the tasks ready beside the first queue when the runtime runs them
+//! ([`crate::gather::ready`]).
 //! At most `groups` groups are in flight (`--submit-groups`); the next one takes
 //! everything waiting (up to [`Coalescer::MAX_GROUP`]) as soon as one of them ends. A
 //! submit that arrives while a flusher is free therefore goes alone, through the single
@@ -85,12 +87,9 @@ async fn gather(
             return;
         };
         let mut group = vec![first];
-        while group.len() < Coalescer::MAX_GROUP {
-            match waiting.try_recv() {
-                Ok(next) => group.push(next),
-                Err(_) => break,
-            }
-        }
+        // Requests answered by one round trip come back together: let their handlers
+        // run and queue their next submits before this group goes.
+        crate::gather::ready(&mut waiting, &mut group, Coalescer::MAX_GROUP).await;
         let pool = pool.clone();
         tokio::spawn(async move {
             write(&pool, group).await;

@@ -3,10 +3,11 @@
 //! (`Tasklane::complete_many`) instead of one transaction and round trip each; every
 //! attempt still awaits and learns its own outcome (settled, lease lost, task gone).
 //!
-//! Batching is natural, not timed: the first completion goes out at once, and whatever
-//! arrives while a flush is in flight rides the next one. So an idle worker adds no
-//! latency, and a busy one commits in batches as large as its completion rate makes
-//! them. At most `max_in_flight` flushes run at once (each on its own pooled
+//! Batching is natural, not timed: the first completion goes out as soon as the runtime
+//! has run the other tasks ready beside it ([`crate::gather::ready`]: the attempts of
+//! one claim end together), and whatever arrives while a flush is in flight rides the
+//! next one. So an idle worker adds no latency, and a busy one commits in batches as
+//! large as its completion rate makes them. At most `max_in_flight` flushes run at once (each on its own pooled
 //! connection); a failed batch falls back to settling its completions one by one, so a
 //! single bad row cannot fail its neighbours.
 
@@ -80,6 +81,8 @@ async fn run(
 ) {
     let mut batch = Vec::with_capacity(max_batch);
     while queue.recv_many(&mut batch, max_batch).await > 0 {
+        // The attempts of one claim end together: let them queue theirs first.
+        crate::gather::ready(&mut queue, &mut batch, max_batch).await;
         let permit = in_flight
             .clone()
             .acquire_owned()

@@ -8,6 +8,7 @@ pub mod executors;
 pub mod handler;
 pub mod handlers;
 pub mod heartbeats;
+pub mod pace;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,13 +26,6 @@ pub use handlers::{ClaimSets, Handlers};
 
 /// Longest a claim loop with a backlog waits for half a batch of free slots.
 const CLAIM_COOLDOWN: Duration = Duration::from_millis(2);
-
-/// Least time between the starts of two claims of a loop woken from idle. Under a steady
-/// trickle of submits every wake-up would otherwise cost a claim statement (and then a
-/// settlement) per task; within the pace they share one. A loop that was idle longer
-/// than this claims at once, so pickup latency with idle workers is unchanged; under
-/// load a task waits at most this much longer to be picked up.
-const CLAIM_PACE: Duration = Duration::from_millis(5);
 
 /// How one claim loop behaves.
 #[derive(Debug, Clone)]
@@ -129,6 +123,7 @@ impl Worker {
         // Whether the last claim came back full: there is a backlog to keep up with.
         let mut backlog = false;
         let mut last_claim: Option<tokio::time::Instant> = None;
+        let mut pace = pace::Pace::default();
         while !shutdown.is_cancelled() {
             // Reap finished attempts so the set does not grow.
             while attempts.try_join_next().is_some() {}
@@ -161,12 +156,13 @@ impl Worker {
             if !backlog {
                 if let Some(last) = last_claim {
                     tokio::select! {
-                        _ = tokio::time::sleep_until(last + CLAIM_PACE) => {}
+                        _ = tokio::time::sleep_until(last + pace.interval()) => {}
                         _ = shutdown.cancelled() => break,
                     }
                 }
             }
-            last_claim = Some(tokio::time::Instant::now());
+            let started = tokio::time::Instant::now();
+            last_claim = Some(started);
             wakeups.borrow_and_update();
             let claimed = match self.claim(&claimant, free as i64).await {
                 Ok(claimed) => claimed,
@@ -175,6 +171,7 @@ impl Worker {
                     Vec::new()
                 }
             };
+            pace.observe(started.elapsed());
             let full = claimed.len() == free;
             backlog = full;
             for task in claimed {

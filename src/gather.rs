@@ -1,0 +1,81 @@
+//! Natural batching without a timer: take what is queued, and let the runtime run what
+//! is ready for as long as that adds more.
+//!
+//! Work that starts together tends to end together: the attempts of one claim, the
+//! requests of many clients answered by one round trip. Their completions or submits
+//! reach a queue microseconds apart, each from its own task. Taking only what is already
+//! queued sent the first alone and split the rest over the next statements; a yield to
+//! the runtime first lets those tasks run and queue theirs, so they share one statement.
+//! A yield with nothing else ready returns at once, so a lone item waits for no clock.
+
+use tokio::sync::mpsc;
+
+/// Moves into `batch`, up to `max` in all, what `queue` holds now, then yields to the
+/// runtime and takes more, until a yield adds nothing or `batch` is full.
+pub async fn ready<T>(queue: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>, max: usize) {
+    take(queue, batch, max);
+    while batch.len() < max {
+        tokio::task::yield_now().await;
+        let before = batch.len();
+        take(queue, batch, max);
+        if batch.len() == before {
+            return;
+        }
+    }
+}
+
+/// Moves into `batch`, up to `max` in all, what `queue` holds now.
+fn take<T>(queue: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>, max: usize) {
+    while batch.len() < max {
+        match queue.try_recv() {
+            Ok(item) => batch.push(item),
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn items_queued_by_tasks_ready_to_run_join_the_batch() {
+        let (sender, mut queue) = mpsc::unbounded_channel();
+        sender.send(0).unwrap();
+        let mut batch = vec![queue.recv().await.unwrap()];
+        // Ready to run, not yet run: each queues one item when the runtime polls it.
+        for n in 1..=5 {
+            let sender = sender.clone();
+            tokio::spawn(async move { sender.send(n).unwrap() });
+        }
+        ready(&mut queue, &mut batch, 64).await;
+        batch.sort();
+        assert_eq!(batch, vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[tokio::test]
+    async fn a_full_batch_takes_no_more() {
+        let (sender, mut queue) = mpsc::unbounded_channel();
+        for n in 0..10 {
+            sender.send(n).unwrap();
+        }
+        let mut batch = Vec::new();
+        ready(&mut queue, &mut batch, 4).await;
+        assert_eq!(batch, vec![0, 1, 2, 3]);
+        assert_eq!(queue.try_recv().unwrap(), 4);
+    }
+
+    #[tokio::test]
+    async fn a_lone_item_is_not_held() {
+        let (sender, mut queue) = mpsc::unbounded_channel::<u32>();
+        sender.send(7).unwrap();
+        let mut batch = vec![queue.recv().await.unwrap()];
+        // Nothing else is ready: one yield adds nothing, and the batch goes as it is.
+        let gathered = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            ready(&mut queue, &mut batch, 64),
+        );
+        gathered.await.expect("a lone item is not held");
+        assert_eq!(batch, vec![7]);
+    }
+}
