@@ -7,9 +7,9 @@
 //! has run the other tasks ready beside it ([`crate::gather::ready`]: the attempts of
 //! one claim end together), and whatever arrives while a flush is in flight rides the
 //! next one. So an idle worker adds no latency, and a busy one commits in batches as
-//! large as its completion rate makes them. At most `max_in_flight` flushes run at once (each on its own pooled
-//! connection); a failed batch falls back to settling its completions one by one, so a
-//! single bad row cannot fail its neighbours.
+//! large as its completion rate makes them. At most `max_in_flight` flushes run at
+//! once (each on its own pooled connection); a failed batch falls back to settling its
+//! completions one by one, so a single bad row cannot fail its neighbours.
 
 use std::sync::Arc;
 

@@ -16,8 +16,9 @@
 //!   CPU the busy database gets back; a claim of `n` tasks costs far less than `n`
 //!   claims of one.
 //!
-//! So a loop spends at most about a `1 / (FACTOR + 1)` share of its time waiting on claim
-//! round trips, the rule group commit follows for flushes.
+//! Between the floor and the ceiling, a loop under a steady stream so spends about a
+//! `1 / (FACTOR + 1)` share of its time waiting on claims. Every claim's round trip
+//! counts, a full claim of a backlog's too: it is what the database takes to answer.
 
 use std::time::Duration;
 
