@@ -63,23 +63,37 @@ async fn three_replicas_share_one_circuit_and_fall_back() {
     let token = api::token(&db.url, "ai", None, &[ALL, &["admin"]].concat()).await;
     let apis: Vec<_> = replicas.iter().map(|r| r.api(&token)).collect();
     let started = Instant::now();
+    let c = db.client().await;
 
+    // First the threshold's worth of tasks alone: each calls the local route once, fails
+    // and falls back, and their failures open the circuit. A call that starts while the
+    // circuit is still closed goes through (a breaker cannot recall it), so the others
+    // are submitted only once it is open: then every replica must refuse the local route
+    // but for one probe per open window, which per-replica circuits would not.
     let mut shared = Vec::new();
-    let mut private = Vec::new();
-    for i in 0..6 {
-        let api = &apis[i % 3];
-        shared.push(
-            submit(
-                api,
-                "chat",
-                &format!("x{i}"),
-                json!({"privacy": "external_allowed"}),
+    for i in 0..FAILURES as usize {
+        let options = json!({"privacy": "external_allowed"});
+        shared.push(submit(&apis[i % 3], "chat", &format!("x{i}"), options).await);
+    }
+    eventually(Duration::from_secs(20), "the circuit to open", || async {
+        let open: bool = c
+            .query_one(
+                "SELECT coalesce(bool_or(opened_at IS NOT NULL), false) FROM tasklane.circuits WHERE route_name = 'loc'",
+                &[],
             )
-            .await,
-        );
-        if i % 2 == 0 {
-            private.push(submit(api, "chat", &format!("l{i}"), json!({})).await);
-        }
+            .await
+            .unwrap()
+            .get(0);
+        if open { Ok(()) } else { Err("still closed") }
+    })
+    .await;
+    let mut private = Vec::new();
+    for i in FAILURES as usize..6 {
+        let options = json!({"privacy": "external_allowed"});
+        shared.push(submit(&apis[i % 3], "chat", &format!("x{i}"), options).await);
+    }
+    for i in (0..6).step_by(2) {
+        private.push(submit(&apis[i % 3], "chat", &format!("l{i}"), json!({})).await);
     }
     for id in &shared {
         let task = terminal(&apis[0], id).await;
@@ -95,7 +109,7 @@ async fn three_replicas_share_one_circuit_and_fall_back() {
         );
     }
     // Opened once for the cluster: the local route saw its threshold of failures and at
-    // most one probe per open window since.
+    // most one probe per open window since (counted from before the first submit).
     let windows = started.elapsed().as_secs() / OPEN_SECONDS + 1;
     let local_calls = mock.calls("lm");
     assert!(
@@ -112,7 +126,6 @@ async fn three_replicas_share_one_circuit_and_fall_back() {
 
     // The local model is back: once the open time has passed, one probe closes it.
     mock.set_default("lm", Reply::completion("local", 5, 5));
-    let c = db.client().await;
     eventually(Duration::from_secs(20), "the open time to pass", || async {
         let due: bool = c
             .query_one(
