@@ -7,14 +7,28 @@
 //! queued sent the first alone and split the rest over the next statements; a yield to
 //! the runtime first lets those tasks run and queue theirs, so they share one statement.
 //! A yield with nothing else ready returns at once, so a lone item waits for no clock.
+//!
+//! What a yield lets run is what was ready: on the multi-threaded runtime a task woken
+//! by I/O during it may run after the gatherer, and a trickle of an item or two a yield
+//! stops gathering after [`MAX_YIELDS`] (the flush then goes; what comes later rides
+//! the next one).
 
 use tokio::sync::mpsc;
 
+/// Most yields one gathering makes. Each can last a pass over the runtime's ready
+/// tasks, and a steady trickle adding an item or two a yield would otherwise hold the
+/// batch (and the slots of the attempts waiting on it) for up to `max` passes.
+pub const MAX_YIELDS: usize = 4;
+
 /// Moves into `batch`, up to `max` in all, what `queue` holds now, then yields to the
-/// runtime and takes more, until a yield adds nothing or `batch` is full.
+/// runtime and takes more, until a yield adds nothing, `batch` is full or
+/// [`MAX_YIELDS`] yields are made.
 pub async fn ready<T>(queue: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>, max: usize) {
     take(queue, batch, max);
-    while batch.len() < max {
+    for _ in 0..MAX_YIELDS {
+        if batch.len() >= max {
+            return;
+        }
         tokio::task::yield_now().await;
         let before = batch.len();
         take(queue, batch, max);
@@ -65,17 +79,39 @@ mod tests {
         assert_eq!(queue.try_recv().unwrap(), 4);
     }
 
-    #[tokio::test]
+    // The clock is paused and moves only when every task waits on a timer: a gathering
+    // that held the batch on one would move it.
+    #[tokio::test(start_paused = true)]
     async fn a_lone_item_is_not_held() {
         let (sender, mut queue) = mpsc::unbounded_channel::<u32>();
         sender.send(7).unwrap();
         let mut batch = vec![queue.recv().await.unwrap()];
-        // Nothing else is ready: one yield adds nothing, and the batch goes as it is.
-        let gathered = tokio::time::timeout(
-            std::time::Duration::from_secs(60),
-            ready(&mut queue, &mut batch, 64),
-        );
-        gathered.await.expect("a lone item is not held");
+        let before = tokio::time::Instant::now();
+        ready(&mut queue, &mut batch, 64).await;
         assert_eq!(batch, vec![7]);
+        assert_eq!(tokio::time::Instant::now(), before, "no time passed");
+    }
+
+    #[tokio::test]
+    async fn a_trickle_stops_gathering_after_the_last_yield() {
+        let (sender, mut queue) = mpsc::unbounded_channel();
+        sender.send(0).unwrap();
+        let mut batch = vec![queue.recv().await.unwrap()];
+        // A chain of tasks, each queueing one item and waking the next only after the
+        // gatherer's yield: one item a yield, for longer than it gathers.
+        fn link(sender: mpsc::UnboundedSender<usize>, n: usize) {
+            if n > 20 {
+                return;
+            }
+            tokio::spawn(async move {
+                sender.send(n).unwrap();
+                tokio::task::yield_now().await;
+                link(sender, n + 1);
+            });
+        }
+        link(sender, 1);
+        ready(&mut queue, &mut batch, 64).await;
+        assert!(batch.len() <= 1 + MAX_YIELDS, "{batch:?}");
+        assert!(batch.len() > 1, "the first yield adds the first link");
     }
 }

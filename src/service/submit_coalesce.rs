@@ -6,13 +6,13 @@
 //! ~750 µs on a loaded box, groups of 4 ~340–410 µs, of 16 ~200 µs, of 64 ~110 µs.
 //!
 //! No timer: a group is whatever queued while the previous groups were being written,
-//! and what the tasks ready beside the first queue when the runtime runs them
-//! ([`crate::gather::ready`]).
-//! At most `groups` groups are in flight (`--submit-groups`); the next one takes
-//! everything waiting (up to [`Coalescer::MAX_GROUP`]) as soon as one of them ends. A
-//! submit that arrives while a flusher is free therefore goes alone, through the single
-//! statement, without waiting (the latency of a quiet replica is unchanged), and groups
-//! grow only while submits are queueing anyway.
+//! and whatever the tasks already ready to run queue when the runtime runs them
+//! ([`crate::gather::ready`]: requests answered by one group's commit come back
+//! together). At most `groups` groups are in flight (`--submit-groups`); the next one
+//! takes everything waiting (up to [`Coalescer::MAX_GROUP`]) as soon as one of them
+//! ends. A submit that arrives while a flusher is free therefore goes at once, alone or
+//! with the submits ready beside it, waiting for no clock (the latency of a quiet
+//! replica is unchanged), and groups grow only while submits are queueing anyway.
 //!
 //! On in `tasklane serve` (src/server.rs) since the batch statement became cheap (V24):
 //! end to end over HTTP, 64 clients flat out, 2 groups made about twice the submits/s

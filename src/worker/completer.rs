@@ -81,20 +81,14 @@ async fn run(
 ) {
     let mut batch = Vec::with_capacity(max_batch);
     while queue.recv_many(&mut batch, max_batch).await > 0 {
-        // The attempts of one claim end together: let them queue theirs first.
-        crate::gather::ready(&mut queue, &mut batch, max_batch).await;
         let permit = in_flight
             .clone()
             .acquire_owned()
             .await
             .expect("the semaphore is never closed");
-        // While we waited for a free flush, more may have arrived: take them along.
-        while batch.len() < max_batch {
-            match queue.try_recv() {
-                Ok(request) => batch.push(request),
-                Err(_) => break,
-            }
-        }
+        // What arrived while we waited for a free flush, and what the attempts ready
+        // beside them (the attempts of one claim end together) queue now, go along.
+        crate::gather::ready(&mut queue, &mut batch, max_batch).await;
         let flushing = std::mem::replace(&mut batch, Vec::with_capacity(max_batch));
         let tasklane = tasklane.clone();
         tokio::spawn(async move {

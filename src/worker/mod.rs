@@ -165,13 +165,15 @@ impl Worker {
             last_claim = Some(started);
             wakeups.borrow_and_update();
             let claimed = match self.claim(&claimant, free as i64).await {
-                Ok(claimed) => claimed,
+                Ok(claimed) => {
+                    pace.observe(started.elapsed());
+                    claimed
+                }
                 Err(error) => {
                     tracing::warn!(error = %format!("{error:#}"), "claim tasks");
                     Vec::new()
                 }
             };
-            pace.observe(started.elapsed());
             let full = claimed.len() == free;
             backlog = full;
             for task in claimed {

@@ -16,9 +16,14 @@
 //!   CPU the busy database gets back; a claim of `n` tasks costs far less than `n`
 //!   claims of one.
 //!
-//! Between the floor and the ceiling, a loop under a steady stream so spends about a
-//! `1 / (FACTOR + 1)` share of its time waiting on claims. Every claim's round trip
-//! counts, a full claim of a backlog's too: it is what the database takes to answer.
+//! Between the floor and the ceiling, a loop under a steady stream thus spends about a
+//! `1 / FACTOR` share of its time waiting on claims (the pace runs from the start of
+//! one claim to the start of the next). The round trip is timed in the replica, so it
+//! also holds the wait for a pooled connection, the runtime's scheduling and, for a
+//! loop that takes fallbacks, their statement: all of it is the cost of a claim when
+//! the box is busy. A full claim of a backlog counts too. A failed claim does not (a
+//! dropped connection's timeout says nothing of the database's pace), and no single
+//! claim moves the pace by more than half the ceiling.
 
 use std::time::Duration;
 
@@ -36,22 +41,24 @@ const SMOOTHING: u32 = 4;
 /// The smoothed claim round trip of one loop, and the pace it gives.
 #[derive(Debug, Clone, Default)]
 pub struct Pace {
-    round_trip: Option<Duration>,
+    /// Starts at zero, so a loop's first claim (on a new connection, its plans not yet
+    /// cached) moves the pace by a share like any other.
+    round_trip: Duration,
 }
 
 impl Pace {
-    /// Takes in how long a claim statement took to come back.
+    /// Takes in how long a claim took to come back. A sample counts at most as twice the
+    /// round trip that gives the ceiling: one claim that waited on a lock moves the pace
+    /// by at most half the ceiling (a `1 / SMOOTHING` share of `FACTOR` times the cap),
+    /// while a database that stays slow still takes it all the way.
     pub fn observe(&mut self, round_trip: Duration) {
-        self.round_trip = Some(match self.round_trip {
-            None => round_trip,
-            Some(smoothed) => (smoothed * (SMOOTHING - 1) + round_trip) / SMOOTHING,
-        });
+        let sample = round_trip.min(CEILING * 2 / FACTOR);
+        self.round_trip = (self.round_trip * (SMOOTHING - 1) + sample) / SMOOTHING;
     }
 
     /// The least time between the starts of two claims of a loop woken from idle.
     pub fn interval(&self) -> Duration {
-        let round_trip = self.round_trip.unwrap_or_default();
-        round_trip.saturating_mul(FACTOR).clamp(FLOOR, CEILING)
+        self.round_trip.saturating_mul(FACTOR).clamp(FLOOR, CEILING)
     }
 }
 
@@ -61,6 +68,17 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    /// `pace` is `expected`, or a few microseconds under it: smoothing towards a value
+    /// in whole nanoseconds rounds down.
+    fn about(pace: &Pace, expected: Duration) {
+        let interval = pace.interval();
+        let under = expected - Duration::from_micros(10);
+        assert!(
+            interval > under && interval <= expected,
+            "{interval:?} for {expected:?}"
+        );
     }
 
     #[test]
@@ -76,8 +94,10 @@ mod tests {
     #[test]
     fn a_slow_database_lengthens_the_pace_up_to_the_ceiling() {
         let mut pace = Pace::default();
-        pace.observe(ms(3));
-        assert_eq!(pace.interval(), ms(12));
+        for _ in 0..50 {
+            pace.observe(ms(3));
+        }
+        about(&pace, ms(12));
         for _ in 0..50 {
             pace.observe(ms(40));
         }
@@ -90,12 +110,27 @@ mod tests {
         for _ in 0..50 {
             pace.observe(ms(1));
         }
-        pace.observe(ms(13));
-        // (3 × 1 + 13) / 4 = 4 ms smoothed: 16 ms, not the ceiling.
-        assert_eq!(pace.interval(), ms(16));
+        pace.observe(ms(4));
+        // (3 × 1 + 4) / 4 = 1.75 ms smoothed: 7 ms.
+        about(&pace, ms(7));
         for _ in 0..50 {
             pace.observe(ms(1));
         }
         assert_eq!(pace.interval(), FLOOR);
+    }
+
+    #[test]
+    fn a_claim_that_waited_seconds_moves_the_pace_by_at_most_half_the_ceiling() {
+        let mut pace = Pace::default();
+        for _ in 0..50 {
+            pace.observe(ms(1));
+        }
+        pace.observe(Duration::from_secs(5));
+        // Counted as 10 ms: (3 × 1 + 10) / 4 = 3.25 ms smoothed, 13 ms, not the ceiling.
+        about(&pace, ms(13));
+        // A loop's first claim, slow on a new connection, moves it by a share too.
+        let mut first = Pace::default();
+        first.observe(Duration::from_secs(5));
+        assert_eq!(first.interval(), ms(10));
     }
 }
