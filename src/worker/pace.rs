@@ -70,6 +70,13 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// Observes `round_trip` enough times for the smoothing to settle on it.
+    fn settle(pace: &mut Pace, round_trip: Duration) {
+        for _ in 0..50 {
+            pace.observe(round_trip);
+        }
+    }
+
     /// `pace` is `expected`, or a few microseconds under it: smoothing towards a value
     /// in whole nanoseconds rounds down.
     fn about(pace: &Pace, expected: Duration) {
@@ -85,46 +92,34 @@ mod tests {
     fn a_fast_database_keeps_the_floor() {
         let mut pace = Pace::default();
         assert_eq!(pace.interval(), FLOOR);
-        for _ in 0..50 {
-            pace.observe(Duration::from_micros(800));
-        }
+        settle(&mut pace, Duration::from_micros(800));
         assert_eq!(pace.interval(), FLOOR);
     }
 
     #[test]
     fn a_slow_database_lengthens_the_pace_up_to_the_ceiling() {
         let mut pace = Pace::default();
-        for _ in 0..50 {
-            pace.observe(ms(3));
-        }
+        settle(&mut pace, ms(3));
         about(&pace, ms(12));
-        for _ in 0..50 {
-            pace.observe(ms(40));
-        }
+        settle(&mut pace, ms(40));
         assert_eq!(pace.interval(), CEILING);
     }
 
     #[test]
     fn one_slow_claim_moves_the_pace_by_a_share() {
         let mut pace = Pace::default();
-        for _ in 0..50 {
-            pace.observe(ms(1));
-        }
+        settle(&mut pace, ms(1));
         pace.observe(ms(4));
         // (3 × 1 + 4) / 4 = 1.75 ms smoothed: 7 ms.
         about(&pace, ms(7));
-        for _ in 0..50 {
-            pace.observe(ms(1));
-        }
+        settle(&mut pace, ms(1));
         assert_eq!(pace.interval(), FLOOR);
     }
 
     #[test]
     fn a_claim_that_waited_seconds_moves_the_pace_by_at_most_half_the_ceiling() {
         let mut pace = Pace::default();
-        for _ in 0..50 {
-            pace.observe(ms(1));
-        }
+        settle(&mut pace, ms(1));
         pace.observe(Duration::from_secs(5));
         // Counted as 10 ms: (3 × 1 + 10) / 4 = 3.25 ms smoothed, 13 ms, not the ceiling.
         about(&pace, ms(13));

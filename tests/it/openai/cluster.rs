@@ -76,15 +76,12 @@ async fn three_replicas_share_one_circuit_and_fall_back() {
         shared.push(submit(&apis[i % 3], "chat", &format!("x{i}"), options).await);
     }
     eventually(Duration::from_secs(20), "the circuit to open", || async {
-        let open: bool = c
-            .query_one(
-                "SELECT coalesce(bool_or(opened_at IS NOT NULL), false) FROM tasklane.circuits WHERE route_name = 'loc'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if open { Ok(()) } else { Err("still closed") }
+        let open = loc_circuit(&c, "coalesce(bool_or(opened_at IS NOT NULL), false)").await;
+        if open {
+            Ok(())
+        } else {
+            Err("still closed")
+        }
     })
     .await;
     let mut private = Vec::new();
@@ -127,15 +124,16 @@ async fn three_replicas_share_one_circuit_and_fall_back() {
     // The local model is back: once the open time has passed, one probe closes it.
     mock.set_default("lm", Reply::completion("local", 5, 5));
     eventually(Duration::from_secs(20), "the open time to pass", || async {
-        let due: bool = c
-            .query_one(
-                "SELECT coalesce(bool_and(retry_at IS NULL OR retry_at <= now()), true) FROM tasklane.circuits WHERE route_name = 'loc'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if due { Ok(()) } else { Err("still open") }
+        let due = loc_circuit(
+            &c,
+            "coalesce(bool_and(retry_at IS NULL OR retry_at <= now()), true)",
+        )
+        .await;
+        if due {
+            Ok(())
+        } else {
+            Err("still open")
+        }
     })
     .await;
     let before = mock.calls("lm");
@@ -174,4 +172,11 @@ async fn three_replicas_share_one_circuit_and_fall_back() {
         shared.len() as u64,
         "the external route only for fallbacks"
     );
+}
+
+/// `aggregate`, a boolean aggregate with its answer for no row, over the circuit row of
+/// the route `loc`, as the database sees it now.
+async fn loc_circuit(c: &tokio_postgres::Client, aggregate: &str) -> bool {
+    let query = format!("SELECT {aggregate} FROM tasklane.circuits WHERE route_name = 'loc'");
+    c.query_one(&query, &[]).await.unwrap().get(0)
 }
