@@ -26,7 +26,7 @@ use crate::task::catalog::TaskTypes;
 use crate::task::task_type::TaskTypesFile;
 use crate::task::TaskType;
 use crate::telemetry::Telemetry;
-use crate::webhooks::Deliverer;
+use crate::webhooks::{handoff, Deliverer};
 use crate::worker::{Handler, Handlers, Worker, WorkerConfig};
 
 /// Builds the connection pool of a replica (TLS as the URL's `sslmode` says).
@@ -143,6 +143,14 @@ impl Replica {
             0 => tasklane,
             groups => tasklane.with_submit_coalescing(groups),
         };
+        // A replica that both works and delivers: its batch settles claim the
+        // notifications they write for its own deliverer (webhooks::handoff).
+        let (tasklane, inbox) = if config.has(Role::Maintenance) && config.has(Role::Worker) {
+            let (handoff, inbox) = handoff::channel(delivery.claim_for, delivery.concurrency);
+            (tasklane.with_webhook_handoff(handoff), Some(inbox))
+        } else {
+            (tasklane, None)
+        };
         let pool_gauges = pool_gauges(&telemetry.meter(), &pool, tasklane.claim_pool());
         let shutdown = CancellationToken::new();
         let stop_work = CancellationToken::new();
@@ -217,6 +225,10 @@ impl Replica {
                 &telemetry.meter(),
                 telemetry.instruments().clone(),
             )?;
+            let deliverer = match inbox {
+                Some(inbox) => deliverer.with_handoff(inbox),
+                None => deliverer,
+            };
             services.spawn(deliverer.run(shutdown.clone()));
         }
         if config.has(Role::Worker) {

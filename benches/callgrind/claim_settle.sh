@@ -15,7 +15,12 @@
 # ENDPOINT=1 alone is the database's cost of a delivery. SQL_DIR: the sql/ directory of
 # BIN's commit, for the deliverer's statements (default: this checkout's). BACKLOG=n
 # (DELIVER=1; at most 13, the queued tasks' bound) leaves n rounds of notifications
-# pending first (below).
+# pending first (below). HANDOFF=1 (with DELIVER=1) counts the hand-off instead (V31):
+# the settle (tasklane.complete_tasks_claiming) claims its notifications, and the
+# deliverer's round is the targets, the views, the summaries and the settle of the
+# deliveries, with no claim. The settle's answer goes through a temporary table the
+# round reads (the replica keeps it in memory): its writes are counted too, so the
+# hand-off's figure is, if anything, high.
 # Queues 3,000 noop tasks and runs 10 rounds (below) as a history, then VACUUM ANALYZE;
 # then counts rounds of "claim 100 (the claim pool's generic plan), settle them with
 # tasklane.complete_tasks", 2 rounds and 7 rounds, each over a fresh copy of the
@@ -25,7 +30,11 @@
 # binaries; run as root (the cluster runs as postgres) or as an unprivileged user.
 set -euo pipefail
 bin=$(realpath "$1") claim=$(realpath "$2") endpoint=${3:-0} deliver=${4:-0}
-backlog=${BACKLOG:-0}
+backlog=${BACKLOG:-0} handoff=${HANDOFF:-0}
+if [[ $handoff == 1 && $deliver != 1 ]]; then
+    echo "HANDOFF=1 needs DELIVER=1" >&2
+    exit 2
+fi
 here=$(dirname "$(realpath "$0")")/../../sql
 sql=${SQL_DIR:-$here}
 # 3,000 queued tasks: 10 rounds of history, the backlog's, then 2 and 7 counted rounds
@@ -64,6 +73,7 @@ if [[ $deliver == 1 ]]; then
     claim_webhooks=$(strip webhook_claim.sql 's/\$1/v_limit/; s/\$2/v_limit/; s/\$3/v_claim_seconds/; s/\$4/v_endpoints/; s/\$5/v_allowances/')
     views=$(strip webhook_tasks.sql 's/\$1::uuid\[\]/v_tasks/')
     summaries=$(strip attempt_summaries.sql 's/\$1::uuid\[\]/v_tasks/')
+    targets=$(strip webhook_targets.sql 's/\$1::uuid\[\]/v_endpoints/')
     settle_many=$(strip webhook_settle_many.sql 's/\$1::uuid\[\]/v_ids/; s/\$2::uuid\[\]/v_tokens/; s/\$3::text\[\]/v_states/; s/\$4::float8\[\]/v_delays/; s/\$5::int4\[\]/v_statuses/; s/\$6::text\[\]/v_errors/')
     psql -q -X -v ON_ERROR_STOP=1 "$url" <<SQL
 CREATE FUNCTION public.deliver_round() RETURNS bigint LANGUAGE plpgsql AS \$f\$
@@ -73,11 +83,21 @@ DECLARE
     v_limit int8 := 100; v_claim_seconds float8 := 60;
     v_endpoints uuid[] := '{}'; v_allowances int8[] := '{}';
 BEGIN
-    SELECT array_agg(c.id ORDER BY c.id), array_agg(c.claim_token ORDER BY c.id),
-           array_agg(c.task_id), array_agg('delivered'::text), array_agg(0::float8),
-           array_agg(204), array_agg(NULL::text)
-    INTO v_ids, v_tokens, v_tasks, v_states, v_delays, v_statuses, v_errors
-    FROM ($claim_webhooks) c;
+    IF $handoff = 1 THEN
+        SELECT array_agg(h.delivery_id ORDER BY h.delivery_id),
+               array_agg(h.claim_token ORDER BY h.delivery_id), array_agg(h.id),
+               array_agg('delivered'::text), array_agg(0::float8), array_agg(204),
+               array_agg(NULL::text), array_agg(DISTINCT h.endpoint_id)
+        INTO v_ids, v_tokens, v_tasks, v_states, v_delays, v_statuses, v_errors, v_endpoints
+        FROM pg_temp.h WHERE h.delivery_id IS NOT NULL;
+        PERFORM count(*) FROM ($targets) t;
+    ELSE
+        SELECT array_agg(c.id ORDER BY c.id), array_agg(c.claim_token ORDER BY c.id),
+               array_agg(c.task_id), array_agg('delivered'::text), array_agg(0::float8),
+               array_agg(204), array_agg(NULL::text)
+        INTO v_ids, v_tokens, v_tasks, v_states, v_delays, v_statuses, v_errors
+        FROM ($claim_webhooks) c;
+    END IF;
     PERFORM count(*) FROM ($views) v;
     PERFORM count(*) FROM ($summaries) s;
     WITH s AS ($settle_many) SELECT count(*) INTO v_settled FROM s;
@@ -89,22 +109,37 @@ fi
 if [[ -n ${EXPERIMENT_SQL:-} ]]; then
     psql -q -X -v ON_ERROR_STOP=1 "$url" -c "$EXPERIMENT_SQL"
 fi
-settle="SELECT count(*) FROM tasklane.complete_tasks(
-    (SELECT array_agg(id ORDER BY id) FROM c), (SELECT array_agg(lease_token ORDER BY id) FROM c),
+arrays="(SELECT array_agg(id ORDER BY id) FROM c), (SELECT array_agg(lease_token ORDER BY id) FROM c),
     array_fill('{}'::jsonb, ARRAY[100]), array_fill(NULL::int8, ARRAY[100]),
     array_fill(NULL::text, ARRAY[100]), array_fill(NULL::text, ARRAY[100]),
     array_fill('local'::text, ARRAY[100]), array_fill(NULL::text, ARRAY[100]),
     array_fill(NULL::int8, ARRAY[100]), array_fill(NULL::int8, ARRAY[100]),
-    array_fill(NULL::int8, ARRAY[100]))"
+    array_fill(NULL::int8, ARRAY[100])"
+settle_plain="SELECT count(*) FROM tasklane.complete_tasks($arrays)"
+# One claim token per settle, as the replica draws one; the answer is kept for the round
+# (the claim token beside it: the function does not return what it was given).
+settle_handoff="INSERT INTO pg_temp.h SELECT s.*, t.token
+    FROM (SELECT gen_random_uuid() AS token) t,
+         LATERAL tasklane.complete_tasks_claiming($arrays, t.token, 60, '{}') s;
+
+SELECT count(*) FROM pg_temp.h WHERE delivery_id IS NULL"
 # Rounds of claim 100 and settle (and deliver), as SQL for psql or a single-user backend.
 rounds_sql() {
     printf 'SET plan_cache_mode = force_generic_plan;\n\n'
+    local settle=$settle_plain
+    if [[ $handoff == 1 ]]; then
+        settle=$settle_handoff
+        printf 'CREATE TEMP TABLE h (id uuid, lease_token uuid, delivery_id uuid, endpoint_id uuid, created_at timestamptz, claim_token uuid);\n\n'
+    fi
     printf 'PREPARE claim AS %s;\n\n' "$(cat "$claim")"
     for _ in $(seq "$1"); do
         printf "CREATE TEMP TABLE c AS EXECUTE claim('{noop}', 'w', 100, NULL, NULL, NULL);\n\n"
         printf '%s;\n\nDROP TABLE c;\n\n' "$settle"
         if [[ $deliver == 1 ]]; then
             printf 'SELECT public.deliver_round() AS delivered;\n\n'
+        fi
+        if [[ $handoff == 1 ]]; then
+            printf 'DELETE FROM pg_temp.h;\n\n'
         fi
     done
 }
@@ -117,7 +152,7 @@ psql -q -X -v ON_ERROR_STOP=1 "$url" -c "VACUUM ANALYZE"
 # statistics, so each counted round delivers from a backlog, as when deliveries fall
 # behind a drain.
 if [[ $deliver == 1 && $backlog -gt 0 ]]; then
-    deliver=0 rounds_sql "$backlog" | psql -q -X -v ON_ERROR_STOP=1 "$url" >/dev/null
+    deliver=0 handoff=0 rounds_sql "$backlog" | psql -q -X -v ON_ERROR_STOP=1 "$url" >/dev/null
 fi
 "${as_pg[@]}" "$pg/pg_ctl" -D "$work/data" -w stop >/dev/null
 
@@ -141,4 +176,5 @@ two=$(count 2)
 seven=$(count 7)
 what="claim + settle"
 [[ $deliver == 1 ]] && what="claim + settle + delivery"
+[[ $handoff == 1 ]] && what="claim + settle + delivery, handed off"
 echo "instructions per task ($what): $(( (seven - two) / 500 ))"

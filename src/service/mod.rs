@@ -68,6 +68,9 @@ pub struct Tasklane {
     max_input_bytes: usize,
     /// Group commit of single submits, when started ([`Tasklane::with_submit_coalescing`]).
     coalescer: Option<submit_coalesce::Coalescer>,
+    /// This replica's deliverer, to which batch settles hand the notifications they
+    /// claim ([`Tasklane::with_webhook_handoff`]).
+    handoff: Option<crate::webhooks::handoff::Handoff>,
 }
 
 impl Tasklane {
@@ -88,6 +91,7 @@ impl Tasklane {
             instruments: Instruments::noop(),
             max_input_bytes,
             coalescer: None,
+            handoff: None,
         }
     }
 
@@ -96,6 +100,13 @@ impl Tasklane {
     /// current runtime.
     pub fn with_submit_coalescing(mut self, groups: usize) -> Self {
         self.coalescer = Some(submit_coalesce::Coalescer::start(self.pool.clone(), groups));
+        self
+    }
+
+    /// The same service handing the notifications its batch settles write to this
+    /// replica's deliverer, claimed in the settle (see `webhooks::handoff`).
+    pub fn with_webhook_handoff(mut self, handoff: crate::webhooks::handoff::Handoff) -> Self {
+        self.handoff = Some(handoff);
         self
     }
 

@@ -149,14 +149,26 @@ impl Tasklane {
 
     /// Completes a batch in one statement, each answered as [`Tasklane::complete`]
     /// would have; an `Err` means nothing of the batch was written. The in-process
-    /// worker's group commit.
+    /// worker's group commit. With a hand-off (this replica delivers webhooks), the
+    /// notifications it writes are claimed in the same statement and handed to the
+    /// deliverer while it has room.
     pub async fn complete_many(
         &self,
         batch: &[Completion],
     ) -> Result<Vec<Result<(), ServiceError>>, ServiceError> {
         let client = self.connection().await?;
-        let answers = complete_many::complete_many(&client, batch).await?;
-        Ok(answers
+        let offer = self.handoff.as_ref().and_then(|h| h.offer(batch.len()));
+        let claim = offer.as_ref().map(|o| complete_many::NotificationClaim {
+            token: o.token,
+            claim_for: o.claim_for,
+            busy: &o.busy,
+        });
+        let settled = complete_many::complete_many(&client, batch, claim).await?;
+        if let (Some(handoff), Some(offer)) = (&self.handoff, offer) {
+            handoff.hand(offer, settled.claimed);
+        }
+        Ok(settled
+            .answers
             .into_iter()
             .map(|a| a.map_err(ServiceError::from))
             .collect())

@@ -1,13 +1,16 @@
 //! Batched success settlement: many fenced completions in one statement
-//! (`sql/complete_many.sql`, which calls `tasklane.complete_tasks`, V26: planned once
-//! per connection), each task still learning its own outcome. This is the
-//! store half of the worker's group commit (`worker::completer`); the per-task
-//! [`super::lease::complete`] stays the reference behaviour it must match.
+//! (`sql/complete_many.sql`, which calls `tasklane.complete_tasks_claiming`, V31:
+//! planned once per connection), each task still learning its own outcome, and the
+//! notifications it writes claimed for this replica's deliverer when asked
+//! (`webhooks::handoff`). This is the store half of the worker's group commit
+//! (`worker::completer`); the per-task [`super::lease::complete`] stays the reference
+//! behaviour it must match.
 //!
 //! The functions take deadpool's client so the statements are prepared once per
 //! connection (`prepare_cached`): on the hot path a completion costs one round trip.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use deadpool_postgres::GenericClient;
 use uuid::Uuid;
@@ -24,15 +27,48 @@ pub struct Completion {
     pub success: Success,
 }
 
+/// How the notifications a batch settle writes are claimed for the caller's deliverer.
+#[derive(Debug, Clone, Copy)]
+pub struct NotificationClaim<'a> {
+    /// Every claimed row's claim token.
+    pub token: Uuid,
+    /// How long the claim holds.
+    pub claim_for: Duration,
+    /// Endpoints whose rows are left unclaimed.
+    pub busy: &'a [Uuid],
+}
+
+/// A notification the settle claimed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedNotification {
+    /// Also the `webhook-id`.
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub task_id: Uuid,
+    /// When the task became terminal.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// What a batch settle answers.
+#[derive(Debug)]
+pub struct Settled {
+    /// Per completion, in `batch` order.
+    pub answers: Vec<Result<(), LeaseError>>,
+    /// The notifications claimed for the caller (none without a claim).
+    pub claimed: Vec<ClaimedNotification>,
+}
+
 /// Settles every completion of `batch` as succeeded in one statement (one transaction)
 /// and answers, in `batch` order, what [`super::lease::complete`] would have answered
-/// for each: `Ok`, [`LeaseError::Lost`] or [`LeaseError::Gone`]. Sort `batch` by id
-/// first when batches may run concurrently (lock order). An `Err` means nothing of the
-/// batch was written.
+/// for each: `Ok`, [`LeaseError::Lost`] or [`LeaseError::Gone`]; with `claim`, the
+/// notifications it wrote are claimed for the caller and returned (except its busy
+/// endpoints'). Sort `batch` by id first when batches may run concurrently (lock
+/// order). An `Err` means nothing of the batch was written.
 pub async fn complete_many<C: GenericClient>(
     client: &C,
     batch: &[Completion],
-) -> Result<Vec<Result<(), LeaseError>>, DbError> {
+    claim: Option<NotificationClaim<'_>>,
+) -> Result<Settled, DbError> {
     let ids: Vec<Uuid> = batch.iter().map(|c| c.id).collect();
     let tokens: Vec<Uuid> = batch.iter().map(|c| c.lease_token).collect();
     let results: Vec<&serde_json::Value> = batch.iter().map(|c| &c.success.result).collect();
@@ -48,6 +84,9 @@ pub async fn complete_many<C: GenericClient>(
     let inputs: Vec<Option<i64>> = facts.iter().map(|f| f.input_tokens).collect();
     let outputs: Vec<Option<i64>> = facts.iter().map(|f| f.output_tokens).collect();
     let totals: Vec<Option<i64>> = facts.iter().map(|f| f.total_tokens).collect();
+    let claim_token = claim.map(|c| c.token);
+    let claim_seconds = claim.map_or(0.0, |c| c.claim_for.as_secs_f64());
+    let busy = claim.map_or(&[][..], |c| c.busy);
     let statement = client
         .prepare_cached(include_str!("../../sql/complete_many.sql"))
         .await?;
@@ -66,17 +105,35 @@ pub async fn complete_many<C: GenericClient>(
                 &inputs,
                 &outputs,
                 &totals,
+                &claim_token,
+                &claim_seconds,
+                &busy,
             ],
         )
         .await?;
     // Keyed by (id, token): a stale attempt and the fresh one of the same task may share
     // a batch, and only the fresh one's write matches.
-    let settled: HashSet<(Uuid, Uuid)> = rows
-        .iter()
-        .map(|row| Ok((row.try_get("id")?, row.try_get("lease_token")?)))
-        .collect::<Result<_, DbError>>()?;
+    let mut settled: HashSet<(Uuid, Uuid)> = HashSet::with_capacity(batch.len());
+    let mut claimed = Vec::new();
+    for row in &rows {
+        let id: Uuid = row.try_get("id")?;
+        match row.try_get::<_, Option<Uuid>>("delivery_id")? {
+            None => {
+                settled.insert((id, row.try_get("lease_token")?));
+            }
+            Some(delivery) => claimed.push(ClaimedNotification {
+                id: delivery,
+                endpoint_id: row.try_get("endpoint_id")?,
+                task_id: id,
+                created_at: row.try_get("created_at")?,
+            }),
+        }
+    }
     if settled.len() == batch.len() {
-        return Ok(batch.iter().map(|_| Ok(())).collect());
+        return Ok(Settled {
+            answers: batch.iter().map(|_| Ok(())).collect(),
+            claimed,
+        });
     }
     // Some writes matched nothing: tell lost leases from deleted tasks, as one query.
     let missing: Vec<Uuid> = batch
@@ -92,7 +149,7 @@ pub async fn complete_many<C: GenericClient>(
         .iter()
         .map(|row| row.try_get("id"))
         .collect::<Result<_, _>>()?;
-    Ok(batch
+    let answers = batch
         .iter()
         .map(|c| {
             match (
@@ -104,5 +161,6 @@ pub async fn complete_many<C: GenericClient>(
                 (false, false) => Err(LeaseError::Gone),
             }
         })
-        .collect())
+        .collect();
+    Ok(Settled { answers, claimed })
 }

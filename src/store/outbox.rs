@@ -3,7 +3,9 @@
 //! a round's outcomes fenced on their claims, disable an endpoint after a 410, prune the
 //! delivered log. Rows are written by the queue mirror's statement trigger
 //! (`tasks_queue_update`) in the transaction that makes a task terminal (migrations V11,
-//! V15, V22). The deliverer's statements are prepared once per connection (deadpool's
+//! V15, V22), or by the group commit of successes itself (V27), which may claim them for
+//! its replica's deliverer (V31, `webhooks::handoff`): those arrive without their
+//! targets, read by [`targets`]. The deliverer's statements are prepared once per connection (deadpool's
 //! statement cache): it runs them every round.
 
 use std::collections::HashMap;
@@ -98,6 +100,31 @@ pub struct Target {
     pub disabled: bool,
     /// Live secrets, current first.
     pub secrets: Vec<String>,
+}
+
+/// Where and how to send to the endpoints `endpoint_ids` (a deleted one is absent):
+/// for the rows a replica's own batch settle claimed (`webhooks::handoff`), which the
+/// settle returns without their targets.
+pub async fn targets<C: PooledClient + Sync>(
+    client: &C,
+    endpoint_ids: &[Uuid],
+) -> Result<HashMap<Uuid, Target>, DbError> {
+    let statement = client
+        .prepare_cached(include_str!("../../sql/webhook_targets.sql"))
+        .await?;
+    let rows = client.query(&statement, &[&endpoint_ids]).await?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get("id")?,
+                Target {
+                    url: row.try_get("url")?,
+                    disabled: row.try_get("disabled")?,
+                    secrets: row.try_get("secrets")?,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// The tasks `task_ids` as their views (a deleted task is absent).

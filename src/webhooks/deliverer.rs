@@ -4,7 +4,8 @@
 //! runs out (at least once; the receiver sees the same `webhook-id`). It wakes on the
 //! NOTIFY of the trigger that writes the outbox (every replica LISTENs), polls as the
 //! fallback, and bounds the rows held per replica and the attempts in flight per
-//! endpoint.
+//! endpoint. Rows this replica's own batch settles claimed for it arrive through the
+//! hand-off (`handoff.rs`) and are sent the same way, without a claim statement.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -20,6 +21,7 @@ use uuid::Uuid;
 
 use super::attempt::{Outcome, Shared};
 use super::guard::AddressGuard;
+use super::handoff::{Handed, Inbox};
 use super::schedule::RetrySchedule;
 use super::sender::Sender;
 use super::window::{self, Window};
@@ -73,6 +75,8 @@ pub struct Deliverer {
     pending: Arc<AtomicI64>,
     oldest: Arc<AtomicI64>,
     _gauges: [ObservableGauge<i64>; 2],
+    /// What this replica's batch settles claimed for it ([`Deliverer::with_handoff`]).
+    inbox: Option<Inbox>,
 }
 
 impl Deliverer {
@@ -123,7 +127,15 @@ impl Deliverer {
             pending,
             oldest,
             _gauges: gauges,
+            inbox: None,
         })
+    }
+
+    /// The same deliverer, also sending what this replica's batch settles claim for it
+    /// (the other end of `inbox` goes to the service: `Tasklane::with_webhook_handoff`).
+    pub fn with_handoff(mut self, inbox: Inbox) -> Self {
+        self.inbox = Some(inbox);
+        self
     }
 
     /// Claims, sends and records until `shutdown`; attempts in flight then get a few
@@ -134,7 +146,8 @@ impl Deliverer {
     /// next claim comes when half of what the replica held after the last one has
     /// finished, or on a wake-up (NOTIFY, the poll), not after every attempt: a claim
     /// and a settle per delivery cost the drain more than the delivery itself.
-    pub async fn run(self, shutdown: CancellationToken) {
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        let mut inbox = self.inbox.take();
         if let Some(url) = self.config.listen_url.clone() {
             tokio::spawn(crate::store::listen::listen(
                 url,
@@ -201,6 +214,12 @@ impl Deliverer {
                     finished(done, &mut per_endpoint, &mut paces, &mut outcomes);
                     finished_since += 1;
                 }
+                Some(handed) = handed_next(&mut inbox) => {
+                    let mut handed = vec![handed];
+                    handed.extend(std::iter::from_fn(|| inbox.as_mut()?.try_recv()));
+                    self.take(handed, &mut flight, &mut per_endpoint, &mut outcomes, &shutdown)
+                        .await;
+                }
                 _ = shutdown.cancelled() => {}
             }
             while let Some(done) = flight.try_join_next() {
@@ -209,6 +228,16 @@ impl Deliverer {
             }
             if finished_since >= round || flight.is_empty() {
                 look = true;
+            }
+            if let Some(inbox) = &inbox {
+                inbox.holding(flight.len(), self.busy(&per_endpoint, &paces));
+            }
+        }
+        // No more hand-offs: what was handed and not taken is released (due again at
+        // once), as the rows still waiting for a slot are.
+        if let Some(mut inbox) = inbox {
+            for handed in inbox.close(Duration::from_secs(5)).await {
+                outcomes.extend(released(&handed));
             }
         }
         let drain = async {
@@ -271,24 +300,92 @@ impl Deliverer {
         if claimed.is_empty() {
             return Ok(Default::default());
         }
-        let mut task_ids: Vec<Uuid> = claimed.iter().map(|c| c.task_id).collect();
-        task_ids.sort_unstable();
-        task_ids.dedup();
-        // Sent together, answered in one round trip (the client pipelines them).
-        let (tasks, summaries) = tokio::try_join!(
-            async { outbox::tasks(&client, &task_ids).await.context("tasks") },
-            async {
-                store::attempts::summaries(store::client(&client), &task_ids)
-                    .await
-                    .context("attempt summaries")
-            },
-        )?;
-        let (mut tasks, mut summaries) = (tasks, summaries);
-        // The view an app token reads carries the attempts' usage and provenance.
-        for (id, task) in tasks.iter_mut() {
-            task.attempts = Some(summaries.remove(id).unwrap_or_default());
-        }
+        let tasks = views(&client, claimed.iter().map(|c| c.task_id).collect()).await?;
         Ok((claimed, tasks))
+    }
+
+    /// Starts the rows handed to this replica (claimed by its batch settles) as one
+    /// round, with their targets and their tasks' views read in one round trip. A row
+    /// whose endpoint is gone is released (the next claim deletes it with the
+    /// endpoint's log); if the reads fail, every row is released.
+    async fn take(
+        &self,
+        handed: Vec<Handed>,
+        flight: &mut JoinSet<Done>,
+        per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
+        outcomes: &mut Vec<Outcome>,
+        shutdown: &CancellationToken,
+    ) {
+        let read = async {
+            let client = self.shared.pool.get().await.context("connection")?;
+            let mut endpoint_ids: Vec<Uuid> = handed
+                .iter()
+                .flat_map(|h| h.rows.iter().map(|r| r.endpoint_id))
+                .collect();
+            endpoint_ids.sort_unstable();
+            endpoint_ids.dedup();
+            let task_ids = handed
+                .iter()
+                .flat_map(|h| h.rows.iter().map(|r| r.task_id))
+                .collect();
+            // Sent together, answered in one round trip (the client pipelines them).
+            tokio::try_join!(
+                async { outbox::targets(&client, &endpoint_ids).await.context("targets") },
+                views(&client, task_ids),
+            )
+        };
+        let (targets, tasks) = match read.await {
+            Ok(read) => read,
+            Err(error) => {
+                tracing::warn!(error = %format!("{error:#}"), "read handed webhook deliveries");
+                outcomes.extend(handed.iter().flat_map(released));
+                return;
+            }
+        };
+        let Some(claimed_at) = handed.iter().map(|h| h.claimed_at).min() else {
+            return;
+        };
+        let mut claimed = Vec::new();
+        for h in &handed {
+            for row in &h.rows {
+                let Some(target) = targets.get(&row.endpoint_id) else {
+                    outcomes.push((row.id, h.token, Settlement::Released));
+                    continue;
+                };
+                claimed.push(Claimed {
+                    id: row.id,
+                    endpoint_id: row.endpoint_id,
+                    task_id: row.task_id,
+                    event: "task.succeeded".into(),
+                    created_at: row.created_at,
+                    attempts: 1,
+                    claim_token: h.token,
+                    target: target.clone(),
+                });
+            }
+        }
+        let round = Round {
+            claimed,
+            tasks,
+            claimed_at,
+        };
+        self.start(round, flight, per_endpoint, shutdown);
+    }
+
+    /// The endpoints whose window this replica has filled: a batch settle claims none
+    /// of their rows.
+    fn busy(
+        &self,
+        per_endpoint: &HashMap<Uuid, (usize, Arc<Semaphore>)>,
+        paces: &HashMap<Uuid, Duration>,
+    ) -> Vec<Uuid> {
+        let mut busy: Vec<Uuid> = per_endpoint
+            .iter()
+            .filter(|(id, (held, _))| self.window.full(*held, paces.get(id).copied()))
+            .map(|(id, _)| *id)
+            .collect();
+        busy.sort_unstable();
+        busy
     }
 
     /// Starts a round's attempts, each when a slot of its endpoint is free. A row whose
@@ -347,6 +444,44 @@ impl Deliverer {
             self.oldest
                 .store(overview.oldest_pending_seconds, Ordering::Relaxed);
         }
+    }
+}
+
+/// The views of tasks `task_ids` as an app token reads them, with their attempts' usage
+/// and provenance: two statements sent together, answered in one round trip.
+async fn views(
+    client: &deadpool_postgres::Client,
+    mut task_ids: Vec<Uuid>,
+) -> anyhow::Result<HashMap<Uuid, TaskRecord>> {
+    task_ids.sort_unstable();
+    task_ids.dedup();
+    let (mut tasks, mut summaries) = tokio::try_join!(
+        async { outbox::tasks(client, &task_ids).await.context("tasks") },
+        async {
+            store::attempts::summaries(store::client(client), &task_ids)
+                .await
+                .context("attempt summaries")
+        },
+    )?;
+    for (id, task) in tasks.iter_mut() {
+        task.attempts = Some(summaries.remove(id).unwrap_or_default());
+    }
+    Ok(tasks)
+}
+
+/// The rows of `handed`, released unsent.
+fn released(handed: &Handed) -> impl Iterator<Item = Outcome> + '_ {
+    handed
+        .rows
+        .iter()
+        .map(|row| (row.id, handed.token, Settlement::Released))
+}
+
+/// The next rows handed to this replica; never, without a hand-off.
+async fn handed_next(inbox: &mut Option<Inbox>) -> Option<Handed> {
+    match inbox {
+        Some(inbox) => inbox.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -6,13 +6,15 @@
 //! [`schedule`] (retry schedule, `Retry-After`, what an answer means), [`guard`] (which
 //! addresses may be reached), [`endpoint`] (what an app may register), [`payload`]
 //! (the body) and [`window`] (how many rows to claim ahead per endpoint). The I/O:
-//! [`sender`] (one HTTP attempt) and [`deliverer`] (the loop that claims, sends and
-//! records). Endpoints are managed through `service::webhooks`.
+//! [`sender`] (one HTTP attempt), [`deliverer`] (the loop that claims, sends and
+//! records) and [`handoff`] (a replica's batch settles claim the notifications they
+//! write for its deliverer, V31). Endpoints are managed through `service::webhooks`.
 
 mod attempt;
 pub mod deliverer;
 pub mod endpoint;
 pub mod guard;
+pub mod handoff;
 pub mod payload;
 pub mod schedule;
 pub mod sender;

@@ -45,6 +45,12 @@ impl Window {
         slots * (rounds.floor() as usize).clamp(MIN_ROUNDS, MAX_ROUNDS)
     }
 
+    /// Whether an endpoint holding `held` rows has filled its window: a batch settle
+    /// then claims none of its rows for this replica (`handoff`).
+    pub fn full(&self, held: usize, pace: Option<Duration>) -> bool {
+        held >= self.rows(pace)
+    }
+
     /// Whether a row claimed `waited` ago may still start: its attempt, timeout
     /// included, ends with a quarter of what the claim leaves after a timeout to spare,
     /// for the outcome to be written (at the round's end) before the claim runs out.
@@ -113,6 +119,14 @@ mod tests {
             ..DEFAULTS
         };
         assert_eq!(tight.rows(Some(Duration::from_millis(1))), 16);
+    }
+
+    #[test]
+    fn an_endpoint_is_full_at_its_window() {
+        assert!(!DEFAULTS.full(15, None));
+        assert!(DEFAULTS.full(16, None));
+        assert!(!DEFAULTS.full(55, Some(Duration::from_secs(3))));
+        assert!(DEFAULTS.full(56, Some(Duration::from_secs(3))));
     }
 
     #[test]

@@ -81,7 +81,10 @@ async fn group_commit_heard(tasks: usize) -> (Vec<String>, HashSet<Uuid>) {
     );
 
     let pool = db.pool.get().await.unwrap();
-    let answers = complete_many(&pool, &successes(&claimed)).await.unwrap();
+    let answers = complete_many(&pool, &successes(&claimed), None)
+        .await
+        .unwrap()
+        .answers;
     assert!(answers.iter().all(Result::is_ok));
     let heard = heard_until_marker(&db, &mut notifications).await;
     (heard, claimed.iter().map(|task| task.id).collect())

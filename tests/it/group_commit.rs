@@ -49,7 +49,7 @@ async fn batch_answers_each_task_like_a_single_completion() {
         done(gone.id, token(gone.id), serde_json::json!("gone")),
     ];
     batch.sort_by_key(|c| c.id);
-    let answers = complete_many(&object, &batch).await.unwrap();
+    let answers = complete_many(&object, &batch, None).await.unwrap().answers;
     for (completion, answer) in batch.iter().zip(&answers) {
         let expected = match completion.success.result.as_str() {
             Some("ok") | Some("fresh") => "ok",

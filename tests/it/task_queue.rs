@@ -224,7 +224,7 @@ async fn the_claim_and_the_batch_settle_write_their_own_mirror_rows() {
     let batch = successes(&claimed);
     pool.batch_execute("BEGIN").await.unwrap();
     let before = mirror_scans(&pool).await;
-    let answers = complete_many(&pool, &batch).await.unwrap();
+    let answers = complete_many(&pool, &batch, None).await.unwrap().answers;
     let by_settle = mirror_scans(&pool).await - before;
     pool.batch_execute("COMMIT").await.unwrap();
     assert!(answers.iter().all(Result::is_ok), "{answers:?}");

@@ -193,10 +193,11 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
         ),
         (
             "complete_many",
-            // The statement of tasklane.complete_tasks (V26), which sql/complete_many.sql
-            // calls: its body, its parameters as the statement's.
-            &function_statement(&c, "complete_tasks").await,
-            // Results, then usage, provider, model, route, route name and the tokens.
+            // The statement of tasklane.complete_tasks_claiming (V31), which
+            // sql/complete_many.sql calls: its body, its parameters as the statement's.
+            &function_statement(&c, "complete_tasks_claiming").await,
+            // Results, then usage, provider, model, route, route name and the tokens;
+            // then a claim of the notifications (none here: no endpoint).
             [
                 "'{}'::jsonb",
                 "NULL::int8",
@@ -211,7 +212,7 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
             .iter()
             .fold(batch.clone(), |args, value| {
                 format!("{args}, array_fill({value}, ARRAY[{RUNNING}])")
-            }),
+            }) + ", gen_random_uuid(), 60::float8, '{}'::uuid[]",
         ),
     ];
     for mode in ["force_custom_plan", "force_generic_plan"] {

@@ -97,7 +97,7 @@ fn the_check_refuses_drift() {
     );
     let settle = files::all()
         .into_iter()
-        .find(|f| f.name == "functions/complete_tasks.sql")
+        .find(|f| f.name == "functions/complete_tasks_claiming.sql")
         .unwrap();
     assert!(check(std::slice::from_ref(&settle)).is_empty());
     let unfenced = SqlFile {

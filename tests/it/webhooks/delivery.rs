@@ -352,3 +352,71 @@ async fn a_row_whose_turn_comes_too_late_for_its_claim_is_released_not_sent_twic
     assert_eq!(ids, logged, "each notification was sent once");
     assert!(counted(&api, "released").await, "the release is counted");
 }
+
+/// The row version a delivery in flight holds: whether the transaction that made the
+/// task terminal wrote it (the hand-off: the batch settle claimed it), its attempt
+/// count, and whether it is claimed.
+async fn in_flight_row(db: &common::TestDb) -> (bool, i32, bool) {
+    let row = db
+        .client()
+        .await
+        .query_one(
+            "SELECT d.xmin::text = t.xmin::text, d.attempts, d.claim_token IS NOT NULL
+             FROM tasklane.webhook_deliveries d JOIN tasklane.tasks t ON t.id = d.task_id",
+            &[],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+/// A replica that works and delivers sends its own completions' notifications as its
+/// batch settle claimed them (webhooks::handoff): the row in flight is the version the
+/// task's terminal transaction wrote, claimed and counted there, with no claim
+/// statement after it.
+#[tokio::test]
+async fn a_replica_sends_its_own_completions_as_its_settle_claimed_them() {
+    let db = common::test_db().await;
+    let (_replica, api) = replica(&db, &[]).await;
+    let receiver = Receiver::start().await;
+    register(&api, "main", &receiver.url, None).await;
+    receiver.script([Reply::status(200).delay(Duration::from_secs(120))]);
+    noop(&api, "k1").await;
+    receiver.until(1, SOON).await;
+    assert_eq!(in_flight_row(&db).await, (true, 1, true));
+}
+
+/// Without a deliverer in the working replica, another replica's claim takes the row:
+/// the version in flight is the claim's, not the settle's.
+#[tokio::test]
+async fn a_worker_without_a_deliverer_leaves_the_row_to_a_claim() {
+    let db = common::test_db().await;
+    let env: Vec<(&'static str, String)> =
+        vec![("TASKLANE_WEBHOOK_ALLOW_CIDRS", "127.0.0.0/8".to_owned())];
+    let worker = common::serve::Serve::start(
+        &db.url,
+        common::serve::Options {
+            roles: Some("api,worker"),
+            env: env.clone(),
+            ..Default::default()
+        },
+    )
+    .await;
+    let _deliverer = common::serve::Serve::start(
+        &db.url,
+        common::serve::Options {
+            roles: Some("maintenance"),
+            env,
+            ..Default::default()
+        },
+    )
+    .await;
+    let token = common::api::token(&db.url, "mail", None, &["submit", "read", "webhooks"]).await;
+    let api = worker.api(&token);
+    let receiver = Receiver::start().await;
+    register(&api, "main", &receiver.url, None).await;
+    receiver.script([Reply::status(200).delay(Duration::from_secs(120))]);
+    noop(&api, "k1").await;
+    receiver.until(1, SOON).await;
+    assert_eq!(in_flight_row(&db).await, (false, 1, true));
+}

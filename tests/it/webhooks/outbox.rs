@@ -477,3 +477,120 @@ async fn a_released_row_is_due_again_at_once_with_its_attempt_taken_back() {
     );
     assert_eq!((third[0].id, third[0].attempts), (first[0].id, 2));
 }
+
+/// A batch settle asked to claim (V31, the hand-off to the replica's own deliverer)
+/// writes its notifications claimed and returns them, leaves those of a busy endpoint
+/// unclaimed, and NOTIFYs only for those: a deliverer woken for a claimed row would
+/// find nothing. Another deliverer's claim skips the claimed rows until the claim runs
+/// out.
+#[tokio::test]
+async fn a_batch_settle_claims_its_notifications_for_its_replica_except_a_busy_endpoints() {
+    use tasklane::store::complete_many::{complete_many, NotificationClaim};
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let free = endpoint(&c, APP, "free").await;
+    let busy = endpoint(&c, APP, "busy").await;
+    let mut tasks = Vec::new();
+    for n in 0..3 {
+        tasks.push(submit(&c, &format!("t{n}"), serde_json::json!({})).await.id);
+    }
+    let claimed = common::fixtures::claim(&c, 3).await;
+    assert_eq!(claimed.len(), 3);
+    let (_listener, mut wakeups) = listen(&db.url, outbox::WEBHOOKS_CHANNEL).await;
+
+    let token = Uuid::new_v4();
+    let object = db.pool.get().await.unwrap();
+    let mut batch = successes(&claimed);
+    batch.sort_by_key(|c| c.id);
+    let busy_list = [busy];
+    let settled = complete_many(
+        &object,
+        &batch,
+        Some(NotificationClaim {
+            token,
+            claim_for: Duration::from_secs(30),
+            busy: &busy_list,
+        }),
+    )
+    .await
+    .unwrap();
+    assert!(settled.answers.iter().all(Result::is_ok));
+    let mut handed: Vec<(Uuid, Uuid)> = settled
+        .claimed
+        .iter()
+        .map(|n| (n.task_id, n.endpoint_id))
+        .collect();
+    handed.sort();
+    let mut wanted: Vec<(Uuid, Uuid)> = tasks.iter().map(|t| (*t, free)).collect();
+    wanted.sort();
+    assert_eq!(handed, wanted, "the free endpoint's rows, each task once");
+
+    let rows = c
+        .query(
+            "SELECT id, endpoint_id, attempts, claim_token,
+                    extract(epoch FROM claimed_until - now())::float8, created_at
+             FROM tasklane.webhook_deliveries",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 6);
+    for row in &rows {
+        let endpoint: Uuid = row.get(1);
+        let (attempts, claim): (i32, Option<Uuid>) = (row.get(2), row.get(3));
+        let left: Option<f64> = row.get(4);
+        if endpoint == free {
+            assert_eq!((attempts, claim), (1, Some(token)), "claimed, attempt counted");
+            let left = left.unwrap();
+            assert!(left > 0.0 && left <= 30.0, "claimed for 30 s: {left}");
+            let id: Uuid = row.get(0);
+            let returned = settled.claimed.iter().find(|n| n.id == id).unwrap();
+            assert_eq!(
+                returned.created_at,
+                row.get::<_, chrono::DateTime<chrono::Utc>>(5)
+            );
+        } else {
+            assert_eq!((attempts, claim, left), (0, None, None), "left to any deliverer");
+        }
+    }
+    // The busy endpoint's rows woke the deliverers (once: one transaction).
+    c.execute("NOTIFY tasklane_webhooks, 'marker'", &[])
+        .await
+        .unwrap();
+    assert_eq!(wakeups.recv().await.unwrap(), "");
+    assert_eq!(wakeups.recv().await.unwrap(), "marker");
+
+    // Another deliverer finds only the busy endpoint's rows.
+    let others = claim(&db, &limits(10, 10, vec![])).await;
+    assert!(others.iter().all(|r| r.endpoint_id == busy), "{others:?}");
+    assert_eq!(others.len(), 3);
+}
+
+/// Settled with every row claimed, the statement sends no wake-up at all.
+#[tokio::test]
+async fn a_batch_settle_whose_rows_are_all_claimed_wakes_no_deliverer() {
+    use tasklane::store::complete_many::{complete_many, NotificationClaim};
+    let db = common::test_db().await;
+    let c = db.client().await;
+    endpoint(&c, APP, "free").await;
+    submit(&c, "t", serde_json::json!({})).await;
+    let claimed = common::fixtures::claim(&c, 1).await;
+    let (_listener, mut wakeups) = listen(&db.url, outbox::WEBHOOKS_CHANNEL).await;
+    let object = db.pool.get().await.unwrap();
+    let settled = complete_many(
+        &object,
+        &successes(&claimed),
+        Some(NotificationClaim {
+            token: Uuid::new_v4(),
+            claim_for: Duration::from_secs(30),
+            busy: &[],
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(settled.claimed.len(), 1);
+    c.execute("NOTIFY tasklane_webhooks, 'marker'", &[])
+        .await
+        .unwrap();
+    assert_eq!(wakeups.recv().await.unwrap(), "marker", "no wake-up before it");
+}

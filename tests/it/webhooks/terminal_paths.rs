@@ -82,9 +82,10 @@ async fn every_terminal_path_notifies_each_subscribed_endpoint_once() {
         success: Success::default(),
     }];
     let object = db.pool.get().await.unwrap();
-    let answers = tasklane::store::complete_many::complete_many(&object, &batch)
+    let answers = tasklane::store::complete_many::complete_many(&object, &batch, None)
         .await
-        .unwrap();
+        .unwrap()
+        .answers;
     assert!(answers[0].is_ok());
     expected.push((t.id, "task.succeeded"));
 

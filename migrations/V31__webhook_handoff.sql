@@ -1,0 +1,121 @@
+-- V31: a replica hands its own completions' notifications to its deliverer (issue 14,
+-- the drain with an endpoint). Forward-only: never edit once landed.
+--
+-- A notification cost the database about 174,000 instructions to deliver (counted with
+-- benches/callgrind/claim_settle.sh, V30), 115,000 of them in the claim: finding the
+-- due rows, locking each (a tuple lock and its WAL record), then updating each. Yet the
+-- completer that writes a succeeded task's notification runs in a replica whose
+-- deliverer could send it at once. So the batch settle may claim the rows it inserts:
+-- the claim's three columns (attempts, claim_token, claimed_until) are written with the
+-- row, and the statement returns the claimed rows for the replica's deliverer. The row
+-- is then exactly what a claim would have left: pending, claimed until the claim runs
+-- out, its attempt counted. A replica that dies before sending leaves it to come due
+-- when the claim runs out (at least once, as a claim that died); one that stops sends
+-- or releases it, as any claimed row.
+--
+-- * $12 the claim token (one for the statement, drawn by the replica), $13 the claim's
+--   seconds, $14 endpoints not to claim for (those whose window in the replica is
+--   full: their rows wait in the outbox for any deliverer). A NULL token claims none:
+--   every row is inserted unclaimed, as before.
+-- * Only unclaimed rows NOTIFY: a wake-up for a claimed row would send every replica's
+--   deliverer to find nothing due.
+-- * Returns one row per settled task (delivery_id NULL) and one per claimed
+--   notification (lease_token NULL): a UNION ALL of the two, no join.
+-- * tasklane.complete_tasks stays for a binary before this one during a rolling
+--   upgrade; it claims nothing.
+
+CREATE FUNCTION tasklane.complete_tasks_claiming(
+    p_id uuid[], p_lease_token uuid[], p_result jsonb[], p_usage_units bigint[],
+    p_provider text[], p_model text[], p_route text[], p_route_name text[],
+    p_input_tokens bigint[], p_output_tokens bigint[], p_total_tokens bigint[],
+    p_claim_token uuid, p_claim_seconds double precision, p_busy uuid[])
+RETURNS TABLE(id uuid, lease_token uuid, delivery_id uuid, endpoint_id uuid,
+              created_at timestamp with time zone)
+LANGUAGE plpgsql
+SET plan_cache_mode TO 'force_generic_plan'
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+-- transition: Succeed by lease
+--   (a task holds a lease token only while running or cancelling: V17's CHECK)
+-- Settles a batch of leased tasks as succeeded in one statement, each fenced on its own
+-- lease token, as tasklane.complete_tasks (V26, V27 say why each part has its shape),
+-- and claims the notifications it writes for the caller's deliverer (V31).
+    WITH input AS (
+        SELECT *
+        FROM unnest(p_id, p_lease_token, p_result, p_usage_units, p_provider, p_model,
+                    p_route, p_route_name, p_input_tokens, p_output_tokens, p_total_tokens)
+            AS i(id, lease_token, result, usage_units, provider, model, route, route_name,
+                 input_tokens, output_tokens, total_tokens)
+    ), done AS (
+        UPDATE tasklane.tasks t
+        SET state = 'succeeded', result = i.result, provider = i.provider, model = i.model,
+            finished_at = now(), lease_token = NULL, lease_expires_at = NULL,
+            error_code = NULL, error_message = NULL, snapshot = NULL,
+            event_seq = t.event_seq + 1
+        FROM input i
+        WHERE t.id = ANY(p_id) AND t.id = i.id AND t.lease_token = i.lease_token
+        RETURNING t.id, i.lease_token, t.event_seq, t.attempt, t.finished_at, t.app,
+                  t.usage_subject, t.attempts_before, t.worker_id, t.replica_id,
+                  t.attempt_started_at, coalesce(t.route, i.route) AS route, i.route_name,
+                  i.provider, i.model, i.input_tokens, i.output_tokens, i.total_tokens,
+                  coalesce(i.usage_units, i.total_tokens) AS units, t.scope_id
+    ), dequeued AS (
+        DELETE FROM tasklane.task_queue q
+        USING done d
+        WHERE q.id = d.id
+        RETURNING set_config('tasklane.queue_written', 'on', true)
+    ), notified AS (
+        -- One notification per subscribed, enabled endpoint of the task's app, claimed
+        -- for the caller unless it passed no token or the endpoint is busy there.
+        INSERT INTO tasklane.webhook_deliveries
+            (endpoint_id, app, scope_id, task_id, event, created_at, attempts, claim_token,
+             claimed_until)
+        SELECT e.id, d.app, d.scope_id, d.id, 'task.succeeded', d.finished_at,
+               c.claimed::int,
+               CASE WHEN c.claimed THEN p_claim_token END,
+               CASE WHEN c.claimed THEN now() + p_claim_seconds * interval '1 second' END
+        FROM done d
+        JOIN tasklane.webhook_endpoints e
+          ON e.app = d.app AND NOT e.disabled AND 'task.succeeded' = ANY (e.events)
+        CROSS JOIN LATERAL (
+            SELECT coalesce(p_claim_token IS NOT NULL AND e.id <> ALL (p_busy), false)
+                AS claimed
+        ) c
+        RETURNING webhook_deliveries.id, webhook_deliveries.task_id,
+                  webhook_deliveries.endpoint_id, webhook_deliveries.created_at,
+                  webhook_deliveries.claim_token,
+                  CASE WHEN webhook_deliveries.claim_token IS NULL
+                       THEN pg_notify('tasklane_webhooks', '') END AS woke
+    ), event AS (
+        INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
+        SELECT id, event_seq, 'task.succeeded', jsonb_build_object('attempt', attempt), finished_at
+        FROM done
+    ), attempt AS (
+        INSERT INTO tasklane.task_attempts
+            (task_id, attempt, route, route_name, provider, model, worker_id, replica_id,
+             started_at, finished_at, outcome, input_tokens, output_tokens, total_tokens,
+             usage_units)
+        SELECT id, attempts_before + attempt, route, route_name, provider, model, worker_id,
+               replica_id, coalesce(attempt_started_at, finished_at), finished_at, 'succeeded',
+               input_tokens, output_tokens, total_tokens, units
+        FROM done
+        ON CONFLICT (task_id, attempt) DO NOTHING
+    ), charge AS (
+        INSERT INTO tasklane.budget_usage AS u (app, usage_subject, day, stripe, units)
+        SELECT app, coalesce(usage_subject, ''), (now() AT TIME ZONE 'UTC')::date,
+               floor(random() * 8)::smallint, sum(units)::int8
+        FROM done
+        WHERE units > 0
+        GROUP BY app, coalesce(usage_subject, '')
+        ORDER BY app, coalesce(usage_subject, '')
+        ON CONFLICT (app, usage_subject, day, stripe) DO UPDATE SET units = u.units + excluded.units
+    )
+    SELECT d.id, d.lease_token, NULL::uuid, NULL::uuid, NULL::timestamptz FROM done d
+    UNION ALL
+    SELECT n.task_id, NULL::uuid, n.id, n.endpoint_id, n.created_at
+    FROM notified n
+    WHERE n.claim_token IS NOT NULL;
+END
+$$;
