@@ -59,23 +59,22 @@ impl Sender {
 
     /// Sends `message` once.
     pub async fn send(&self, message: Message<'_>) -> Answer {
-        match reqwest::Url::parse(message.url) {
-            Ok(url) => {
-                let literal = url.host_str().and_then(|host| {
-                    host.trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .parse::<std::net::IpAddr>()
-                        .ok()
-                });
-                if let Some(ip) = literal.filter(|ip| !self.guard.permits(*ip)) {
-                    return Answer::NoAnswer(Refused(ip).to_string());
-                }
-            }
-            Err(_) => return Answer::NoAnswer("the URL does not parse".into()),
+        // Parsed once: the client takes the parsed URL as it is.
+        let Ok(url) = reqwest::Url::parse(message.url) else {
+            return Answer::NoAnswer("the URL does not parse".into());
+        };
+        let literal = url.host_str().and_then(|host| {
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .ok()
+        });
+        if let Some(ip) = literal.filter(|ip| !self.guard.permits(*ip)) {
+            return Answer::NoAnswer(Refused(ip).to_string());
         }
         let request = self
             .client
-            .post(message.url)
+            .post(url)
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(USER_AGENT, HeaderValue::from_static("tasklane-webhooks/1"))
             .header("webhook-id", message.id)
