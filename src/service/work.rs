@@ -157,7 +157,7 @@ impl Tasklane {
         batch: &[Completion],
     ) -> Result<Vec<Result<(), ServiceError>>, ServiceError> {
         let client = self.connection().await?;
-        let offer = self.handoff.as_ref().and_then(|h| h.offer(batch.len()));
+        let offer = self.handoff.as_ref().and_then(|h| h.offer());
         let claim = offer.as_ref().map(|o| complete_many::NotificationClaim {
             token: o.token,
             claim_for: o.claim_for,

@@ -143,9 +143,11 @@ impl Deliverer {
     ///
     /// Work goes in rounds: a claim (with the targets), one read of the tasks' views,
     /// the attempts, and one settle statement for the outcomes gathered meanwhile. The
-    /// next claim comes when half of what the replica held after the last one has
-    /// finished, or on a wake-up (NOTIFY, the poll), not after every attempt: a claim
-    /// and a settle per delivery cost the drain more than the delivery itself.
+    /// next claim comes when as many claimed rows have finished as half of what the
+    /// replica held after the last claim, or on a wake-up (NOTIFY, the poll), not after
+    /// every attempt: a claim and a settle per delivery cost the drain more than the
+    /// delivery itself. Handed rows (`handoff`) are read and started as they arrive;
+    /// their ends bring no claim (they wake no one either: nothing of theirs is due).
     pub async fn run(mut self, shutdown: CancellationToken) {
         let mut inbox = self.inbox.take();
         if let Some(url) = self.config.listen_url.clone() {
@@ -166,7 +168,7 @@ impl Deliverer {
         let mut failing = false;
         // Look for due rows now (start, wake-up, poll, a round half done).
         let mut look = true;
-        // Attempts finished since the last claim, and how many finish a round.
+        // Claimed attempts finished since the last claim, and how many finish a round.
         let (mut finished_since, mut round) = (0usize, 1usize);
         while !shutdown.is_cancelled() {
             if sampled.elapsed() >= SAMPLE_EVERY {
@@ -190,6 +192,7 @@ impl Deliverer {
                             claimed,
                             tasks,
                             claimed_at,
+                            handed: false,
                         };
                         self.start(claim, &mut flight, &mut per_endpoint, &shutdown);
                         finished_since = 0;
@@ -211,20 +214,27 @@ impl Deliverer {
                 _ = self.wake.notified() => look = true,
                 _ = tokio::time::sleep(self.config.poll_interval) => look = true,
                 Some(done) = flight.join_next(), if !flight.is_empty() => {
-                    finished(done, &mut per_endpoint, &mut paces, &mut outcomes);
-                    finished_since += 1;
+                    if finished(done, &mut per_endpoint, &mut paces, &mut outcomes) {
+                        finished_since += 1;
+                    }
                 }
                 Some(handed) = handed_next(&mut inbox) => {
                     let mut handed = vec![handed];
                     handed.extend(std::iter::from_fn(|| inbox.as_mut()?.try_recv()));
+                    let rows = handed.iter().map(|h| h.rows.len()).sum();
                     self.take(handed, &mut flight, &mut per_endpoint, &mut outcomes, &shutdown)
                         .await;
+                    if let Some(inbox) = &inbox {
+                        inbox.holding(flight.len(), self.busy(&per_endpoint, &paces));
+                        inbox.took(rows);
+                    }
                 }
                 _ = shutdown.cancelled() => {}
             }
             while let Some(done) = flight.try_join_next() {
-                finished(done, &mut per_endpoint, &mut paces, &mut outcomes);
-                finished_since += 1;
+                if finished(done, &mut per_endpoint, &mut paces, &mut outcomes) {
+                    finished_since += 1;
+                }
             }
             if finished_since >= round || flight.is_empty() {
                 look = true;
@@ -368,6 +378,7 @@ impl Deliverer {
             claimed,
             tasks,
             claimed_at,
+            handed: true,
         };
         self.start(round, flight, per_endpoint, shutdown);
     }
@@ -404,6 +415,7 @@ impl Deliverer {
             claimed,
             tasks,
             claimed_at,
+            handed,
         } = round;
         for row in claimed {
             let entry = per_endpoint
@@ -418,19 +430,25 @@ impl Deliverer {
             flight.spawn(async move {
                 let endpoint_id = row.endpoint_id;
                 let released = Some((row.id, row.claim_token, Settlement::Released));
+                let done = |took, outcome| Done {
+                    endpoint_id,
+                    took,
+                    outcome,
+                    handed,
+                };
                 let _permit = tokio::select! {
                     permit = permits.acquire_owned() => permit,
-                    _ = shutdown.cancelled() => return (endpoint_id, None, released),
+                    _ = shutdown.cancelled() => return done(None, released),
                 };
                 let started = tokio::time::Instant::now();
                 if !window.in_time(started - claimed_at) {
                     shared.instruments.webhook_delivery("released");
-                    return (endpoint_id, None, released);
+                    return done(None, released);
                 }
                 // Only an answer (or its absence) says anything of the receiver's pace.
                 let sends = !row.target.disabled && task.is_some();
                 let outcome = shared.attempt(row, task).await;
-                (endpoint_id, sends.then(|| started.elapsed()), outcome)
+                done(sends.then(|| started.elapsed()), outcome)
             });
         }
     }
@@ -491,23 +509,40 @@ struct Round {
     claimed: Vec<Claimed>,
     tasks: HashMap<Uuid, TaskRecord>,
     claimed_at: tokio::time::Instant,
+    /// Handed by this replica's settles, not claimed by the deliverer.
+    handed: bool,
 }
 
-/// An attempt's endpoint, how long its request took (when one was sent), and its
-/// outcome unless it was recorded already.
-type Done = (Uuid, Option<Duration>, Option<Outcome>);
+/// An attempt's end.
+struct Done {
+    endpoint_id: Uuid,
+    /// How long its request took, when one was sent.
+    took: Option<Duration>,
+    /// Its outcome, unless it was recorded already.
+    outcome: Option<Outcome>,
+    /// Its row was handed: its end does not count toward the next claim (the
+    /// deliverer claims for what its claims took; a wake-up says when more is due).
+    handed: bool,
+}
 
 /// How many endpoints' paces are kept; past it they are forgotten and learnt again.
 const PACES_KEPT: usize = 10_000;
 
+/// Books an attempt's end; whether it counts toward the next claim (it was claimed).
 fn finished(
     done: Result<Done, tokio::task::JoinError>,
     per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
     paces: &mut HashMap<Uuid, Duration>,
     outcomes: &mut Vec<Outcome>,
-) {
-    let Ok((endpoint_id, took, outcome)) = done else {
-        return;
+) -> bool {
+    let Ok(Done {
+        endpoint_id,
+        took,
+        outcome,
+        handed,
+    }) = done
+    else {
+        return false;
     };
     if let Some(took) = took {
         if paces.len() >= PACES_KEPT && !paces.contains_key(&endpoint_id) {
@@ -523,6 +558,7 @@ fn finished(
             per_endpoint.remove(&endpoint_id);
         }
     }
+    !handed
 }
 
 /// Wakes the loop on every NOTIFY, and when the LISTEN (re)starts.

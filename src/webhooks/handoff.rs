@@ -6,11 +6,11 @@
 //! delivery. Nothing else changes: a replica that dies before sending leaves the rows to
 //! come due when the claim runs out, as any claim that died.
 //!
-//! A settle claims only while the deliverer has room (what it holds, what it has been
-//! handed and not yet taken, and what settles in flight were offered stay under its
-//! `--webhook-concurrency`), and never for an endpoint whose window in this replica is
-//! full: those rows wait in the outbox for any replica's claim, so a slow receiver
-//! does not collect claimed rows here that would wait out their claim.
+//! A settle claims only while the deliverer has room (what it holds and what it has
+//! been handed and not yet taken is under its `--webhook-concurrency`; settles running
+//! at once may each add their batch), and never for an endpoint whose window in this
+//! replica is full: those rows wait in the outbox for any replica's claim, so a slow
+//! receiver does not collect claimed rows here that would wait out their claim.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::store::complete_many::ClaimedNotification;
 
-/// What a batch settle may claim, while it runs. Dropping it gives its room back.
+/// What a batch settle may claim, while it runs (dropped when it ends).
 pub struct Offer {
     /// The claim token of every row the settle claims.
     pub token: Uuid,
@@ -32,14 +32,12 @@ pub struct Offer {
     /// When the claim was sent (the replica's clock, taken before the database's, so
     /// a row's wait is never under-counted).
     pub claimed_at: tokio::time::Instant,
-    reserved: usize,
     gate: Arc<Gate>,
 }
 
 impl Drop for Offer {
     fn drop(&mut self) {
-        let before = self.gate.offered.fetch_sub(self.reserved, Ordering::AcqRel);
-        if before == self.reserved {
+        if self.gate.offered.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.gate.settled.notify_one();
         }
     }
@@ -74,7 +72,7 @@ struct Gate {
     held: AtomicUsize,
     /// Rows handed and not yet taken by the deliverer.
     queued: AtomicUsize,
-    /// Rows reserved by offers whose settle is still running (one per task).
+    /// Settles offered and still running (for `close`).
     offered: AtomicUsize,
     busy: Mutex<Arc<Vec<Uuid>>>,
     /// Signalled when the last settle offered ends.
@@ -110,30 +108,36 @@ pub fn channel(claim_for: Duration, limit: usize) -> (Handoff, Inbox) {
 }
 
 impl Handoff {
-    /// An offer for a settle of `tasks` tasks, if the deliverer has room: what it
-    /// holds, what waits for it and what other settles were offered is under its limit.
-    /// A settle may claim up to a batch past the limit (one row per task and endpoint);
-    /// the window's test at each row's turn (`Window::in_time`) still holds.
-    pub fn offer(&self, tasks: usize) -> Option<Offer> {
+    /// An offer for a settle, if the deliverer has room: what it
+    /// holds and what waits for it is under its limit. Settles running at once may
+    /// each claim their batch past it (a row per task and endpoint): the room is not
+    /// reserved, since most settles claim nothing (no endpoint for their tasks' apps) and
+    /// a reserved batch kept the hand-off closed to the next one. Per endpoint the window
+    /// bounds it (busy endpoints are never claimed for), and each row's turn is still
+    /// tested against its claim (`Window::in_time`).
+    pub fn offer(&self) -> Option<Offer> {
         let gate = &self.gate;
-        if gate.closed.load(Ordering::Acquire) || self.rounds.is_closed() {
+        if self.rounds.is_closed() {
             return None;
         }
-        let taken = gate.held.load(Ordering::Acquire)
-            + gate.queued.load(Ordering::Acquire)
-            + gate.offered.load(Ordering::Acquire);
-        if taken >= gate.limit {
+        if gate.held.load(Ordering::SeqCst) + gate.queued.load(Ordering::SeqCst) >= gate.limit {
             return None;
         }
-        gate.offered.fetch_add(tasks, Ordering::AcqRel);
-        Some(Offer {
+        // Counted before the test of `closed`, which `close` sets before it reads
+        // `offered`: either this sees the deliverer closing, or the deliverer waits
+        // for this settle's rows.
+        gate.offered.fetch_add(1, Ordering::SeqCst);
+        let offer = Offer {
             token: Uuid::new_v4(),
             claim_for: gate.claim_for,
             busy: gate.busy.lock().expect("not poisoned").clone(),
             claimed_at: tokio::time::Instant::now(),
-            reserved: tasks,
             gate: gate.clone(),
-        })
+        };
+        if gate.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(offer)
     }
 
     /// Hands the rows the settle of `offer` claimed to the deliverer. Rows the
@@ -144,14 +148,14 @@ impl Handoff {
             return;
         }
         let count = rows.len();
-        self.gate.queued.fetch_add(count, Ordering::AcqRel);
+        self.gate.queued.fetch_add(count, Ordering::SeqCst);
         let handed = Handed {
             token: offer.token,
             claimed_at: offer.claimed_at,
             rows,
         };
         if self.rounds.send(handed).is_err() {
-            self.gate.queued.fetch_sub(count, Ordering::AcqRel);
+            self.gate.queued.fetch_sub(count, Ordering::SeqCst);
             tracing::warn!(
                 rows = count,
                 "the deliverer stopped: claimed notifications wait for their claim to run out"
@@ -161,29 +165,26 @@ impl Handoff {
 }
 
 impl Inbox {
-    /// The next rows handed, once some are.
+    /// The next rows handed, once some are. They count as handed until
+    /// [`Inbox::took`] says the deliverer holds them.
     pub async fn recv(&mut self) -> Option<Handed> {
-        let handed = self.rounds.recv().await?;
-        self.took(&handed);
-        Some(handed)
+        self.rounds.recv().await
     }
 
-    /// Rows handed already, without waiting.
+    /// Rows handed already, without waiting; as [`Inbox::recv`].
     pub fn try_recv(&mut self) -> Option<Handed> {
-        let handed = self.rounds.try_recv().ok()?;
-        self.took(&handed);
-        Some(handed)
+        self.rounds.try_recv().ok()
     }
 
-    fn took(&self, handed: &Handed) {
-        self.gate
-            .queued
-            .fetch_sub(handed.rows.len(), Ordering::AcqRel);
+    /// `rows` received are now counted in what the deliverer holds ([`Inbox::holding`]
+    /// first, so they are never counted nowhere) or were released.
+    pub fn took(&self, rows: usize) {
+        self.gate.queued.fetch_sub(rows, Ordering::SeqCst);
     }
 
     /// What the deliverer holds now, and the endpoints whose window is full.
     pub fn holding(&self, rows: usize, busy: Vec<Uuid>) {
-        self.gate.held.store(rows, Ordering::Release);
+        self.gate.held.store(rows, Ordering::SeqCst);
         let mut current = self.gate.busy.lock().expect("not poisoned");
         if **current != busy {
             *current = Arc::new(busy);
@@ -193,21 +194,18 @@ impl Inbox {
     /// No more offers; returns once the settles offered before have handed their rows
     /// (or `within` has passed), with every row handed and not yet taken.
     pub async fn close(&mut self, within: Duration) -> Vec<Handed> {
-        self.gate.closed.store(true, Ordering::Release);
+        self.gate.closed.store(true, Ordering::SeqCst);
         let mut left = Vec::new();
         let deadline = tokio::time::Instant::now() + within;
         loop {
             while let Some(handed) = self.try_recv() {
                 left.push(handed);
             }
-            if self.gate.offered.load(Ordering::Acquire) == 0 {
+            if self.gate.offered.load(Ordering::SeqCst) == 0 {
                 break;
             }
             tokio::select! {
-                Some(handed) = self.rounds.recv() => {
-                    self.took(&handed);
-                    left.push(handed);
-                }
+                Some(handed) = self.rounds.recv() => left.push(handed),
                 _ = self.gate.settled.notified() => {}
                 _ = tokio::time::sleep_until(deadline) => break,
             }
@@ -215,6 +213,9 @@ impl Inbox {
         while let Some(handed) = self.try_recv() {
             left.push(handed);
         }
+        // Settles later than `within` wait out their claim (not lost: due after it).
+        self.rounds.close();
+        self.took(left.iter().map(|h| h.rows.len()).sum());
         left
     }
 }
@@ -233,29 +234,32 @@ mod tests {
     }
 
     #[test]
-    fn an_offer_needs_room_and_holds_its_share_until_dropped() {
+    fn an_offer_needs_room_in_what_the_deliverer_holds() {
         let (handoff, inbox) = channel(Duration::from_secs(60), 10);
         inbox.holding(9, Vec::new());
-        let offer = handoff.offer(5).expect("room for one more row");
+        let offer = handoff.offer().expect("room for one more row");
         assert_eq!(offer.claim_for, Duration::from_secs(60));
-        assert!(handoff.offer(1).is_none(), "9 held and 5 offered");
-        drop(offer);
-        assert!(handoff.offer(1).is_some(), "the dropped offer's share is back");
+        assert!(handoff.offer().is_some(), "offers reserve no room");
         inbox.holding(10, Vec::new());
-        assert!(handoff.offer(1).is_none(), "full");
+        assert!(handoff.offer().is_none(), "full");
     }
 
     #[tokio::test]
     async fn handed_rows_count_until_the_deliverer_takes_them() {
         let (handoff, mut inbox) = channel(Duration::from_secs(60), 3);
         let endpoint = Uuid::now_v7();
-        let offer = handoff.offer(3).unwrap();
+        let offer = handoff.offer().unwrap();
         let token = offer.token;
         handoff.hand(offer, vec![row(endpoint), row(endpoint), row(endpoint)]);
-        assert!(handoff.offer(1).is_none(), "three handed, not yet taken");
+        assert!(handoff.offer().is_none(), "three handed, not yet taken");
         let handed = inbox.recv().await.unwrap();
         assert_eq!((handed.token, handed.rows.len()), (token, 3));
-        assert!(handoff.offer(1).is_some(), "taken: the deliverer's count now says");
+        assert!(handoff.offer().is_none(), "received, not yet counted as held");
+        inbox.holding(3, Vec::new());
+        inbox.took(3);
+        assert!(handoff.offer().is_none(), "held");
+        inbox.holding(2, Vec::new());
+        assert!(handoff.offer().is_some(), "one sent: room for one");
     }
 
     #[test]
@@ -263,16 +267,16 @@ mod tests {
         let (handoff, inbox) = channel(Duration::from_secs(60), 100);
         let busy = vec![Uuid::now_v7()];
         inbox.holding(1, busy.clone());
-        assert_eq!(*handoff.offer(1).unwrap().busy, busy);
+        assert_eq!(*handoff.offer().unwrap().busy, busy);
         inbox.holding(0, Vec::new());
-        assert!(handoff.offer(1).unwrap().busy.is_empty());
+        assert!(handoff.offer().unwrap().busy.is_empty());
     }
 
     #[tokio::test]
     async fn closing_waits_for_the_settles_offered_and_refuses_new_offers() {
         let (handoff, mut inbox) = channel(Duration::from_secs(60), 100);
         let endpoint = Uuid::now_v7();
-        let offered = handoff.offer(1).unwrap();
+        let offered = handoff.offer().unwrap();
         let settle = {
             let handoff = handoff.clone();
             tokio::spawn(async move {
@@ -284,19 +288,24 @@ mod tests {
         let left = inbox.close(Duration::from_secs(60)).await;
         settle.await.unwrap();
         assert_eq!(left.len(), 1, "the row of the settle in flight is returned");
-        assert!(handoff.offer(1).is_none(), "closed");
+        assert!(handoff.offer().is_none(), "closed");
     }
 
     #[tokio::test]
     async fn closing_with_a_settle_that_claimed_nothing_returns_at_once() {
         let (handoff, mut inbox) = channel(Duration::from_secs(60), 100);
-        let offered = handoff.offer(1).unwrap();
+        let offered = handoff.offer().unwrap();
         let settle = tokio::spawn(async move {
             tokio::task::yield_now().await;
             drop(offered);
         });
-        // A day's bound: only the settle's end can let it return within the test.
-        let left = inbox.close(Duration::from_secs(86_400)).await;
+        // A day's bound inside a minute's: only the settle's end lets it return.
+        let left = tokio::time::timeout(
+            Duration::from_secs(60),
+            inbox.close(Duration::from_secs(86_400)),
+        )
+        .await
+        .expect("close returned when the settle ended");
         settle.await.unwrap();
         assert!(left.is_empty());
     }
