@@ -23,8 +23,9 @@
 # hand-off's figure is, if anything, high.
 # Queues 3,000 noop tasks and runs 10 rounds (below) as a history, then VACUUM ANALYZE;
 # then counts rounds of "claim 100 (the claim pool's generic plan), settle them with
-# tasklane.complete_tasks", 2 rounds and 7 rounds, each over a fresh copy of the
-# cluster, and prints (instructions(7) - instructions(2)) / 500.
+# the group commit's function" (tasklane.complete_tasks_claiming claiming nothing, or
+# tasklane.complete_tasks for a binary before V31), 2 rounds and 7 rounds, each over a
+# fresh copy of the cluster, and prints (instructions(7) - instructions(2)) / 500.
 # EXPERIMENT_SQL, if set, runs after the migrations (a what-if: drop an index, disable a
 # trigger), never for published figures of a build. Needs valgrind and PostgreSQL 15's
 # binaries; run as root (the cluster runs as postgres) or as an unprivileged user.
@@ -73,7 +74,10 @@ if [[ $deliver == 1 ]]; then
     claim_webhooks=$(strip webhook_claim.sql 's/\$1/v_limit/; s/\$2/v_limit/; s/\$3/v_claim_seconds/; s/\$4/v_endpoints/; s/\$5/v_allowances/')
     views=$(strip webhook_tasks.sql 's/\$1::uuid\[\]/v_tasks/')
     summaries=$(strip attempt_summaries.sql 's/\$1::uuid\[\]/v_tasks/')
-    targets=$(strip webhook_targets.sql 's/\$1::uuid\[\]/v_endpoints/')
+    targets=
+    if [[ $handoff == 1 ]]; then
+        targets=$(strip webhook_targets.sql 's/\$1::uuid\[\]/v_endpoints/')
+    fi
     settle_many=$(strip webhook_settle_many.sql 's/\$1::uuid\[\]/v_ids/; s/\$2::uuid\[\]/v_tokens/; s/\$3::text\[\]/v_states/; s/\$4::float8\[\]/v_delays/; s/\$5::int4\[\]/v_statuses/; s/\$6::text\[\]/v_errors/')
     psql -q -X -v ON_ERROR_STOP=1 "$url" <<SQL
 CREATE FUNCTION public.deliver_round() RETURNS bigint LANGUAGE plpgsql AS \$f\$
@@ -116,6 +120,10 @@ arrays="(SELECT array_agg(id ORDER BY id) FROM c), (SELECT array_agg(lease_token
     array_fill(NULL::int8, ARRAY[100]), array_fill(NULL::int8, ARRAY[100]),
     array_fill(NULL::int8, ARRAY[100])"
 settle_plain="SELECT count(*) FROM tasklane.complete_tasks($arrays)"
+if [[ $(psql -X -At "$url" -c "SELECT to_regproc('tasklane.complete_tasks_claiming') IS NOT NULL") == t ]]; then
+    settle_plain="SELECT count(*) FROM tasklane.complete_tasks_claiming($arrays, NULL, 0, '{}')
+    WHERE delivery_id IS NULL"
+fi
 # One claim token per settle, as the replica draws one; the answer is kept for the round
 # (the claim token beside it: the function does not return what it was given).
 settle_handoff="INSERT INTO pg_temp.h SELECT s.*, t.token
