@@ -74,7 +74,7 @@ if [[ $deliver == 1 ]]; then
     claim_webhooks=$(strip webhook_claim.sql 's/\$1/v_limit/; s/\$2/v_limit/; s/\$3/v_claim_seconds/; s/\$4/v_endpoints/; s/\$5/v_allowances/')
     views=$(strip webhook_tasks.sql 's/\$1::uuid\[\]/v_tasks/')
     summaries=$(strip attempt_summaries.sql 's/\$1::uuid\[\]/v_tasks/')
-    targets=
+    targets="SELECT 1"
     if [[ $handoff == 1 ]]; then
         targets=$(strip webhook_targets.sql 's/\$1::uuid\[\]/v_endpoints/')
     fi

@@ -340,7 +340,11 @@ impl Deliverer {
                 .collect();
             // Sent together, answered in one round trip (the client pipelines them).
             tokio::try_join!(
-                async { outbox::targets(&client, &endpoint_ids).await.context("targets") },
+                async {
+                    outbox::targets(&client, &endpoint_ids)
+                        .await
+                        .context("targets")
+                },
                 views(&client, task_ids),
             )
         };

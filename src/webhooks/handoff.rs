@@ -254,7 +254,10 @@ mod tests {
         assert!(handoff.offer().is_none(), "three handed, not yet taken");
         let handed = inbox.recv().await.unwrap();
         assert_eq!((handed.token, handed.rows.len()), (token, 3));
-        assert!(handoff.offer().is_none(), "received, not yet counted as held");
+        assert!(
+            handoff.offer().is_none(),
+            "received, not yet counted as held"
+        );
         inbox.holding(3, Vec::new());
         inbox.took(3);
         assert!(handoff.offer().is_none(), "held");

@@ -73,8 +73,8 @@ fn serialized_len(value: &serde_json::Value) -> serde_json::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Value};
     use crate::task::TaskState;
+    use serde_json::{json, Value};
 
     fn task(result: Value) -> TaskRecord {
         let now = Utc::now();
@@ -137,7 +137,10 @@ mod tests {
         let record = task(json!("x".repeat(MAX_INLINE_RESULT - 2)));
         let body: Value =
             serde_json::from_slice(&body("task.succeeded", Utc::now(), record)).unwrap();
-        assert_eq!(body["data"]["result"].as_str().unwrap().len(), MAX_INLINE_RESULT - 2);
+        assert_eq!(
+            body["data"]["result"].as_str().unwrap().len(),
+            MAX_INLINE_RESULT - 2
+        );
         assert!(body["data"].get("result_link").is_none());
     }
 

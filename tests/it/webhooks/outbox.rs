@@ -540,7 +540,11 @@ async fn a_batch_settle_claims_its_notifications_for_its_replica_except_a_busy_e
         let (attempts, claim): (i32, Option<Uuid>) = (row.get(2), row.get(3));
         let left: Option<f64> = row.get(4);
         if endpoint == free {
-            assert_eq!((attempts, claim), (1, Some(token)), "claimed, attempt counted");
+            assert_eq!(
+                (attempts, claim),
+                (1, Some(token)),
+                "claimed, attempt counted"
+            );
             let left = left.unwrap();
             assert!(left > 0.0 && left <= 30.0, "claimed for 30 s: {left}");
             let id: Uuid = row.get(0);
@@ -550,7 +554,11 @@ async fn a_batch_settle_claims_its_notifications_for_its_replica_except_a_busy_e
                 row.get::<_, chrono::DateTime<chrono::Utc>>(5)
             );
         } else {
-            assert_eq!((attempts, claim, left), (0, None, None), "left to any deliverer");
+            assert_eq!(
+                (attempts, claim, left),
+                (0, None, None),
+                "left to any deliverer"
+            );
         }
     }
     // The busy endpoint's rows woke the deliverers (once: one transaction).
@@ -592,5 +600,9 @@ async fn a_batch_settle_whose_rows_are_all_claimed_wakes_no_deliverer() {
     c.execute("NOTIFY tasklane_webhooks, 'marker'", &[])
         .await
         .unwrap();
-    assert_eq!(wakeups.recv().await.unwrap(), "marker", "no wake-up before it");
+    assert_eq!(
+        wakeups.recv().await.unwrap(),
+        "marker",
+        "no wake-up before it"
+    );
 }
