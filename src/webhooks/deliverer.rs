@@ -366,6 +366,8 @@ impl Deliverer {
                     outcomes.push((row.id, h.token, Settlement::Released));
                     continue;
                 };
+                // The group commit writes only task.succeeded, and its claim counted
+                // the first attempt.
                 claimed.push(Claimed {
                     id: row.id,
                     endpoint_id: row.endpoint_id,
