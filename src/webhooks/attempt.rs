@@ -1,6 +1,6 @@
 //! One webhook attempt: sign and send a claimed notification, decide its settlement
 //! (delivered, retried later, failed; a 410 disables the endpoint). The deliverer's
-//! rounds (`deliverer.rs`) claim, read the tasks, run these and record the outcomes.
+//! rounds (`deliverer/`) claim, read the tasks, run these and record the outcomes.
 
 use anyhow::Context;
 use uuid::Uuid;
