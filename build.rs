@@ -75,11 +75,18 @@ fn render(template: &str, tags: &[&str]) -> Result<String, String> {
     for (placeholder, value) in &values {
         sql = sql.replace(placeholder.as_str(), value);
     }
-    match sql.find('{') {
-        Some(i) => Err(format!(
-            "no --#set value for {:?}",
-            &sql[i..(i + 20).min(sql.len())]
-        )),
+    match unfilled(&sql) {
+        Some(placeholder) => Err(format!("no --#set value for {placeholder:?}")),
         None => Ok(sql),
     }
+}
+
+/// The first `{name}` left in the rendered SQL (a lower-case word in braces: a JSON
+/// constant such as `'{"attempt": 1}'` is not one).
+fn unfilled(sql: &str) -> Option<&str> {
+    sql.match_indices('{').find_map(|(i, _)| {
+        let rest = &sql[i + 1..];
+        let word = rest.find(|c: char| !(c.is_ascii_lowercase() || c == '_'))?;
+        (word > 0 && rest[word..].starts_with('}')).then(|| &sql[i..i + word + 2])
+    })
 }

@@ -29,6 +29,8 @@
 # EXPERIMENT_SQL, if set, runs after the migrations (a what-if: drop an index, disable a
 # trigger), never for published figures of a build. Needs valgrind and PostgreSQL 15's
 # binaries; run as root (the cluster runs as postgres) or as an unprivileged user.
+# CALLGRIND_OUT=FILE keeps the 7 rounds' callgrind output there and the 2 rounds' in
+# FILE.2, for callgrind_annotate (where the instructions go, by function: subtract).
 set -euo pipefail
 bin=$(realpath "$1") claim=$(realpath "$2") endpoint=${3:-0} deliver=${4:-0}
 backlog=${BACKLOG:-0} handoff=${HANDOFF:-0}
@@ -181,7 +183,13 @@ count() {
     sed -n 's/^summary: //p' "$work/out"
 }
 two=$(count 2)
+if [[ -n ${CALLGRIND_OUT:-} ]]; then
+    cp "$work/out" "$CALLGRIND_OUT.2"
+fi
 seven=$(count 7)
+if [[ -n ${CALLGRIND_OUT:-} ]]; then
+    cp "$work/out" "$CALLGRIND_OUT"
+fi
 what="claim + settle"
 [[ $deliver == 1 ]] && what="claim + settle + delivery"
 [[ $handoff == 1 ]] && what="claim + settle + delivery, handed off"

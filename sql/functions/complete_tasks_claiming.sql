@@ -5,7 +5,7 @@
 -- The current definition of tasklane.complete_tasks_claiming (pg_dump --schema-only, normalised).
 -- The line above it names the migrations that wrote it; their comments say why.
 
--- function complete_tasks_claiming: migrations/V31__webhook_handoff.sql
+-- function complete_tasks_claiming: migrations/V31__webhook_handoff.sql, migrations/V32__drain_per_row_costs.sql
 CREATE FUNCTION tasklane.complete_tasks_claiming(p_id uuid[], p_lease_token uuid[], p_result jsonb[], p_usage_units bigint[], p_provider text[], p_model text[], p_route text[], p_route_name text[], p_input_tokens bigint[], p_output_tokens bigint[], p_total_tokens bigint[], p_claim_token uuid, p_claim_seconds double precision, p_busy uuid[]) RETURNS TABLE(id uuid, lease_token uuid, delivery_id uuid, endpoint_id uuid, created_at timestamp with time zone)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -17,7 +17,8 @@ BEGIN
 --   (a task holds a lease token only while running or cancelling: V17's CHECK)
 -- Settles a batch of leased tasks as succeeded in one statement, each fenced on its own
 -- lease token, as tasklane.complete_tasks (V26, V27 say why each part has its shape),
--- and claims the notifications it writes for the caller's deliverer (V31).
+-- and claims the notifications it writes for the caller's deliverer (V31). A first
+-- attempt's event data is a constant and its attempt row a plain insert (V32).
     WITH input AS (
         SELECT *
         FROM unnest(p_id, p_lease_token, p_result, p_usage_units, p_provider, p_model,
@@ -66,7 +67,10 @@ BEGIN
                        THEN pg_notify('tasklane_webhooks', '') END AS woke
     ), event AS (
         INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
-        SELECT id, event_seq, 'task.succeeded', jsonb_build_object('attempt', attempt), finished_at
+        SELECT id, event_seq, 'task.succeeded',
+               CASE WHEN attempt = 1 THEN '{"attempt": 1}'::jsonb
+                    ELSE jsonb_build_object('attempt', attempt) END,
+               finished_at
         FROM done
     ), attempt AS (
         INSERT INTO tasklane.task_attempts
@@ -77,7 +81,6 @@ BEGIN
                replica_id, coalesce(attempt_started_at, finished_at), finished_at, 'succeeded',
                input_tokens, output_tokens, total_tokens, units
         FROM done
-        ON CONFLICT (task_id, attempt) DO NOTHING
     ), charge AS (
         INSERT INTO tasklane.budget_usage AS u (app, usage_subject, day, stripe, units)
         SELECT app, coalesce(usage_subject, ''), (now() AT TIME ZONE 'UTC')::date,

@@ -159,3 +159,66 @@ async fn completer_settles_concurrent_attempts_each_once() {
         assert_eq!(get(&c, task.id).await.result, Some(task.input.clone()));
     }
 }
+
+/// V32 writes the batch's attempt rows with a plain insert: an attempt row already there
+/// (never by this schema's own statements: each attempt's row is written by the one
+/// statement that ends its lease) fails the batch, and the completer settles its tasks
+/// one by one, the neighbour included, the existing row kept.
+#[tokio::test]
+async fn completer_settles_a_batch_that_meets_an_attempt_row_one_by_one() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let first = submit(&c, "first", serde_json::json!({})).await;
+    let second = submit(&c, "second", serde_json::json!({})).await;
+    let claimed = claim(&c, 2).await;
+    assert_eq!(claimed.len(), 2);
+    c.execute(
+        "INSERT INTO tasklane.task_attempts (task_id, attempt, started_at, finished_at, outcome)
+         VALUES ($1, 1, now(), now(), 'lost')",
+        &[&first.id],
+    )
+    .await
+    .unwrap();
+    let mut batch: Vec<Completion> = claimed
+        .iter()
+        .map(|t| done(t.id, t.lease_token, serde_json::json!("done")))
+        .collect();
+    batch.sort_by_key(|c| c.id);
+    let object = db.pool.get().await.unwrap();
+    let failed = complete_many(&object, &batch, None).await;
+    assert!(failed.is_err(), "the batch statement meets the row");
+    assert_eq!(
+        get(&c, first.id).await.state,
+        TaskState::Running,
+        "and changes nothing"
+    );
+
+    let tasklane = common::service::tasklane(db.pool.clone(), [common::fixtures::task_type()]);
+    let completer = Completer::start(tasklane, 16, 2);
+    let (a, b) = tokio::join!(
+        completer.complete(claimed[0].id, claimed[0].lease_token, Success::default()),
+        completer.complete(claimed[1].id, claimed[1].lease_token, Success::default()),
+    );
+    a.unwrap();
+    b.unwrap();
+    for id in [first.id, second.id] {
+        assert_eq!(get(&c, id).await.state, TaskState::Succeeded);
+    }
+    let outcomes: Vec<(uuid::Uuid, String)> = c
+        .query(
+            "SELECT task_id, outcome FROM tasklane.task_attempts
+             WHERE task_id = ANY($1) ORDER BY task_id",
+            &[&vec![first.id, second.id]],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut expected = vec![
+        (first.id, "lost".to_owned()),
+        (second.id, "succeeded".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(outcomes, expected);
+}

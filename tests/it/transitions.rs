@@ -4,6 +4,7 @@
 use crate::common;
 
 use common::fixtures::*;
+use tasklane::store::complete_many::{complete_many, Completion};
 use tasklane::store::lease::{self, Beat, LeaseError, Success};
 use tasklane::store::query::{self, Owner};
 use tasklane::task::outcome::Report;
@@ -45,6 +46,105 @@ async fn claim_complete_writes_running_then_succeeded() {
     let again = lease::complete(&c, claimed.id, claimed.lease_token, &success).await;
     assert!(matches!(again, Err(LeaseError::Lost)));
     assert_eq!(event_types(&c, task.id).await.len(), 3);
+}
+
+/// One claim draws one fresh lease token for the tasks it takes (V32), and the next
+/// claim another; the events of a first attempt (written from constants) and of a later
+/// one (built) carry the same data shape.
+#[tokio::test]
+async fn a_claims_tasks_share_its_token_and_events_carry_attempt_and_route() {
+    let db = common::test_db().await;
+    let mut c = db.client().await;
+    let retried = submit_with(&c, "retried", serde_json::json!({}), |r| {
+        r.max_attempts = Some(2)
+    })
+    .await;
+    let other = submit(&c, "other", serde_json::json!({})).await;
+    let later = submit(&c, "later", serde_json::json!({})).await;
+    let both = claim(&c, 2).await;
+    assert_eq!(
+        both.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![retried.id, other.id]
+    );
+    assert_eq!(
+        both[0].lease_token, both[1].lease_token,
+        "one token a claim"
+    );
+    let third = claim_one(&c).await;
+    assert_eq!(third.id, later.id);
+    assert_ne!(
+        third.lease_token, both[0].lease_token,
+        "a fresh one the next"
+    );
+
+    let report = Report::Error {
+        code: "x".into(),
+        message: "boom".into(),
+        retryable: true,
+        retry_after: None,
+    };
+    lease::settle(
+        &mut c,
+        retried.id,
+        both[0].lease_token,
+        report,
+        &fast_backoff(),
+    )
+    .await
+    .unwrap();
+    make_due(&c, retried.id).await;
+    let again = claim_one(&c).await;
+    assert_eq!((again.id, again.attempt), (retried.id, 2));
+    assert_ne!(again.lease_token, both[0].lease_token);
+    let mut batch = vec![
+        Completion {
+            id: retried.id,
+            lease_token: again.lease_token,
+            success: Success::default(),
+        },
+        Completion {
+            id: other.id,
+            lease_token: both[1].lease_token,
+            success: Success::default(),
+        },
+    ];
+    batch.sort_by_key(|c| c.id);
+    let object = db.pool.get().await.unwrap();
+    let answers = complete_many(&object, &batch, None).await.unwrap().answers;
+    assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+
+    let data = |id| {
+        let c = &c;
+        async move {
+            c.query(
+                "SELECT type, data FROM tasklane.task_events
+                 WHERE task_id = $1 AND type IN ('task.running', 'task.succeeded') ORDER BY seq",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, serde_json::Value>(1)))
+            .collect::<Vec<_>>()
+        }
+    };
+    let running = |n: i64| {
+        (
+            "task.running".to_owned(),
+            serde_json::json!({"attempt": n, "route": "local"}),
+        )
+    };
+    let succeeded = |n: i64| {
+        (
+            "task.succeeded".to_owned(),
+            serde_json::json!({"attempt": n}),
+        )
+    };
+    assert_eq!(data(other.id).await, vec![running(1), succeeded(1)]);
+    assert_eq!(
+        data(retried.id).await,
+        vec![running(1), running(2), succeeded(2)]
+    );
 }
 
 #[tokio::test]
