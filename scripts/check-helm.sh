@@ -165,7 +165,7 @@ expect_fail() {
 }
 expect_fail "render fails without a database" --set database.url= --set database.existingSecret=
 expect_fail "render fails on config.claimBatch=0" --set config.claimBatch=0
-expect_fail "render fails on workers.config.claimBatch=101" --set workers.config.claimBatch=101
+expect_fail "render fails on workers.config.claimBatch=257" --set workers.config.claimBatch=257
 expect_fail "render fails on config.route=bogus" --set config.route=bogus
 # values.schema.json: a values file with a wrong type is refused, saying where.
 printf 'replicaCount: "three"\nconfig:\n  listenNotify: "yes"\n' >"$WORK/wrong-type.yaml"
@@ -490,7 +490,7 @@ check("values.schema.json: draft-07, closed at the top (a typo is refused)",
 check("values.schema.json: enums for route and service type, a pattern for roles, minimums",
       schema["properties"]["config"]["properties"]["route"]["enum"] == ["local", "external"]
       and "pattern" in schema["properties"]["config"]["properties"]["roles"]
-      and schema["properties"]["config"]["properties"]["claimBatch"]["maximum"] == 100
+      and schema["properties"]["config"]["properties"]["claimBatch"]["maximum"] == 256
       and schema["properties"]["replicaCount"]["minimum"] == 1)
 try:
     doc_lines = open(doc_path).read().splitlines()

@@ -108,8 +108,9 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_CONCURRENCY", default_value_t = 16)]
     pub concurrency: usize,
 
-    /// Most tasks one claim statement takes (1..=100).
-    #[arg(long, env = "TASKLANE_CLAIM_BATCH", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=100))]
+    /// Most tasks one claim statement takes (1..=256; a remote worker's claim takes
+    /// at most 100).
+    #[arg(long, env = "TASKLANE_CLAIM_BATCH", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub claim_batch: u16,
 
     /// Route served by this replica's in-process workers.

@@ -36,7 +36,13 @@ impl Tasklane {
         limit: i64,
     ) -> Result<Vec<ClaimedTask>, ServiceError> {
         bounds::key("worker_id", claimant.worker_id)?;
-        bounds::within("max", limit, &bounds::CLAIM_BATCH)?;
+        // A remote worker (it claims with its token's owner) takes at most the worker
+        // protocol's batch; the replica's own workers may take larger ones.
+        let batch = match owner {
+            Some(_) => &bounds::CLAIM_BATCH,
+            None => &bounds::IN_PROCESS_CLAIM_BATCH,
+        };
+        bounds::within("max", limit, batch)?;
         if task_types.is_empty() || task_types.len() > MAX_CLAIM_TYPES {
             return Err(bounds::Invalid::new("task_types", "must name 1 to 100 task types").into());
         }
@@ -66,7 +72,7 @@ impl Tasklane {
         task_types: &[String],
         limit: i64,
     ) -> Result<Vec<ClaimedTask>, ServiceError> {
-        bounds::within("max", limit, &bounds::CLAIM_BATCH)?;
+        bounds::within("max", limit, &bounds::IN_PROCESS_CLAIM_BATCH)?;
         let slots = if self.task_types.any_needs_slots(task_types) {
             Slots::Aware
         } else {

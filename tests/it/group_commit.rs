@@ -222,3 +222,56 @@ async fn completer_settles_a_batch_that_meets_an_attempt_row_one_by_one() {
     expected.sort();
     assert_eq!(outcomes, expected);
 }
+
+/// A replica's own workers may claim up to 256 tasks at once (`--claim-batch`), a
+/// remote worker (it claims as its token's owner) at most 100: the batch of 200 is
+/// claimed whole and settled in one group commit; the remote claim of 101 is refused
+/// and takes nothing.
+#[tokio::test]
+async fn an_in_process_claim_takes_up_to_256_a_remote_one_100() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    for n in 0..201 {
+        submit(&c, &format!("k{n}"), serde_json::json!({"n": n})).await;
+    }
+    let tasklane = common::service::tasklane(db.pool.clone(), [common::fixtures::task_type()]);
+    let types = [common::fixtures::TYPE.to_owned()];
+    let remote = tasklane
+        .claim(
+            &claimant(tasklane::task::Route::Local),
+            Some(&tasklane::store::query::Owner::app(APP)),
+            &types,
+            101,
+        )
+        .await;
+    assert!(
+        matches!(remote, Err(ServiceError::Invalid(_))),
+        "{remote:?}"
+    );
+    let over = tasklane
+        .claim(&claimant(tasklane::task::Route::Local), None, &types, 257)
+        .await;
+    assert!(matches!(over, Err(ServiceError::Invalid(_))), "{over:?}");
+    let claimed = tasklane
+        .claim(&claimant(tasklane::task::Route::Local), None, &types, 200)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 200);
+    let mut batch: Vec<Completion> = claimed
+        .iter()
+        .map(|t| done(t.id, t.lease_token, serde_json::json!("done")))
+        .collect();
+    batch.sort_by_key(|c| c.id);
+    let object = db.pool.get().await.unwrap();
+    let answers = complete_many(&object, &batch, None).await.unwrap().answers;
+    assert_eq!(answers.iter().filter(|a| a.is_ok()).count(), 200);
+    let left: i64 = c
+        .query_one(
+            "SELECT count(*) FROM tasklane.tasks WHERE state = 'queued'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 1);
+}

@@ -91,8 +91,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- range $name, $config := dict "config" .Values.config "workers.config" (mergeOverwrite (deepCopy .Values.config) .Values.workers.config) }}
 {{- $batch := int $config.claimBatch }}
-{{- if or (lt $batch 1) (gt $batch 100) }}
-{{- fail (printf "%s.claimBatch must be within 1..100, not %v" $name $config.claimBatch) }}
+{{- if or (lt $batch 1) (gt $batch 256) }}
+{{- fail (printf "%s.claimBatch must be within 1..256, not %v" $name $config.claimBatch) }}
 {{- end }}
 {{- if not (has (toString $config.route) (list "local" "external")) }}
 {{- fail (printf "%s.route must be local or external, not %v" $name $config.route) }}
