@@ -18,7 +18,8 @@ BEGIN
 -- Settles a batch of leased tasks as succeeded in one statement, each fenced on its own
 -- lease token, as tasklane.complete_tasks (V26, V27 say why each part has its shape),
 -- and claims the notifications it writes for the caller's deliverer (V31). A first
--- attempt's event data is a constant and its attempt row a plain insert (V32).
+-- attempt's event data is a constant, its attempt row a plain insert and the mirror
+-- trigger's setting set once (V32).
     WITH input AS (
         SELECT *
         FROM unnest(p_id, p_lease_token, p_result, p_usage_units, p_provider, p_model,
@@ -42,7 +43,11 @@ BEGIN
         DELETE FROM tasklane.task_queue q
         USING done d
         WHERE q.id = d.id
-        RETURNING set_config('tasklane.queue_written', 'on', true)
+        RETURNING q.id
+    ), written AS (
+        -- The mirror trigger's setting, once a statement (the answer joins it).
+        SELECT set_config('tasklane.queue_written', 'on', true) AS written
+        WHERE EXISTS (SELECT 1 FROM dequeued)
     ), notified AS (
         -- One notification per subscribed, enabled endpoint of the task's app, claimed
         -- for the caller unless it passed no token or the endpoint is busy there.
@@ -91,7 +96,8 @@ BEGIN
         ORDER BY app, coalesce(usage_subject, '')
         ON CONFLICT (app, usage_subject, day, stripe) DO UPDATE SET units = u.units + excluded.units
     )
-    SELECT d.id, d.lease_token, NULL::uuid, NULL::uuid, NULL::timestamptz FROM done d
+    SELECT d.id, d.lease_token, NULL::uuid, NULL::uuid, NULL::timestamptz
+    FROM done d LEFT JOIN written ON true
     UNION ALL
     SELECT n.task_id, NULL::uuid, n.id, n.endpoint_id, n.created_at
     FROM notified n
