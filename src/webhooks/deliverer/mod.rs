@@ -8,6 +8,7 @@
 //! hand-off (`webhooks::handoff`; their side here is `handed.rs`) and are sent the same way,
 //! without a claim statement.
 
+mod finished;
 mod handed;
 
 use std::collections::HashMap;
@@ -27,10 +28,11 @@ use super::guard::AddressGuard;
 use super::handoff::Inbox;
 use super::schedule::RetrySchedule;
 use super::sender::Sender;
-use super::window::{self, Window};
+use super::window::Window;
 use crate::store::outbox::{self, ClaimLimits, Claimed, Settlement, WEBHOOKS_CHANNEL};
 use crate::store::{self, TaskRecord};
 use crate::telemetry::Instruments;
+use finished::{finished, Done};
 use handed::{handed_next, released};
 
 /// How a replica delivers.
@@ -414,54 +416,6 @@ struct Round {
     claimed_at: tokio::time::Instant,
     /// Handed by this replica's settles, not claimed by the deliverer.
     handed: bool,
-}
-
-/// An attempt's end.
-struct Done {
-    endpoint_id: Uuid,
-    /// How long its request took, when one was sent.
-    took: Option<Duration>,
-    /// Its outcome, unless it was recorded already.
-    outcome: Option<Outcome>,
-    /// Its row was handed: its end does not count toward the next claim (the
-    /// deliverer claims for what its claims took; a wake-up says when more is due).
-    handed: bool,
-}
-
-/// How many endpoints' paces are kept; past it they are forgotten and learnt again.
-const PACES_KEPT: usize = 10_000;
-
-/// Books an attempt's end; whether it counts toward the next claim (it was claimed).
-fn finished(
-    done: Result<Done, tokio::task::JoinError>,
-    per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
-    paces: &mut HashMap<Uuid, Duration>,
-    outcomes: &mut Vec<Outcome>,
-) -> bool {
-    let Ok(Done {
-        endpoint_id,
-        took,
-        outcome,
-        handed,
-    }) = done
-    else {
-        return false;
-    };
-    if let Some(took) = took {
-        if paces.len() >= PACES_KEPT && !paces.contains_key(&endpoint_id) {
-            paces.clear();
-        }
-        let pace = window::pace(paces.get(&endpoint_id).copied(), took);
-        paces.insert(endpoint_id, pace);
-    }
-    outcomes.extend(outcome);
-    if let Some(entry) = per_endpoint.get_mut(&endpoint_id) {
-        entry.0 -= 1;
-        if entry.0 == 0 {
-            per_endpoint.remove(&endpoint_id);
-        }
-    }
-    !handed
 }
 
 /// Wakes the loop on every NOTIFY, and when the LISTEN (re)starts.
