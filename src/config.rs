@@ -117,8 +117,9 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_ROUTE", value_enum, default_value = "local")]
     pub route: RouteArg,
 
-    /// How often an idle claim loop polls when no wake-up arrives, in ms.
-    #[arg(long, env = "TASKLANE_POLL_INTERVAL_MS", default_value_t = 1000)]
+    /// How often an idle claim loop polls when no wake-up arrives, in ms. This and the
+    /// other intervals are at least 1: a loop with a zero interval never waits.
+    #[arg(long, env = "TASKLANE_POLL_INTERVAL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub poll_interval_ms: u64,
 
     /// LISTEN for other replicas' wake-ups (turn off behind PgBouncer in transaction mode).
@@ -130,16 +131,16 @@ pub struct ServeConfig {
     pub notify_debounce_ms: u64,
 
     /// How often the rescuer looks for expired leases, in ms.
-    #[arg(long, env = "TASKLANE_RESCUE_INTERVAL_MS", default_value_t = 1000)]
+    #[arg(long, env = "TASKLANE_RESCUE_INTERVAL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub rescue_interval_ms: u64,
 
     /// How often queue deadlines are swept, in ms.
-    #[arg(long, env = "TASKLANE_DEADLINE_INTERVAL_MS", default_value_t = 1000)]
+    #[arg(long, env = "TASKLANE_DEADLINE_INTERVAL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub deadline_interval_ms: u64,
 
     /// How often the pruning sweep looks for released tasks past their retention, in ms
     /// (it runs again at once while passes come back full).
-    #[arg(long, env = "TASKLANE_PRUNE_INTERVAL_MS", default_value_t = 10_000)]
+    #[arg(long, env = "TASKLANE_PRUNE_INTERVAL_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub prune_interval_ms: u64,
 
     /// Most tasks one pruning pass deletes (1..=10000).
@@ -151,7 +152,7 @@ pub struct ServeConfig {
     pub retention_seconds: u64,
 
     /// A replica is presumed dead this long after its last registry heartbeat.
-    #[arg(long, env = "TASKLANE_REPLICA_TTL_SECONDS", default_value_t = 15)]
+    #[arg(long, env = "TASKLANE_REPLICA_TTL_SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
     pub replica_ttl_seconds: u64,
 
     /// On SIGTERM, how long running attempts may finish before their leases are handed back.

@@ -15,6 +15,24 @@
 
 use tokio::sync::mpsc;
 
+/// A queue to take items from without waiting: either kind of tokio mpsc receiver.
+pub trait Queue<T> {
+    /// The next item if one is queued now.
+    fn try_take(&mut self) -> Option<T>;
+}
+
+impl<T> Queue<T> for mpsc::UnboundedReceiver<T> {
+    fn try_take(&mut self) -> Option<T> {
+        self.try_recv().ok()
+    }
+}
+
+impl<T> Queue<T> for mpsc::Receiver<T> {
+    fn try_take(&mut self) -> Option<T> {
+        self.try_recv().ok()
+    }
+}
+
 /// Most yields one gathering makes. Each can last a pass over the runtime's ready
 /// tasks, and a steady trickle adding an item or two a yield would otherwise hold the
 /// batch (and the slots of the attempts waiting on it) for up to `max` passes.
@@ -23,7 +41,7 @@ pub const MAX_YIELDS: usize = 4;
 /// Moves into `batch`, up to `max` in all, what `queue` holds now, then yields to the
 /// runtime and takes more, until a yield adds nothing, `batch` is full or
 /// [`MAX_YIELDS`] yields are made.
-pub async fn ready<T>(queue: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>, max: usize) {
+pub async fn ready<T>(queue: &mut impl Queue<T>, batch: &mut Vec<T>, max: usize) {
     take(queue, batch, max);
     for _ in 0..MAX_YIELDS {
         if batch.len() >= max {
@@ -39,11 +57,11 @@ pub async fn ready<T>(queue: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>
 }
 
 /// Moves into `batch`, up to `max` in all, what `queue` holds now.
-fn take<T>(queue: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>, max: usize) {
+fn take<T>(queue: &mut impl Queue<T>, batch: &mut Vec<T>, max: usize) {
     while batch.len() < max {
-        match queue.try_recv() {
-            Ok(item) => batch.push(item),
-            Err(_) => return,
+        match queue.try_take() {
+            Some(item) => batch.push(item),
+            None => return,
         }
     }
 }

@@ -117,6 +117,17 @@ impl Fleet {
     }
 
     fn stop_all(&mut self) {
+        if self.children.is_empty() {
+            return;
+        }
+        // Every run that starts a fleet says how much memory its replicas peaked at, so
+        // a runaway shows in any benchmark's output, not only when the kernel steps in.
+        let peaks: Vec<String> = self
+            .memory()
+            .iter()
+            .map(|m| format!("{:.0}", m.peak_rss_mib))
+            .collect();
+        eprintln!("fleet: replicas' peak RSS {} MiB", peaks.join(", "));
         for child in &self.children {
             let _ = Command::new("kill")
                 .args(["-TERM", &child.id().to_string()])

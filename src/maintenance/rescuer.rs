@@ -35,7 +35,7 @@ impl Rescuer {
     }
 }
 
-/// Recovers one batch of `lost` in its own transaction; returns how many were selected.
+/// Recovers one batch of `lost` in its own transaction; returns how many tasks it moved.
 pub async fn rescue(
     pool: &deadpool_postgres::Pool,
     lost: &Lost<'_>,
@@ -44,9 +44,9 @@ pub async fn rescue(
     let mut object = pool.get().await.context("connection for recovery")?;
     let client: &mut tokio_postgres::Client = &mut object;
     let tx = client.transaction().await?;
-    let selected = recover::recover(&tx, lost, limit)
+    let moved = recover::recover(&tx, lost, limit)
         .await
         .context("recover lost tasks")?;
     tx.commit().await?;
-    Ok(selected)
+    Ok(moved)
 }

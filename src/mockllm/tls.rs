@@ -26,7 +26,8 @@ pub(super) fn acceptor(
 }
 
 /// Accepts until `stop`; a failed handshake (an untrusting client) ends only its
-/// connection.
+/// connection. A failed accept (out of file descriptors) is retried after a pause, as
+/// axum's own loop does: it would fail again at once.
 pub(super) async fn serve(
     listener: tokio::net::TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
@@ -37,7 +38,12 @@ pub(super) async fn serve(
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
-                Err(_) => continue,
+                Err(_) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => continue,
+                        _ = stop.cancelled() => return,
+                    }
+                }
             },
             _ = stop.cancelled() => return,
         };

@@ -18,6 +18,11 @@
 //! end to end over HTTP, 64 clients flat out, 2 groups made about twice the submits/s
 //! of one statement each, and a lower p99 at 1,000/s (benches/RESULTS.md, "2026-12-02").
 //!
+//! The queue is bounded ([`Coalescer::QUEUED`]): when the database stalls, submits wait
+//! for room instead of piling up, and a submit whose caller has gone (a client that
+//! disconnected) is dropped unwritten when its group has its connection: it was never
+//! answered, so it was never acknowledged.
+//!
 //! Items are independent: a group's statement that fails as a whole (a deadlock with
 //! another batch, any unexpected error) rolled back everything of it, and each of its
 //! items is then submitted alone, so one item's error cannot fail another.
@@ -41,7 +46,7 @@ struct Pending {
 /// The handle submits go through; cloning shares the queue.
 #[derive(Clone)]
 pub struct Coalescer {
-    queue: mpsc::UnboundedSender<Pending>,
+    queue: mpsc::Sender<Pending>,
 }
 
 impl Coalescer {
@@ -49,11 +54,15 @@ impl Coalescer {
     /// group holds more owner locks for longer.
     pub const MAX_GROUP: usize = 64;
 
+    /// Most submits waiting for a group: sixteen full groups. Beyond that a submit waits
+    /// for room.
+    pub const QUEUED: usize = 16 * Coalescer::MAX_GROUP;
+
     /// Starts the gathering loop on the current runtime, writing at most `groups` (at
     /// least 1) groups at once, each on a connection of `pool`; it ends when every handle
     /// is dropped.
     pub fn start(pool: deadpool_postgres::Pool, groups: usize) -> Self {
-        let (queue, waiting) = mpsc::unbounded_channel();
+        let (queue, waiting) = mpsc::channel(Coalescer::QUEUED);
         tokio::spawn(gather(pool, groups.max(1), waiting));
         Coalescer { queue }
     }
@@ -64,6 +73,7 @@ impl Coalescer {
         let (answer, answered) = oneshot::channel();
         self.queue
             .send(Pending { id, task, answer })
+            .await
             .map_err(|_| ServiceError::Pool("submits are shutting down".into()))?;
         answered
             .await
@@ -76,7 +86,7 @@ impl Coalescer {
 async fn gather(
     pool: deadpool_postgres::Pool,
     groups: usize,
-    mut waiting: mpsc::UnboundedReceiver<Pending>,
+    mut waiting: mpsc::Receiver<Pending>,
 ) {
     let flushers = Arc::new(Semaphore::new(groups));
     loop {
@@ -99,7 +109,7 @@ async fn gather(
 }
 
 /// Writes one group and answers each of its submits.
-async fn write(pool: &deadpool_postgres::Pool, group: Vec<Pending>) {
+async fn write(pool: &deadpool_postgres::Pool, mut group: Vec<Pending>) {
     let client = match pool.get().await {
         Ok(client) => client,
         Err(error) => {
@@ -113,6 +123,8 @@ async fn write(pool: &deadpool_postgres::Pool, group: Vec<Pending>) {
             return;
         }
     };
+    // Only now: waiting for the connection is when callers give up.
+    group.retain(|pending| !pending.answer.is_closed());
     if group.len() > 1 {
         let items: Vec<_> = group.iter().map(|p| (p.id, &p.task)).collect();
         match submit_batch::submit_many(&client, &items).await {

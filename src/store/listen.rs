@@ -39,6 +39,11 @@ pub async fn listen<L: Listener>(
     }
 }
 
+/// How many messages may wait between a connection's driver and its listener. The
+/// listener only hands each one on, so a full channel means it is behind: the driver
+/// then waits, and PostgreSQL keeps the rest in the socket's buffers.
+const MESSAGES_IN_FLIGHT: usize = 64;
+
 async fn listen_once<L: Listener>(
     database_url: &str,
     channel: &str,
@@ -47,11 +52,18 @@ async fn listen_once<L: Listener>(
     let (client, mut connection) = super::connect::Database::from_url(database_url)?
         .connect_with_driver()
         .await?;
-    let (messages_tx, mut messages) = tokio::sync::mpsc::unbounded_channel();
+    let (messages_tx, mut messages) = tokio::sync::mpsc::channel(MESSAGES_IN_FLIGHT);
+    // The driver hands on messages until the first error or the end of the stream, and
+    // then stops: a broken connection is not guaranteed to end its stream. Over TLS,
+    // once the server is gone, every later poll fails at once (rustls reports the
+    // missing close_notify on each read), so a driver that forwarded errors until the
+    // listener hung up spun without yielding and queued errors without bound.
+    // Reconnecting is `listen`'s job alone.
     let driver = tokio::spawn(async move {
         let mut stream = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = stream.next().await {
-            if messages_tx.send(message).is_err() {
+            let failed = message.is_err();
+            if messages_tx.send(message).await.is_err() || failed {
                 break;
             }
         }

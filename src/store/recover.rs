@@ -26,8 +26,9 @@ pub enum Lost<'a> {
 }
 
 /// Recovers up to `limit` lost tasks in the caller's transaction (the selection locks
-/// the rows until it ends). Returns how many rows were selected, so a caller can keep
-/// going while batches come back full.
+/// the rows until it ends). Returns how many tasks it moved, so a caller can keep going
+/// while batches come back full: a row selected but left as it was is not counted, or
+/// a caller would select it again at once, for ever.
 pub async fn recover<C: GenericClient + Sync>(
     tx: &C,
     lost: &Lost<'_>,
@@ -56,7 +57,6 @@ pub async fn recover<C: GenericClient + Sync>(
             LostBecause::ServerRestarted,
         ),
     };
-    let selected = rows.len();
     let mut ids = Vec::new();
     let mut states = Vec::new();
     let mut codes: Vec<Option<&str>> = Vec::new();
@@ -78,6 +78,7 @@ pub async fn recover<C: GenericClient + Sync>(
         codes.push(recovery.code);
         keep.push(recovery.keep_snapshot);
     }
+    let moved = ids.len();
     if !ids.is_empty() {
         // The attempt each leased task loses ends with this code, whatever becomes of
         // the task (requeued, failed, or its requested cancel honoured).
@@ -88,7 +89,7 @@ pub async fn recover<C: GenericClient + Sync>(
         )
         .await?;
     }
-    Ok(selected)
+    Ok(moved)
 }
 
 fn decide(row: &Row, because: LostBecause) -> Result<(Uuid, TaskState, RestartDecision), DbError> {

@@ -247,6 +247,7 @@ pub mod fixtures;
 pub mod in_process;
 pub mod serve;
 pub mod service;
+pub mod tls_cluster;
 pub mod wait;
 
 pub use wait::eventually;

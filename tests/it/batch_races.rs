@@ -273,3 +273,45 @@ async fn more_submit_groups_than_connections_are_refused_at_start() {
         .get(0);
     assert_eq!(schemas, 0, "the tasklane schema was created");
 }
+
+/// A submit whose caller gives up while it waits for its group (a client that
+/// disconnected) is not written: it was never answered, so nothing was acknowledged.
+/// The one flusher waits for the pool's only connection, which the test holds, so the
+/// second submit is still waiting when it is dropped; on this current-thread runtime
+/// the yields run each spawned submit until it waits for its answer.
+#[tokio::test(flavor = "current_thread")]
+async fn a_submit_dropped_while_queued_is_not_written() {
+    use tasklane::service::Owner;
+    let db = common::test_db().await;
+    let pool = common::pool(&db.url, 1);
+    let service = common::service::tasklane(pool.clone(), [task_type()]).with_submit_coalescing(1);
+    let held = pool.get().await.unwrap();
+    let submit = |key: &'static str| {
+        let service = service.clone();
+        tokio::spawn(async move {
+            service
+                .submit(&Owner::app(APP), &request(key, serde_json::json!({})))
+                .await
+        })
+    };
+    let first = submit("kept");
+    let dropped = submit("dropped");
+    for _ in 0..3 {
+        tokio::task::yield_now().await;
+    }
+    dropped.abort();
+    assert!(dropped.await.unwrap_err().is_cancelled());
+    drop(held);
+    first.await.unwrap().expect("the first submit is written");
+    // The dropped submit's group goes after the first's; one more submit behind it
+    // proves that group was taken (the one flusher took them in order).
+    let after = submit("after");
+    after.await.unwrap().expect("a later submit is written");
+    let c = db.client().await;
+    let keys = common::fixtures::count(
+        &c,
+        "SELECT count(*) FROM tasklane.tasks WHERE effect_key = 'dropped'",
+    )
+    .await;
+    assert_eq!(keys, 0, "a submit nobody waits for was written");
+}

@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::serve::{binary, Options, Serve};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-use tasklane::devdb::{ClusterOptions, PrivateCluster};
+use common::tls_cluster;
+use tasklane::devdb::PrivateCluster;
 use tasklane::store::connect::{self, Database};
 
 /// A password no message may repeat (the cluster trusts, so it is never checked).
@@ -38,28 +38,9 @@ fn tls() -> &'static Tls {
 }
 
 fn start() -> anyhow::Result<Tls> {
-    let ca = ca("tasklane test CA")?;
-    let other = ca_pem("some other CA")?;
-    let key = KeyPair::generate()?;
-    let cert = CertificateParams::new(vec!["localhost".to_owned()])?.signed_by(&key, &ca)?;
-    let options = ClusterOptions {
-        settings: [
-            ("ssl", "on"),
-            ("ssl_cert_file", "server.crt"),
-            ("ssl_key_file", "server.key"),
-        ]
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .to_vec(),
-        files: vec![
-            ("server.crt".into(), cert.pem().into_bytes()),
-            ("server.key".into(), key.serialize_pem().into_bytes()),
-        ],
-        // TCP only with TLS; the socket stays open for nothing here but pg_ctl.
-        hba: Some("local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n".into()),
-    };
-    let cluster = PrivateCluster::start_with(&options)?;
-    let port = cluster.url().rsplit(':').next().unwrap();
-    let port: u16 = port.split('/').next().unwrap().parse()?;
+    let ca = tls_cluster::ca("tasklane test CA")?;
+    let other = tls_cluster::ca("some other CA")?.pem();
+    let cluster = PrivateCluster::start_with(&tls_cluster::options(&ca)?)?;
     let write = |name: &str, pem: &str| -> anyhow::Result<PathBuf> {
         let path = cluster.dir().join(name);
         std::fs::write(&path, pem)?;
@@ -68,22 +49,9 @@ fn start() -> anyhow::Result<Tls> {
     Ok(Tls {
         ca: write("ca.pem", &ca.pem())?,
         other_ca: write("other-ca.pem", &other)?,
-        port,
+        port: tls_cluster::port(&cluster),
         _cluster: cluster,
     })
-}
-
-fn ca(name: &str) -> anyhow::Result<CertifiedIssuer<'static, KeyPair>> {
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    Ok(CertifiedIssuer::self_signed(params, KeyPair::generate()?)?)
-}
-
-fn ca_pem(name: &str) -> anyhow::Result<String> {
-    Ok(ca(name)?.pem())
 }
 
 /// A URL to `database` on `host` with `query` (sslmode and friends).
