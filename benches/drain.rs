@@ -13,6 +13,7 @@ mod common;
 use tasklane::load::drain;
 use tasklane::load::fleet::Fleet;
 use tasklane::load::stats::Repeated;
+use tasklane::load::wal::WalUse;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -38,6 +39,8 @@ async fn main() -> anyhow::Result<()> {
     let mut details = Vec::new();
     let peers_on = common::peers::available();
     let mut peers: Vec<Vec<f64>> = vec![Vec::new(); common::peers::Peer::ALL.len()];
+    let mut peer_wal: Vec<Vec<WalUse>> = vec![Vec::new(); common::peers::Peer::ALL.len()];
+    let mut drain_wal: Vec<Vec<WalUse>> = vec![Vec::new(); max_replicas];
     for run in 1..=runs {
         let (name, url) = bench.fresh_db().await?;
         let b1 = common::pgbench::run(&url, "claim_one", 300_000, 4, 8).await?;
@@ -59,20 +62,23 @@ async fn main() -> anyhow::Result<()> {
             let drained = common::peers::drain(peer, &url, tasks).await?;
             bench.drop_db(&name).await?;
             println!(
-                "run {run}: {} {:.0} jobs/s ({:.0}% of claim-50)",
+                "run {run}: {} {:.0} jobs/s ({:.0}% of claim-50), {}",
                 peer.name(),
                 drained.jobs_per_second,
-                100.0 * drained.jobs_per_second / b50.jobs_per_second
+                100.0 * drained.jobs_per_second / b50.jobs_per_second,
+                drained.wal.unwrap_or_default(),
             );
             peers[i].push(drained.jobs_per_second);
+            peer_wal[i].push(drained.wal.unwrap_or_default());
             details.push(serde_json::json!({"run": run, "peer": drained}));
         }
         for replicas in 1..=max_replicas {
             let (name, url) = bench.fresh_db().await?;
             let mut client = common::connect(&url).await?;
             let fleet = Fleet::start(&bench.fleet(&url, replicas, &serve_args), &client).await?;
-            let drained = drain::drain(&mut client, &fleet, "drain", tasks).await?;
+            let mut drained = drain::drain(&mut client, &fleet, "drain", tasks).await?;
             fleet.stop();
+            let wal = drained.finish_wal(&client).await?;
             bench.drop_db(&name).await?;
             anyhow::ensure!(
                 drained.broken == 0,
@@ -89,7 +95,9 @@ async fn main() -> anyhow::Result<()> {
                 drained.replica_cpu_ms_per_task,
                 drained.postgres_cpu_ms_per_task,
             );
+            println!("run {run}: {replicas} replica(s) {wal}");
             drains[replicas - 1].push(drained.tasks_per_second);
+            drain_wal[replicas - 1].push(wal);
             details.push(serde_json::json!({"run": run, "baseline_claim_50": b50.jobs_per_second, "drain": drained}));
         }
     }
@@ -97,22 +105,25 @@ async fn main() -> anyhow::Result<()> {
     let fifty = Repeated::of(fifty, true);
     let own_sql = Repeated::of(own_sql, true);
     println!();
-    println!("| figure | best | spread | ratio to claim-50 (same run's best) |");
-    println!("|---|---|---|---|");
+    println!("| figure | best | median | spread | ratio to claim-50 (same run's best) |");
+    println!("|---|---|---|---|---|");
     println!(
-        "| pgbench claim-one/complete-one | {:.0} jobs/s | {:.0}% | {:.2} |",
+        "| pgbench claim-one/complete-one | {:.0} jobs/s | {:.0} | {:.0}% | {:.2} |",
         one.best,
+        one.median(),
         one.spread() * 100.0,
         one.best / fifty.best
     );
     println!(
-        "| pgbench claim-50/complete-50 | {:.0} jobs/s | {:.0}% | 1.00 |",
+        "| pgbench claim-50/complete-50 | {:.0} jobs/s | {:.0} | {:.0}% | 1.00 |",
         fifty.best,
+        fifty.median(),
         fifty.spread() * 100.0
     );
     println!(
-        "| pgbench tasklane's own claim/settle SQL, x100 | {:.0} tasks/s | {:.0}% | {:.2} |",
+        "| pgbench tasklane's own claim/settle SQL, x100 | {:.0} tasks/s | {:.0} | {:.0}% | {:.2} |",
         own_sql.best,
+        own_sql.median(),
         own_sql.spread() * 100.0,
         own_sql.best / fifty.best
     );
@@ -123,9 +134,10 @@ async fn main() -> anyhow::Result<()> {
         }
         let r = Repeated::of(runs, true);
         println!(
-            "| {} | {:.0} jobs/s | {:.0}% | {:.2} |",
+            "| {} | {:.0} jobs/s | {:.0} | {:.0}% | {:.2} |",
             peer.name(),
             r.best,
+            r.median(),
             r.spread() * 100.0,
             r.best / fifty.best
         );
@@ -135,22 +147,52 @@ async fn main() -> anyhow::Result<()> {
     for (i, runs) in drains.into_iter().enumerate() {
         let r = Repeated::of(runs, true);
         println!(
-            "| drain, {} replica(s) | {:.0} tasks/s | {:.0}% | {:.2} |",
+            "| drain, {} replica(s) | {:.0} tasks/s | {:.0} | {:.0}% | {:.2} |",
             i + 1,
             r.best,
+            r.median(),
             r.spread() * 100.0,
             r.best / fifty.best
         );
         if i == 0 {
             for (peer, p) in &peer_summary {
                 println!(
-                    "|   tasklane, 1 replica ÷ {} | {:.2} | | |",
+                    "|   tasklane, 1 replica ÷ {} | {:.2} (best ÷ best) | {:.2} (median ÷ median) | | |",
                     peer.name(),
-                    r.best / p.best
+                    r.best / p.best,
+                    r.median() / p.median()
                 );
             }
         }
         summary.push(serde_json::json!({"replicas": i + 1, "tasks_per_second": r}));
+    }
+    println!();
+    println!("| system (median of runs) | WAL bytes/task | WAL records/task | FPI/task | WAL flushes/1,000 | commits/1,000 |");
+    println!("|---|---|---|---|---|---|");
+    let wal_rows = common::peers::Peer::ALL
+        .iter()
+        .map(|p| p.name().to_owned())
+        .zip(peer_wal)
+        .chain(
+            drain_wal
+                .into_iter()
+                .enumerate()
+                .map(|(i, w)| (format!("tasklane drain, {} replica(s)", i + 1), w)),
+        );
+    for (name, runs) in wal_rows {
+        if runs.is_empty() {
+            continue;
+        }
+        let median =
+            |f: fn(&WalUse) -> f64| Repeated::of(runs.iter().map(f).collect(), false).median();
+        println!(
+            "| {name} | {:.0} | {:.1} | {:.3} | {:.1} | {:.1} |",
+            median(|w| w.wal_bytes_per_task),
+            median(|w| w.wal_records_per_task),
+            median(|w| w.full_page_images_per_task),
+            median(|w| w.flushes_per_1000_tasks),
+            median(|w| w.commits_per_1000_tasks),
+        );
     }
     common::write_json(
         "drain",

@@ -5,8 +5,10 @@
 //! written.
 //!
 //! A benchmark never touches a test's database or a shared server: it starts its own
-//! throwaway cluster (`tasklane::devdb`, fsync off) unless `BENCH_DATABASE_URL` names a
-//! server to create its databases on.
+//! throwaway cluster (`tasklane::devdb`) unless `BENCH_DATABASE_URL` names a server to
+//! create its databases on. That cluster keeps PostgreSQL's durability defaults (fsync,
+//! full-page writes, synchronous commit on), as users run it; `BENCH_DURABILITY=off`
+//! switches them off for studies, and every result then says so.
 
 #![allow(dead_code)] // each bench binary uses a different part
 
@@ -30,7 +32,11 @@ pub struct Bench {
 impl Bench {
     pub async fn start() -> anyhow::Result<Bench> {
         let url = std::env::var("BENCH_DATABASE_URL").ok();
-        let server = devdb::resolve_server(url.as_deref()).await?;
+        let options = devdb::ClusterOptions {
+            durable: durable(),
+            ..devdb::ClusterOptions::default()
+        };
+        let server = devdb::resolve_server_with(url.as_deref(), &options).await?;
         let bin = std::env::var_os("BENCH_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tasklane")));
@@ -102,10 +108,20 @@ impl Bench {
         }
     }
 
-    /// `SHOW`s of the server settings that matter for these figures.
+    /// `SHOW`s of the server settings that matter for these figures, after a label that
+    /// says whether the server is durable (the headline figures must be).
     pub async fn settings(&self) -> anyhow::Result<String> {
         let client = connect(self.server.url()).await?;
-        let mut out = Vec::new();
+        let mut on = 0;
+        for name in ["fsync", "synchronous_commit", "full_page_writes"] {
+            let row = client.query_one(&format!("SHOW {name}"), &[]).await?;
+            on += usize::from(row.get::<_, String>(0) == "on");
+        }
+        let mut out = vec![if on == 3 {
+            "DURABLE".to_owned()
+        } else {
+            "DURABILITY OFF (a study, not a headline figure)".to_owned()
+        }];
         for name in [
             "server_version",
             "fsync",
@@ -133,6 +149,12 @@ pub async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
         .context("connect")?;
     tokio::spawn(connection);
     Ok(client)
+}
+
+/// Whether the private cluster keeps PostgreSQL's durability defaults: yes unless
+/// `BENCH_DURABILITY=off`.
+pub fn durable() -> bool {
+    std::env::var("BENCH_DURABILITY").as_deref() != Ok("off")
 }
 
 /// How many times each figure is measured (`BENCH_RUNS`, default 3).

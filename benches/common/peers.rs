@@ -5,8 +5,11 @@
 //! a run without them says how to install them and reports tasklane alone.
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 
 use anyhow::Context;
+use tasklane::load::wal::{Counters, WalUse};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 /// A peer system and how it is driven.
 #[derive(Debug, Clone, Copy)]
@@ -37,7 +40,7 @@ impl Peer {
     }
 }
 
-/// One peer drain, as its script printed it.
+/// One peer drain, as its script printed it, with what it wrote to the WAL.
 #[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
 pub struct PeerRun {
     pub system: String,
@@ -45,6 +48,9 @@ pub struct PeerRun {
     pub seconds: f64,
     pub jobs_per_second: f64,
     pub enqueue_per_second: f64,
+    /// Measured here, not printed by the script.
+    #[serde(skip_deserializing, default)]
+    pub wal: Option<WalUse>,
 }
 
 fn dir() -> PathBuf {
@@ -66,35 +72,51 @@ pub fn available() -> bool {
     true
 }
 
-/// Drains `jobs` no-op jobs with `peer` on the (fresh) database at `url`.
+/// Drains `jobs` no-op jobs with `peer` on the (fresh) database at `url`, sampling the
+/// WAL counters (after a checkpoint) between the script's enqueue and its drain, and
+/// again once its sessions have left.
 pub async fn drain(peer: Peer, url: &str, jobs: i64) -> anyhow::Result<PeerRun> {
     let (script, args) = peer.script();
-    let output = tokio::process::Command::new(dir().join("node_modules/.bin/node"))
+    let mut child = tokio::process::Command::new(dir().join("node_modules/.bin/node"))
         .arg(dir().join(script))
         .arg(url)
         .arg(jobs.to_string())
         .args(args)
         .current_dir(dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .output()
-        .await
+        .spawn()
         .with_context(|| format!("run {script}"))?;
+    let client = super::connect(url).await?;
+    let mut stdin = child.stdin.take().context("the script's stdin")?;
+    let mut lines = BufReader::new(child.stdout.take().context("the script's stdout")?).lines();
+    let mut wal_start = None;
+    let mut result = None;
+    while let Some(line) = lines.next_line().await? {
+        if line.trim() == "queued" {
+            wal_start = Some(Counters::start(&client).await?);
+            stdin.write_all(b"go\n").await?;
+            stdin.flush().await?;
+        } else if line.starts_with('{') {
+            result = Some(line);
+        }
+    }
+    let output = child.wait_with_output().await?;
     anyhow::ensure!(
         output.status.success(),
         "{script} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .with_context(|| format!("{script} printed no result: {stdout}"))?;
-    let run: PeerRun = serde_json::from_str(line)?;
+    let line = result.with_context(|| format!("{script} printed no result"))?;
+    let mut run: PeerRun = serde_json::from_str(&line)?;
     anyhow::ensure!(
         run.jobs == jobs,
         "{script} drained {} of {jobs} jobs",
         run.jobs
     );
+    let wal_start = wal_start.with_context(|| format!("{script} never said \"queued\""))?;
+    run.wal = Some(wal_start.finish(&client, jobs).await?);
     Ok(run)
 }

@@ -1,9 +1,23 @@
 // Graphile Worker's drain in its fastest mode (a local queue and batched completion):
 // `node graphile.mjs DATABASE_URL JOBS CONCURRENCY LOCAL_QUEUE` enqueues JOBS no-op jobs
-// with addJobs (in chunks of 1,000), then times a worker pool from its start until the
-// last job is gone from the table, and prints one JSON line.
+// with addJobs (in chunks of 1,000), says "queued" and waits for "go" on stdin, then
+// times a worker pool from its start until the last job is gone from the table, and
+// prints one JSON line.
 import { run, makeWorkerUtils, Logger } from "graphile-worker";
 import pg from "pg";
+import { createInterface } from "node:readline";
+
+// Between the enqueue and the drain the bench samples the server's WAL counters: say
+// "queued" and wait for "go" on standard input.
+async function queued() {
+  console.log("queued");
+  const lines = createInterface({ input: process.stdin });
+  for await (const line of lines) {
+    if (line.trim() === "go") break;
+  }
+  lines.close();
+  process.stdin.destroy();
+}
 
 const [url, jobsArg, concurrencyArg, localQueueArg] = process.argv.slice(2);
 const jobs = Number(jobsArg ?? 50000);
@@ -21,6 +35,7 @@ for (let done = 0; done < jobs; done += 1000) {
 }
 const enqueueSeconds = (performance.now() - enqueueStarted) / 1000;
 await utils.release();
+await queued();
 
 const pool = new pg.Pool({ connectionString: url, max: concurrency + 4 });
 pool.on("error", (e) => console.error(e));

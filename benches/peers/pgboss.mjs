@@ -1,8 +1,22 @@
 // pg-boss's drain with batched fetch: `node pgboss.mjs DATABASE_URL JOBS BATCH WORKERS`
-// inserts JOBS no-op jobs (insert, in chunks of 1,000), then times `work` handlers taking
-// BATCH jobs per fetch (WORKERS of them, fetching continuously while batches come back
-// full) until every job is completed, and prints one JSON line.
+// inserts JOBS no-op jobs (insert, in chunks of 1,000), says "queued" and waits for "go"
+// on stdin, then times `work` handlers taking BATCH jobs per fetch (WORKERS of them,
+// fetching continuously while batches come back full) until every job is completed, and
+// prints one JSON line.
 import { PgBoss } from "pg-boss";
+import { createInterface } from "node:readline";
+
+// Between the enqueue and the drain the bench samples the server's WAL counters: say
+// "queued" and wait for "go" on standard input.
+async function queued() {
+  console.log("queued");
+  const lines = createInterface({ input: process.stdin });
+  for await (const line of lines) {
+    if (line.trim() === "go") break;
+  }
+  lines.close();
+  process.stdin.destroy();
+}
 
 const [url, jobsArg, batchArg, workersArg] = process.argv.slice(2);
 const jobs = Number(jobsArg ?? 50000);
@@ -19,6 +33,7 @@ for (let done = 0; done < jobs; done += 1000) {
   await boss.insert("noop", Array.from({ length: n }, () => ({ data: {} })));
 }
 const enqueueSeconds = (performance.now() - enqueueStarted) / 1000;
+await queued();
 
 let completed = 0;
 let allDone;

@@ -17,7 +17,8 @@
 //!
 //! [`databases`] adds what tests need on top of any server: a migrated template
 //! database built once per schema and cheap copies of it per test; [`sweep`] removes
-//! copies left behind by crashed runs and templates of old schemas (STYLE.md item 10).
+//! copies left behind by crashed runs and templates of old schemas, so nothing a
+//! crashed run made outlives it.
 
 mod cluster;
 mod databases;
@@ -78,6 +79,14 @@ impl Server {
 /// private cluster. Falling back instead of failing keeps `cargo test` working on a
 /// laptop with a stale `DATABASE_URL`; the warning says so.
 pub async fn resolve_server(database_url: Option<&str>) -> anyhow::Result<Server> {
+    resolve_server_with(database_url, &ClusterOptions::default()).await
+}
+
+/// [`resolve_server`], with `options` for the private cluster it may start.
+pub async fn resolve_server_with(
+    database_url: Option<&str>,
+    options: &ClusterOptions,
+) -> anyhow::Result<Server> {
     if let Some(url) = database_url.map(str::trim).filter(|u| !u.is_empty()) {
         match check_reachable(url).await {
             Ok(()) => {
@@ -92,7 +101,8 @@ pub async fn resolve_server(database_url: Option<&str>) -> anyhow::Result<Server
             ),
         }
     }
-    let cluster = tokio::task::spawn_blocking(PrivateCluster::start)
+    let options = options.clone();
+    let cluster = tokio::task::spawn_blocking(move || PrivateCluster::start_with(&options))
         .await
         .context("private cluster start task")??;
     Ok(Server::Private(cluster))

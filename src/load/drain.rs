@@ -13,6 +13,7 @@ use tokio_postgres::Client;
 
 use super::cpu::Backends;
 use super::fleet::{Fleet, Memory};
+use super::wal::{Counters, WalUse};
 use crate::store;
 
 /// What one drain measured.
@@ -31,6 +32,22 @@ pub struct Drained {
     /// backends of this database (where the cores went; only on the same machine).
     pub replica_cpu_ms_per_task: f64,
     pub postgres_cpu_ms_per_task: f64,
+    /// WAL and commits per task, once [`Drained::finish_wal`] has read them.
+    pub wal: Option<WalUse>,
+    /// The counters at the drain's start (after the backlog was queued and a
+    /// checkpoint taken).
+    #[serde(skip)]
+    pub wal_start: Counters,
+}
+
+impl Drained {
+    /// Reads what the drain wrote to the WAL and committed, per task. Call it once the
+    /// fleet has stopped: a session's counters are complete when it has exited.
+    pub async fn finish_wal(&mut self, client: &Client) -> anyhow::Result<WalUse> {
+        let wal = self.wal_start.finish(client, self.tasks).await?;
+        self.wal = Some(wal);
+        Ok(wal)
+    }
 }
 
 /// Queues `count` tasks of `task_type` for `app` in one statement (see
@@ -81,8 +98,10 @@ pub async fn pending(client: &Client, app: &str) -> anyhow::Result<bool> {
     Ok(store::load::pending(client, app).await?)
 }
 
-/// Queues `count` noop tasks for `app` in one transaction that also wakes the fleet
-/// (NOTIFY), waits until all have finished, and checks them. `fleet` is already idle.
+/// Queues `count` noop tasks for `app` while the type is paused, takes a checkpoint and
+/// samples the WAL counters, then resumes the type and wakes the fleet (NOTIFY) in one
+/// transaction, waits until all have finished, and checks them. `fleet` is already
+/// idle. The drain's WAL and commits are read by [`Drained::finish_wal`].
 pub async fn drain(
     client: &mut Client,
     fleet: &Fleet,
@@ -92,11 +111,16 @@ pub async fn drain(
     let replica_cpu_before = fleet.total_cpu_seconds();
     let backends_before = Backends::read(client).await?;
     let tx = client.transaction().await?;
+    store::limits::set_paused(&tx, "noop", true).await?;
     enqueue(&tx, app, "noop", count, &serde_json::json!({})).await?;
     // Statistics as autovacuum would have them within a minute (it counts our own
     // uncommitted rows): planned against an "empty" table, the claim sorts the whole
     // backlog instead of walking its index (~90 ms per claim at 50,000 queued).
     store::load::analyze_tasks(&tx).await?;
+    tx.commit().await?;
+    let wal_start = Counters::start(client).await?;
+    let tx = client.transaction().await?;
+    store::limits::set_paused(&tx, "noop", false).await?;
     store::notify::wake_replicas(&tx).await?;
     tx.commit().await?;
     let start: DateTime<Utc> = store::load::clock(client).await?;
@@ -125,5 +149,7 @@ pub async fn drain(
         memory: fleet.memory(),
         replica_cpu_ms_per_task: replica_cpu * 1000.0 / tasks.max(1) as f64,
         postgres_cpu_ms_per_task: backend_cpu * 1000.0 / tasks.max(1) as f64,
+        wal: None,
+        wal_start,
     })
 }

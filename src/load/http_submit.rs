@@ -1,4 +1,4 @@
-//! Submitting over the HTTP API (`POST /v1/tasks`, API.md), for load against a deployed
+//! Submitting over the HTTP API (`POST /v1/tasks`, docs/api.md), for load against a deployed
 //! cluster or replicas started with the `api` role. Kept apart from the Rust-API driver
 //! ([`super::submit`]) so the rest of the load generator does not care which one runs.
 //!

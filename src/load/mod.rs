@@ -2,7 +2,7 @@
 //! as real `tasklane serve` processes ([`fleet`]), bulk queueing and drain measurement
 //! ([`drain`]), the database's CPU time over a run ([`cpu`]), submit drivers
 //! ([`submit`] through the Rust API, [`http_submit`] through the HTTP API), latency
-//! summaries ([`stats`]) and the `tasklane load` run with its table/JSON report
+//! summaries ([`stats`]), WAL and commits per task ([`wal`]) and the `tasklane load` run with its table/JSON report
 //! ([`run`], [`report`]).
 //!
 //! It lives in the library, not only in `benches/`, so `tasklane load` can drive any
@@ -16,5 +16,6 @@ pub mod report;
 pub mod run;
 pub mod stats;
 pub mod submit;
+pub mod wal;
 
 pub use run::{run, LoadConfig};

@@ -66,6 +66,17 @@ impl Repeated {
         Repeated { best, worst, runs }
     }
 
+    /// The middle run (the mean of the two middle ones for an even count); 0 for none.
+    pub fn median(&self) -> f64 {
+        let mut runs = self.runs.clone();
+        runs.sort_by(|a, b| a.total_cmp(b));
+        match runs.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => runs[n / 2],
+            n => (runs[n / 2 - 1] + runs[n / 2]) / 2.0,
+        }
+    }
+
     /// The spread as a share of the best value.
     pub fn spread(&self) -> f64 {
         if self.best == 0.0 {
@@ -79,6 +90,13 @@ impl Repeated {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_run() {
+        assert_eq!(Repeated::of(vec![3.0, 1.0, 2.0], true).median(), 2.0);
+        assert_eq!(Repeated::of(vec![4.0, 1.0, 2.0, 3.0], false).median(), 2.5);
+        assert_eq!(Repeated::of(Vec::new(), true).median(), 0.0);
+    }
 
     #[test]
     fn percentiles_are_nearest_rank() {

@@ -196,3 +196,27 @@ pub async fn webhook_progress(client: &Client, app: &str) -> Result<WebhookProgr
         lag_seconds: row.try_get("lag_seconds")?,
     })
 }
+
+/// The WAL position and the cumulative WAL and commit counters (see
+/// `sql/load_wal.sql`): (position in bytes, records, full-page images, flushes, commits).
+pub async fn wal_counters(client: &Client) -> Result<(f64, i64, i64, i64, i64), DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/load_wal.sql"), &[])
+        .await?;
+    Ok((row.get(0), row.get(1), row.get(2), row.get(3), row.get(4)))
+}
+
+/// Other client sessions on this database now.
+pub async fn other_sessions(client: &Client) -> Result<i64, DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/load_sessions.sql"), &[])
+        .await?;
+    Ok(row.get(0))
+}
+
+/// A checkpoint now, so the work measured next starts with no full-page image owed
+/// from before it (needs a superuser or `pg_checkpoint`).
+pub async fn checkpoint(client: &Client) -> Result<(), DbError> {
+    client.batch_execute("CHECKPOINT").await?;
+    Ok(())
+}
