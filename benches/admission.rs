@@ -1,6 +1,6 @@
 //! Submit throughput with no admission limits vs with global + app + subject limits
-//! configured, in the same run (issue 4: target ≥ 70%): capacity at the three levels,
-//! and every kind (capacity, rate, budget) at every level.
+//! configured, in the same run (the goal: limits keep ≥ 70% of the throughput):
+//! capacity at the three levels, and every kind (capacity, rate, budget) at every level.
 //!
 //! Each round gets a fresh database (so table growth does not favour either side) and
 //! runs `SUBMITTERS` concurrent submitters through `Tasklane::submit` for `SECONDS`;

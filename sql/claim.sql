@@ -60,7 +60,7 @@
 -- estimated from app's statistics, which for a one-app backlog say no task passes, and
 -- the claim planned as a scan and sort of the whole backlog again.
 --#if aware
--- Resource slots (DESIGN §4): a task whose type names a configured resource is claimed
+-- Resource slots: a task whose type names a configured resource is claimed
 -- only with a free slot of it, taken in this statement (so a resource's cluster-wide
 -- limit always holds); tasks without one pay only for an empty-table probe. A resource
 -- with retired slots (lowered below what runs) hands out none until they are gone; a

@@ -5,7 +5,7 @@
 -- tests move it).
 -- Locks: the selected rows FOR UPDATE SKIP LOCKED, so any number of replicas prune at
 -- once without waiting on or double counting each other (and skip rows an owner
--- deletion holds). The CTE bounds the rows to $2 (STYLE §3).
+-- deletion holds). The CTE bounds the rows to $2.
 -- Scans tasks_released in release order (an index on released_at alone: finished_at
 -- and state change on the hot path, and an index naming them would make every settle a
 -- non-HOT update); finished_at and state are filtered on the rows it hands over.

@@ -6,7 +6,7 @@
 -- millisecond after the cutoff. Every delivery has its endpoint (deleting an endpoint
 -- deletes its log, sql/webhook_endpoint_delete.sql).
 -- Locks: the rows FOR UPDATE SKIP LOCKED, so pruners of several replicas never wait on
--- each other; the CTEs bound the rows (STYLE §3).
+-- each other; the CTEs bound the rows.
 WITH cutoff AS (
     SELECT now() - $1::float8 * interval '1 second' AS at
 ), bound AS (

@@ -1,4 +1,5 @@
-//! tasklane: a durable task platform on PostgreSQL. See DESIGN.md for the contract.
+//! tasklane: a durable task platform on PostgreSQL. The contract is in docs/ (the HTTP
+//! API and worker protocol in docs/api.md).
 //!
 //! Dependencies point one way: [`task`] (pure domain) <- [`store`] (all SQL) <-
 //! [`admission`] <- [`service`] (the one door of every operation) <- [`worker`],

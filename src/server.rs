@@ -1,5 +1,5 @@
 //! A serving replica: pool, migrations, registration (cold start), wake-ups, workers,
-//! maintenance, and the ordered shutdown of STYLE §8: stop taking work, let attempts
+//! maintenance, and the ordered shutdown: stop taking work, let attempts
 //! finish within the grace period, hand back the rest, deregister, close the pool.
 
 use std::collections::HashMap;

@@ -1,6 +1,6 @@
-//! What an admin may set (API.md admin routes), validated before anything reaches the
-//! database: which keys a limit of each kind can have, windows, and bounds that keep
-//! the reservation rows (one per slot or token) reasonable.
+//! What an admin may set (the admin routes of docs/api.md), validated before anything
+//! reaches the database: which keys a limit of each kind can have, windows, and bounds
+//! that keep the reservation rows (one per slot or token) reasonable.
 
 use std::ops::RangeInclusive;
 

@@ -1,4 +1,5 @@
-//! Admission across replicas (DESIGN §3 step 4) and the admin settings behind it.
+//! Admission across replicas (the checks a submit passes before its task is inserted)
+//! and the admin settings behind it.
 //!
 //! Every check runs inside the submit statement (`tasklane.submit_task`), after the
 //! owner lock, in the order emergency stop → capacity → rate → budget, as one call of

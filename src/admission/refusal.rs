@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Days, NaiveTime, Utc};
 
-/// The stable refusal codes of admission (API.md).
+/// The stable refusal codes of admission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RefusalCode {

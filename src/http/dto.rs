@@ -11,7 +11,7 @@ use crate::service::{Event, TaskRecord};
 use crate::task::attempt::Usage;
 use crate::task::{Privacy, RestartPolicy, SubmitRequest};
 
-/// The submit body (API.md "Submit body"). Unknown fields are refused.
+/// The submit body. Unknown fields are refused.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(examples(json!({"task_type": "summarize", "scope_id": "mailbox-7",

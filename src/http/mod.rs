@@ -1,4 +1,4 @@
-//! The HTTP façade of API.md: axum routes with bearer-token auth, problem+json errors
+//! The HTTP API (docs/api.md): axum routes with bearer-token auth, problem+json errors
 //! mapped in one place (`error`), DTOs that cannot leak internals (`dto`), event streams
 //! and `?wait=` fed by one shared LISTEN and one shared poll per replica (`watch`),
 //! OpenTelemetry metrics,

@@ -1,8 +1,8 @@
-//! Prunes the admission history past its 24 h (DESIGN §5: "admission history older than
-//! 24 h is pruned too") and old refusal counts. Rate tokens remember their own last use,
-//! so the history is only what a newly set rate limit starts from; pruning it never
-//! frees a token. Safe on every replica at once (SKIP LOCKED). Each pass also frees
-//! slots whose task no longer needs them, a safety net behind the release triggers.
+//! Prunes the admission history older than 24 h and old refusal counts. Rate tokens
+//! remember their own last use, so the history is only what a newly set rate limit
+//! starts from; pruning it never frees a token. Safe on every replica at once
+//! (SKIP LOCKED). Each pass also frees slots whose task no longer needs them, a safety
+//! net behind the release triggers.
 
 use std::time::Duration;
 

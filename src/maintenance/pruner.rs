@@ -1,4 +1,4 @@
-//! The pruning sweep (DESIGN §5): terminal tasks released and finished longer ago than
+//! The pruning sweep: terminal tasks released and finished longer ago than
 //! the retention are deleted with their events, at most `batch` per pass, again at once
 //! while passes come back full, then after `interval`. Every replica may run it: the
 //! statement takes its rows with SKIP LOCKED, so sweepers never wait on or double count

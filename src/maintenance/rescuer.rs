@@ -1,4 +1,4 @@
-//! The rescuer: tasks whose lease expired get their restart policy (DESIGN §2).
+//! The rescuer: tasks whose lease expired get their restart policy (`task::restart`).
 
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
-//! The budget recheck before an attempt calls a model provider (issue 12, "Recheck at
-//! claim"): a task admitted while its budget had room may find it spent when it runs,
-//! and attempts that all found room at once must not overshoot it together. So each
-//! provider call first reserves what it may consume (`tasklane.reserve_budget`, see
-//! `docs/admission.md`): decided against today's usage plus the reservations of the
-//! attempts still in flight, one reservation of a budget at a time.
+//! The budget recheck before an attempt calls a model provider: a task admitted while
+//! its budget had room may find it spent when it runs, and attempts that all found room
+//! at once must not overshoot it together. So each provider call first reserves what it
+//! may consume (`tasklane.reserve_budget`, see `docs/admission.md`): decided against
+//! today's usage plus the reservations of the attempts still in flight, one reservation
+//! of a budget at a time.
 
 use super::{ClaimedTask, ServiceError, Tasklane};
 use crate::admission::{Refusal, RefusalCode};

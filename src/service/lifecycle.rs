@@ -1,4 +1,4 @@
-//! The application's lifecycle (DESIGN §5): release, owner deletion and fences, and the
+//! The application's lifecycle: release, owner deletion and fences, and the
 //! reconciliation listing. The same store functions (and so the same SQL functions)
 //! serve applications that call them inside their own transactions.
 

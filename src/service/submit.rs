@@ -1,4 +1,4 @@
-//! Submit (DESIGN §3): validated against the task types, committed as one statement,
+//! Submit: validated against the task types, committed as one statement,
 //! then workers woken; or inside the caller's transaction, where it commits with it.
 
 use tokio_postgres::GenericClient;

@@ -1,4 +1,4 @@
-//! Admission in the database (DESIGN §3 step 4): one call of `tasklane.admit` inside
+//! Admission in the database: one call of `tasklane.admit` inside
 //! the submit statement (`tasklane.submit_task`) or a retry's transaction takes the
 //! reservations or reports the first refusing check; `src/admission` turns that report
 //! into a [`crate::admission::Refusal`]. Also the bookkeeping around it: refusal counts

@@ -1,4 +1,4 @@
-//! The owner's cancel (DESIGN §2): a waiting task is cancelled at once, a running one
+//! The owner's cancel: a waiting task is cancelled at once, a running one
 //! is marked cancelling for its worker to hear at the next heartbeat.
 
 use tokio_postgres::GenericClient;

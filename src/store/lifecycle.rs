@@ -1,4 +1,4 @@
-//! The application lifecycle of DESIGN §5 from Rust: release, owner deletion (with its
+//! The application lifecycle from Rust: release, owner deletion (with its
 //! fence), lifting a fence, and the reconciliation listing of unreleased sources.
 //!
 //! Every function calls the SQL API (current definitions in `sql/functions/`, first

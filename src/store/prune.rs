@@ -1,4 +1,4 @@
-//! The pruning statement (DESIGN §5): released, finished, terminal tasks past the
+//! The pruning statement: released, finished, terminal tasks past the
 //! retention are deleted with their events, in bounded batches that any number of
 //! replicas run at once (SKIP LOCKED). Once a task is pruned its effect key no longer
 //! blocks a new task.

@@ -1,5 +1,6 @@
 //! The replica registry: each replica keeps a row alive; a replica that starts while no
-//! other is live is a cold start (DESIGN §2).
+//! other is live is a cold start: the tasks that replica processes held are lost and
+//! get their restart policy.
 
 use tokio_postgres::GenericClient;
 use uuid::Uuid;

@@ -1,10 +1,10 @@
-//! Submit: create a task, or join/replay the one that already has its identity
-//! (DESIGN §3), as one statement: `tasklane.submit_task` (current definition in
-//! `sql/functions/submit_task.sql`) runs lookup, owner and identity locks, fence,
-//! admission and insert in the database,
-//! so a submit costs one round trip and holds its locks for no longer than that. On a
-//! plain connection the statement is its own transaction (committed when it returns);
-//! inside the caller's transaction it commits with it.
+//! Submit: create a task, or join/replay the one that already has its identity (app,
+//! scope, effect key and usage subject), as one statement: `tasklane.submit_task`
+//! (current definition in `sql/functions/submit_task.sql`) runs lookup, owner and
+//! identity locks, fence, admission and insert in the database, so a submit costs one
+//! round trip and holds its locks for no longer than that. On a plain connection the
+//! statement is its own transaction (committed when it returns); inside the caller's
+//! transaction it commits with it.
 
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::GenericClient;

@@ -1,7 +1,7 @@
-//! The circuit breaker's decisions, one circuit per route name (API.md "Execution
-//! routes"): closed → open after `failures` consecutive transient failures → after
-//! `open_seconds`, half-open with ONE probe in the whole cluster → the probe's success
-//! closes it, its failure opens it again.
+//! The circuit breaker's decisions, one circuit per route name (a task type's
+//! `routes[].name`, docs/execution.md): closed → open after `failures` consecutive
+//! transient failures → after `open_seconds`, half-open with ONE probe in the whole
+//! cluster → the probe's success closes it, its failure opens it again.
 //!
 //! The state lives in `tasklane.circuits` (migration V10) and every change is one
 //! atomic statement there (`sql/circuit_*.sql`), so replicas agree; this module decides,

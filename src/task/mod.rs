@@ -29,7 +29,7 @@ pub fn new_task_id() -> TaskId {
     uuid::Uuid::now_v7()
 }
 
-/// The stable error codes a task can fail or be requeued with (DESIGN §2).
+/// The stable error codes a task can fail or be requeued with.
 pub mod codes {
     pub const HANDLER_ERROR: &str = "handler_error";
     pub const PERMANENT_ERROR: &str = "permanent_error";

@@ -1,6 +1,6 @@
 //! What happens to a task whose worker vanished: its lease expired, the replica handed
-//! it back at shutdown, or a cold start found it (the table in DESIGN §2). [`decide`]
-//! picks a decision by policy; [`RestartDecision::apply`] turns it into the write, the
+//! it back at shutdown, or a cold start found it. [`decide`] picks a decision by state,
+//! policy and attempts left; [`RestartDecision::apply`] turns it into the write, the
 //! new state taken from the transition table ([`TaskState::apply`]).
 
 use super::codes;

@@ -1,7 +1,7 @@
-//! Task states and the transition table of DESIGN §2. Every write in `store` that changes
-//! a state corresponds to one [`Transition`] here, and [`TaskState::apply`] is the single
-//! place that says which ones are legal: `task::outcome` and `task::restart` take their
-//! new states from it, and every statement in `sql/` that changes a state names its
+//! Task states and the transition table. Every write in `store` that changes a state
+//! corresponds to one [`Transition`] here, and [`TaskState::apply`] is the single place
+//! that says which ones are legal: `task::outcome` and `task::restart` take their new
+//! states from it, and every statement in `sql/` that changes a state names its
 //! transitions in a `-- transition:` header, its `state IN (...)` guard checked against
 //! [`Transition::sources`] by `tests/it/sql_statements`.
 

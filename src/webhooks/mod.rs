@@ -1,4 +1,4 @@
-//! Terminal notifications (issue 14): the transactional outbox written by the queue
+//! Terminal notifications: the transactional outbox written by the queue
 //! mirror's trigger when a task becomes terminal (migrations V11, V22), delivered at
 //! least once, signed as Standard Webhooks, by the maintenance role of any replica.
 //!

@@ -1,4 +1,4 @@
-//! The attempt record (issue 12): one row per attempt written by the statement that
+//! The attempt record: one row per attempt written by the statement that
 //! ends it (complete, settle, lost leases, hand back, the in-process timeout and the
 //! server's attempt deadline), with its provenance and usage; budgets charged from
 //! attempts (failed ones too, never on a replay); the view's usage and provenance; the

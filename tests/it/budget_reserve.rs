@@ -1,9 +1,8 @@
-//! The budget recheck before a provider call (`Tasklane::reserve_budget`, issue 12
-//! "Recheck at claim"): refused with `budget_exhausted` when the task's budget is
-//! spent (today's usage plus what in-flight attempts reserved); many attempts reserving
-//! at once from separate connections overshoot the budget by less than one reservation;
-//! the reservation of an attempt that ended (settled, lost) no longer counts and is
-//! pruned.
+//! The budget recheck before a provider call (`Tasklane::reserve_budget`): refused with
+//! `budget_exhausted` when the task's budget is spent (today's usage plus what
+//! in-flight attempts reserved); many attempts reserving at once from separate
+//! connections overshoot the budget by less than one reservation; the reservation of an
+//! attempt that ended (settled, lost) no longer counts and is pruned.
 
 use std::sync::Arc;
 

@@ -43,6 +43,7 @@ mod openai;
 mod operations;
 mod pause;
 mod races;
+mod references;
 mod replicas;
 mod resource_replicas;
 mod resources;

@@ -1,4 +1,4 @@
-//! Resource slots (DESIGN §4) in the claim statement: never more running than slots,
+//! Resource slots in the claim statement: never more running than slots,
 //! slots back on finish, retry, cancellation, deletion and lease expiry; tasks without
 //! a resource are claimed as before.
 

@@ -1,5 +1,6 @@
-//! The restart-policy table of DESIGN §2, every cell: tasks found with an expired lease
-//! (the rescuer) and at a cold start (a replica starting with no other live).
+//! The restart-policy table (what becomes of a task whose worker was lost: by state,
+//! policy and attempts left), every cell: tasks found with an expired lease (the
+//! rescuer) and at a cold start (a replica starting with no other live).
 
 use crate::common;
 

@@ -1,8 +1,9 @@
-//! An emergency stop holds claims, not only submits (issue 12, "Recheck at claim"):
-//! queued and retrying tasks of a stopped app (of every app, for a global stop) stay
-//! unclaimed, by concurrent claimers on separate connections, by the in-process workers
-//! of several replicas and by remote workers, while other apps' tasks run; their queue
-//! deadline still applies; lifting the stop lets them be claimed.
+//! An emergency stop holds claims, not only submits (admission is checked again where
+//! the work starts): queued and retrying tasks of a stopped app (of every app, for a
+//! global stop) stay unclaimed, by concurrent claimers on separate connections, by the
+//! in-process workers of several replicas and by remote workers, while other apps'
+//! tasks run; their queue deadline still applies; lifting the stop lets them be
+//! claimed.
 
 use std::collections::HashSet;
 use std::sync::Arc;

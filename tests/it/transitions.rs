@@ -1,5 +1,5 @@
-//! Every transition of DESIGN §2 against a real PostgreSQL, each with its single event,
-//! and the fencing of stale workers.
+//! Every transition of the transition table (`task::state`) against a real PostgreSQL,
+//! each with its single event, and the fencing of stale workers.
 
 use crate::common;
 

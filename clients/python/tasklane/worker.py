@@ -113,7 +113,7 @@ class TaskContext:
         self.cancel_requested = threading.Event()
         #: Set when the lease is gone: nothing more is reported for this task.
         self.lease_lost = threading.Event()
-        #: Reported with the settlement when set (see API.md, attempts and usage).
+        #: Sent with ``complete`` when set: recorded on the attempt, charged to budgets.
         self.usage: dict[str, Any] | None = None
         self.provenance: dict[str, Any] | None = None
         self._done = threading.Event()

@@ -1170,7 +1170,7 @@ export interface components {
             status: string;
         };
         /**
-         * @description The submit body (API.md "Submit body"). Unknown fields are refused.
+         * @description The submit body. Unknown fields are refused.
          * @example {
          *       "deadline_seconds": 600,
          *       "effect_key": "req-8812",

@@ -1,4 +1,4 @@
-//! The application lifecycle over HTTP (DESIGN §5): release, owner deletion and fences,
+//! The application lifecycle over HTTP: release, owner deletion and fences,
 //! and the reconciliation listing, translated onto the service (`service::lifecycle`),
 //! which calls the same SQL functions applications call inside their own transactions.
 

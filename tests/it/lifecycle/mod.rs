@@ -1,4 +1,4 @@
-//! The application lifecycle of DESIGN §5 against a real PostgreSQL: release, the
+//! The application lifecycle against a real PostgreSQL: release, the
 //! pruning sweep, owner deletion with its fence, reconciliation of unreleased sources,
 //! the grants of the SQL API, and the races between them and submit/worker traffic.
 

@@ -1,4 +1,4 @@
-//! Terminal notifications (issue 14): the outbox on every terminal path, the routes,
+//! Terminal notifications: the outbox on every terminal path, the routes,
 //! delivery to a real receiver on loopback that checks every signature, and delivery
 //! through replica crashes and dropped database connections.
 

@@ -12,7 +12,7 @@ T = TypeVar("T", bound="SubmitBody")
 
 @_attrs_define
 class SubmitBody:
-    """The submit body (API.md "Submit body"). Unknown fields are refused.
+    """The submit body. Unknown fields are refused.
 
     Attributes:
         effect_key (str): The idempotency key, 1..200 bytes.

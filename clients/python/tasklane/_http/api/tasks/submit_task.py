@@ -128,7 +128,7 @@ def sync_detailed(
 
     Args:
         wait (int | Unset):
-        body (SubmitBody): The submit body (API.md "Submit body"). Unknown fields are refused.
+        body (SubmitBody): The submit body. Unknown fields are refused.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -160,7 +160,7 @@ def sync(
 
     Args:
         wait (int | Unset):
-        body (SubmitBody): The submit body (API.md "Submit body"). Unknown fields are refused.
+        body (SubmitBody): The submit body. Unknown fields are refused.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -187,7 +187,7 @@ async def asyncio_detailed(
 
     Args:
         wait (int | Unset):
-        body (SubmitBody): The submit body (API.md "Submit body"). Unknown fields are refused.
+        body (SubmitBody): The submit body. Unknown fields are refused.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -217,7 +217,7 @@ async def asyncio(
 
     Args:
         wait (int | Unset):
-        body (SubmitBody): The submit body (API.md "Submit body"). Unknown fields are refused.
+        body (SubmitBody): The submit body. Unknown fields are refused.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
