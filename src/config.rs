@@ -346,3 +346,40 @@ impl ServeConfig {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Serve {
+        #[command(flatten)]
+        config: super::ServeConfig,
+    }
+
+    /// A loop with a zero interval never waits: every interval flag takes 1 and refuses
+    /// 0, naming the flag.
+    #[test]
+    fn every_interval_is_at_least_one() {
+        for flag in [
+            "--poll-interval-ms",
+            "--rescue-interval-ms",
+            "--deadline-interval-ms",
+            "--prune-interval-ms",
+            "--replica-ttl-seconds",
+        ] {
+            assert!(
+                Serve::try_parse_from(["serve", flag, "1"]).is_ok(),
+                "{flag} 1"
+            );
+            let refused = match Serve::try_parse_from(["serve", flag, "0"]) {
+                Ok(_) => panic!("{flag} 0 was taken"),
+                Err(error) => error.to_string(),
+            };
+            assert!(
+                refused.contains(flag),
+                "the error does not name {flag}: {refused}"
+            );
+        }
+    }
+}

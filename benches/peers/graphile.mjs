@@ -5,19 +5,7 @@
 // prints one JSON line.
 import { run, makeWorkerUtils, Logger } from "graphile-worker";
 import pg from "pg";
-import { createInterface } from "node:readline";
-
-// Between the enqueue and the drain the bench samples the server's WAL counters: say
-// "queued" and wait for "go" on standard input.
-async function queued() {
-  console.log("queued");
-  const lines = createInterface({ input: process.stdin });
-  for await (const line of lines) {
-    if (line.trim() === "go") break;
-  }
-  lines.close();
-  process.stdin.destroy();
-}
+import { queued } from "./handshake.mjs";
 
 const [url, jobsArg, concurrencyArg, localQueueArg] = process.argv.slice(2);
 const jobs = Number(jobsArg ?? 50000);

@@ -4,19 +4,7 @@
 // fetching continuously while batches come back full) until every job is completed, and
 // prints one JSON line.
 import { PgBoss } from "pg-boss";
-import { createInterface } from "node:readline";
-
-// Between the enqueue and the drain the bench samples the server's WAL counters: say
-// "queued" and wait for "go" on standard input.
-async function queued() {
-  console.log("queued");
-  const lines = createInterface({ input: process.stdin });
-  for await (const line of lines) {
-    if (line.trim() === "go") break;
-  }
-  lines.close();
-  process.stdin.destroy();
-}
+import { queued } from "./handshake.mjs";
 
 const [url, jobsArg, batchArg, workersArg] = process.argv.slice(2);
 const jobs = Number(jobsArg ?? 50000);

@@ -150,3 +150,63 @@ async fn write(pool: &deadpool_postgres::Pool, mut group: Vec<Pending>) {
         let _ = pending.answer.send(answer.map_err(ServiceError::from));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{Executor, SubmitRequest, TaskType};
+    use futures_util::FutureExt as _;
+
+    fn task(key: usize) -> NewTask {
+        let request: SubmitRequest = serde_json::from_value(serde_json::json!({
+            "task_type": "noop", "scope_id": "s", "effect_key": key.to_string(), "input": {}
+        }))
+        .unwrap();
+        request
+            .resolve("app", &TaskType::new("noop", Executor::Noop), 1024)
+            .unwrap()
+    }
+
+    /// The queue holds exactly [`Coalescer::QUEUED`] submits; the next waits for room
+    /// and goes in once a group is taken off the queue. On this current-thread runtime
+    /// the gatherer runs only when the test yields, and its group waits for ever on a
+    /// pool of no connections.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_queue_holds_exactly_its_bound_and_the_next_submit_waits_for_room() {
+        let config: tokio_postgres::Config = "host=127.0.0.1".parse().unwrap();
+        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(0)
+            .build()
+            .unwrap();
+        let coalescer = Coalescer::start(pool, 1);
+        // Each submit is polled once: it is queued and waits for its answer. Unconstrained:
+        // tokio's cooperative budget would otherwise refuse the 129th send in one poll.
+        let queue = |key| {
+            tokio::task::unconstrained(coalescer.submit(crate::task::new_task_id(), task(key)))
+        };
+        for key in 0..Coalescer::QUEUED - 1 {
+            assert!(queue(key).now_or_never().is_none());
+        }
+        assert_eq!(coalescer.queue.capacity(), 1);
+        assert!(queue(Coalescer::QUEUED).now_or_never().is_none());
+        assert_eq!(coalescer.queue.capacity(), 0);
+
+        let mut next = Box::pin(queue(Coalescer::QUEUED + 1));
+        assert!((&mut next).now_or_never().is_none());
+        assert_eq!(
+            coalescer.queue.capacity(),
+            0,
+            "the next submit found no room"
+        );
+        for _ in 0..100 {
+            if coalescer.queue.capacity() > 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        // The gatherer took a full group; the waiting submit holds one of its places.
+        assert!((&mut next).now_or_never().is_none());
+        assert_eq!(coalescer.queue.capacity(), Coalescer::MAX_GROUP - 1);
+    }
+}

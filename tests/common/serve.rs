@@ -181,12 +181,14 @@ impl Serve {
         .await
     }
 
-    /// The process's resident memory now, in bytes (`VmRSS` in `/proc/PID/status`).
-    /// Panics once the process has exited (an exited child that is not yet reaped has
-    /// no `VmRSS`), so a fault test that watches memory also fails on any exit.
-    pub fn rss_bytes(&self) -> u64 {
+    /// The process's resident memory now, in MiB (`VmRSS`). Panics once the process
+    /// has exited (an exited child that is not yet reaped has no `VmRSS`), so a fault
+    /// test that watches memory also fails on any exit.
+    pub fn rss_mib(&self) -> f64 {
         let pid = self.pid();
-        rss_bytes(pid).unwrap_or_else(|| panic!("replica {pid} exited on its own"))
+        tasklane::load::fleet::memory(pid)
+            .unwrap_or_else(|| panic!("replica {pid} exited on its own"))
+            .rss_mib
     }
 
     /// A client of this replica using `token`.
@@ -214,20 +216,6 @@ fn signal(pid: u32, name: &str) {
         .status()
         .expect("run kill");
     assert!(status.success(), "kill -{name} {pid}");
-}
-
-/// `VmRSS` of process `pid` in bytes; `None` once the process is gone.
-pub fn rss_bytes(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse::<u64>()
-        .ok()?;
-    Some(kib * 1024)
 }
 
 /// A port nobody listens on now (the OS picks it; the child binds it right after).

@@ -24,8 +24,8 @@ use tasklane::devdb::{ClusterOptions, PrivateCluster};
 use tasklane::store::{EVENTS_CHANNEL, WAKEUP_CHANNEL};
 use tokio_util::sync::CancellationToken;
 
-/// Far above a replica's normal few tens of MiB, far below a runaway's gigabytes.
-const RSS_BOUND: u64 = 200 << 20;
+/// In MiB: far above a replica's normal few tens, far below a runaway's gigabytes.
+const RSS_BOUND: f64 = 200.0;
 /// How long memory and liveness are watched after each restart.
 const RESTART_WATCH: Duration = Duration::from_secs(30);
 /// How long they are watched after each kill of the LISTEN connections.
@@ -208,16 +208,14 @@ impl Site {
 
     /// Fails the test if a replica exited or holds more than [`RSS_BOUND`]; the larger
     /// of the two RSS figures.
-    fn check_replicas(&self) -> u64 {
-        let mut largest = 0;
+    fn check_replicas(&self) -> f64 {
+        let mut largest: f64 = 0.0;
         for replica in [&self.api_replica, &self.worker] {
-            let rss = replica.rss_bytes();
+            let rss = replica.rss_mib();
             assert!(
                 rss < RSS_BOUND,
-                "a replica {} holds {} MiB, bound {} MiB",
+                "a replica {} holds {rss:.0} MiB, bound {RSS_BOUND} MiB",
                 self.what,
-                rss >> 20,
-                RSS_BOUND >> 20
             );
             largest = largest.max(rss);
         }
@@ -232,23 +230,15 @@ impl Site {
         let client = tasklane::store::connect::connect(&self.url).await.unwrap();
         let what = format!("{} acknowledged tasks {} to succeed", ids.len(), self.what);
         eventually(PROBE_WITHIN, &what, || async {
-            let not_yet: i64 = client
+            let row = client
                 .query_one(
-                    "SELECT count(*) FROM tasklane.tasks
-                     WHERE id = ANY($1::text[]::uuid[]) AND state <> 'succeeded'",
+                    "SELECT count(*), count(*) FILTER (WHERE state <> 'succeeded')
+                     FROM tasklane.tasks WHERE id = ANY($1::text[]::uuid[])",
                     &[&ids],
                 )
                 .await
-                .unwrap()
-                .get(0);
-            let found: i64 = client
-                .query_one(
-                    "SELECT count(*) FROM tasklane.tasks WHERE id = ANY($1::text[]::uuid[])",
-                    &[&ids],
-                )
-                .await
-                .unwrap()
-                .get(0);
+                .unwrap();
+            let (found, not_yet): (i64, i64) = (row.get(0), row.get(1));
             assert_eq!(
                 found,
                 ids.len() as i64,
@@ -266,16 +256,12 @@ impl Site {
 }
 
 /// One fault on `site`, then the watch: memory and liveness sampled every 100 ms until
-/// `watch` has passed and the LISTENs are back and a probe task has succeeded.
-async fn fault_and_watch(
-    site: &Site,
-    fault: &(dyn Fn(&Site) -> futures_util::future::BoxFuture<'_, ()> + Sync),
-    watch: Duration,
-    round: usize,
-) -> u64 {
+/// the fault's watch has passed and the LISTENs are back and a probe task has succeeded.
+async fn fault_and_watch(site: &Site, fault: Fault, round: usize) -> f64 {
     let listening = site.listens().await.expect("read the LISTENs");
     let started = tokio::time::Instant::now();
-    fault(site).await;
+    fault.apply(site).await;
+    let watch = fault.watch();
     let mut peak = site.check_replicas();
     let recovered = async {
         site.until_listening(&listening).await;
@@ -295,33 +281,52 @@ async fn fault_and_watch(
     peak
 }
 
-async fn restart(site: &Site) {
-    let cluster = site.cluster.clone();
-    tokio::task::spawn_blocking(move || cluster.restart_immediate())
-        .await
-        .unwrap()
-        .expect("restart PostgreSQL");
+/// What goes wrong, and how long memory and liveness are watched after it.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// `pg_ctl restart -m immediate`: every session ends without a goodbye.
+    Restart,
+    /// `pg_terminate_backend` of every LISTEN session, the rest left alone.
+    KillListens,
 }
 
-async fn kill_listens(site: &Site) {
-    let client = tasklane::store::connect::connect(&site.url).await.unwrap();
-    let killed: i64 = client
-        .query_one(
-            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
-             WHERE datname = current_database() AND query LIKE 'LISTEN %'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert!(killed >= 2, "killed {killed} LISTEN sessions {}", site.what);
+impl Fault {
+    fn watch(self) -> Duration {
+        match self {
+            Fault::Restart => RESTART_WATCH,
+            Fault::KillListens => KILL_WATCH,
+        }
+    }
+
+    async fn apply(self, site: &Site) {
+        match self {
+            Fault::Restart => {
+                let cluster = site.cluster.clone();
+                tokio::task::spawn_blocking(move || cluster.restart_immediate())
+                    .await
+                    .unwrap()
+                    .expect("restart PostgreSQL");
+            }
+            Fault::KillListens => {
+                let client = tasklane::store::connect::connect(&site.url).await.unwrap();
+                let killed: i64 = client
+                    .query_one(
+                        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+                         FROM pg_stat_activity
+                         WHERE datname = current_database() AND query LIKE 'LISTEN %'",
+                        &[],
+                    )
+                    .await
+                    .unwrap()
+                    .get(0);
+                assert!(killed >= 2, "killed {killed} LISTEN sessions {}", site.what);
+            }
+        }
+    }
 }
 
-/// Runs `faults` rounds of `fault` on a site over TLS and one without, side by side.
-async fn survive(
-    fault: &(dyn Fn(&Site) -> futures_util::future::BoxFuture<'_, ()> + Sync),
-    watch: Duration,
-) {
+/// Runs [`FAULTS`] rounds of `fault` on a site over TLS and one without, side by side.
+async fn survive(fault: Fault) {
     let (tls, plain) = tokio::join!(Site::start(true), Site::start(false));
     let wanted = [WAKEUP_CHANNEL, EVENTS_CHANNEL].map(|channel| (format!("LISTEN {channel}"), 1));
     for site in [&tls, &plain] {
@@ -331,13 +336,11 @@ async fn survive(
     }
     for round in 0..FAULTS {
         let (tls_peak, plain_peak) = tokio::join!(
-            fault_and_watch(&tls, fault, watch, round),
-            fault_and_watch(&plain, fault, watch, round)
+            fault_and_watch(&tls, fault, round),
+            fault_and_watch(&plain, fault, round)
         );
         eprintln!(
-            "fault {round}: peak RSS {} MiB over TLS, {} MiB without",
-            tls_peak >> 20,
-            plain_peak >> 20
+            "fault {round}: peak RSS {tls_peak:.0} MiB over TLS, {plain_peak:.0} MiB without"
         );
     }
     tokio::join!(
@@ -348,10 +351,10 @@ async fn survive(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_survive_postgresql_restarts_with_bounded_memory() {
-    survive(&|site| Box::pin(restart(site)), RESTART_WATCH).await;
+    survive(Fault::Restart).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_survive_their_listen_connections_killed_with_bounded_memory() {
-    survive(&|site| Box::pin(kill_listens(site)), KILL_WATCH).await;
+    survive(Fault::KillListens).await;
 }

@@ -315,24 +315,3 @@ async fn work_flows_without_listen() {
     .await;
     assert_eq!(listeners, 0);
 }
-
-/// A loop with a zero interval never waits: every interval flag is refused at 0 before
-/// anything connects, naming the flag.
-#[tokio::test]
-async fn a_zero_interval_is_refused_at_start() {
-    let db = common::empty_db().await;
-    let env = [("DATABASE_URL", db.url.as_str())];
-    for flag in [
-        "--poll-interval-ms",
-        "--rescue-interval-ms",
-        "--deadline-interval-ms",
-        "--prune-interval-ms",
-        "--replica-ttl-seconds",
-    ] {
-        let stderr = common::serve::refused_at_start(&[flag, "0"], &env).await;
-        assert!(
-            stderr.contains(flag),
-            "the error does not name {flag}: {stderr}"
-        );
-    }
-}
