@@ -130,8 +130,10 @@ async fn complete(
     workers: usize,
     seconds: u64,
 ) -> anyhow::Result<f64> {
-    use tasklane::store::claim::{self, Claimant};
-    use tasklane::store::lease::{self, Success};
+    use tasklane::store::claim;
+    use tasklane::store::lease;
+    use tasklane::task::claim::Claimant;
+    use tasklane::task::outcome::Success;
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut set = tokio::task::JoinSet::new();
     for w in 0..workers {

@@ -1,6 +1,7 @@
 -- One pruning pass: deletes at most $2 terminal tasks whose released_at and finished_at
 -- are both older than the retention. Unreleased or unfinished tasks are never selected.
--- Events go with their task (ON DELETE CASCADE).
+-- Events, attempts, webhook deliveries and the mirror row go with their task (the
+-- statement-level AFTER DELETE triggers on tasklane.tasks delete them).
 -- $1 retention in seconds (float8), $2 limit, $3 now (nullable: the database clock;
 -- tests move it).
 -- Locks: the selected rows FOR UPDATE SKIP LOCKED, so any number of replicas prune at

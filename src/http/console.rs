@@ -74,11 +74,11 @@ pub fn routes() -> Router<AppState> {
 }
 
 async fn index(headers: HeaderMap) -> Response {
-    serve("index.html", &headers).unwrap_or_else(|| ApiError::NoRoute.into_response())
+    serve("index.html", &headers).unwrap_or_else(|| ApiError::UnknownPath.into_response())
 }
 
 async fn asset(Path(name): Path<String>, headers: HeaderMap) -> Response {
-    serve(&name, &headers).unwrap_or_else(|| ApiError::NoRoute.into_response())
+    serve(&name, &headers).unwrap_or_else(|| ApiError::UnknownPath.into_response())
 }
 
 /// The asset `name` (304 when the caller has it already); `None` when there is none.

@@ -26,13 +26,14 @@ pub enum ApiError {
     OtherScope,
     #[error("no such task")]
     NotFound,
-    /// The detail says what was not found (another thing than a task).
+    /// Something other than a task was not found; the detail says what.
     #[error("{0}")]
-    NotFoundThing(String),
+    Missing(String),
     #[error("the endpoint is disabled (its receiver answered 410); PUT it again first")]
     EndpointDisabled,
+    /// Nothing is served at this path (wire code `no_route`).
     #[error("no such route")]
-    NoRoute,
+    UnknownPath,
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error("the effect key is already used by a different request")]
@@ -99,9 +100,9 @@ impl ApiError {
             InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
             Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Forbidden(_) | OtherScope => (StatusCode::FORBIDDEN, "forbidden"),
-            NotFound | NotFoundThing(_) => (StatusCode::NOT_FOUND, "not_found"),
+            NotFound | Missing(_) => (StatusCode::NOT_FOUND, "not_found"),
             EndpointDisabled => (StatusCode::CONFLICT, "endpoint_disabled"),
-            NoRoute => (StatusCode::NOT_FOUND, "no_route"),
+            UnknownPath => (StatusCode::NOT_FOUND, "no_route"),
             MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),
             Raced => (StatusCode::CONFLICT, "concurrent_change"),
@@ -182,7 +183,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotFound => ApiError::NotFound,
             ServiceError::OtherScope => ApiError::OtherScope,
             ServiceError::UnknownTaskType(name) => ApiError::UnknownTaskType(name),
-            error @ ServiceError::UnknownCircuit(_) => ApiError::NotFoundThing(error.to_string()),
+            error @ ServiceError::UnknownCircuit(_) => ApiError::Missing(error.to_string()),
             ServiceError::Invalid(invalid) => ApiError::Validation(invalid),
             ServiceError::IdempotencyConflict => ApiError::IdempotencyConflict,
             ServiceError::Raced => ApiError::Raced,
@@ -191,10 +192,8 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotRetryable => ApiError::NotRetryable,
             ServiceError::LeaseLost => ApiError::LeaseLost,
             ServiceError::TaskGone => ApiError::TaskGone,
-            ServiceError::WebhookNotFound => {
-                ApiError::NotFoundThing("no such webhook endpoint".into())
-            }
-            ServiceError::DeliveryNotFound => ApiError::NotFoundThing("no such delivery".into()),
+            ServiceError::WebhookNotFound => ApiError::Missing("no such webhook endpoint".into()),
+            ServiceError::DeliveryNotFound => ApiError::Missing("no such delivery".into()),
             ServiceError::EndpointDisabled => ApiError::EndpointDisabled,
             ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
             error @ (ServiceError::Pool(_) | ServiceError::Db(_)) => {
@@ -227,7 +226,7 @@ pub async fn normalize(response: Response) -> Response {
             }
             problem
         }
-        StatusCode::NOT_FOUND => ApiError::NoRoute.into_response(),
+        StatusCode::NOT_FOUND => ApiError::UnknownPath.into_response(),
         status if status.is_server_error() => {
             ApiError::Internal(anyhow::anyhow!("unhandled {status}")).into_response()
         }

@@ -1,13 +1,13 @@
-//! The HTTP API (docs/api.md): axum routes with bearer-token auth, problem+json errors
-//! mapped in one place (`error`), DTOs that cannot leak internals (`dto`), event streams
-//! and `?wait=` fed by one shared LISTEN and one shared poll per replica (`watch`),
-//! OpenTelemetry metrics,
-//! and an OpenAPI 3.1 document generated from the handlers themselves (so it cannot
-//! drift from the routes). Every query is filtered by the caller's app and scope.
+//! The HTTP API (docs/api.md): one handler per operation (`api`, a file per group) with
+//! bearer-token auth, problem+json errors mapped in one place (`error`), DTOs that cannot
+//! leak internals (`dto`), event streams and `?wait=` fed by one shared LISTEN and one
+//! shared poll per replica (`watch`), OpenTelemetry metrics, and an OpenAPI 3.1 document
+//! generated from the handlers themselves (so it cannot drift from the paths they serve). Every query is filtered by the caller's app and scope.
 //!
 //! Shutdown is ordered: readiness turns 503, long polls and streams end, in-flight
 //! requests finish within the grace period, then the caller stops the replica.
 
+pub mod api;
 pub mod auth;
 pub mod console;
 pub mod dto;
@@ -15,7 +15,6 @@ pub mod error;
 pub mod extract;
 pub mod metrics;
 pub mod openapi;
-pub mod routes;
 pub mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,7 +32,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::service::Tasklane;
-use routes::{activity, admin, attempts, events, lifecycle, ops, tasks, webhooks, whoami, worker};
+use api::{activity, admin, attempts, events, lifecycle, ops, tasks, webhooks, whoami, worker};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -131,7 +130,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 /// The batch submit route, apart: its body limit is larger.
 fn batch_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::new()
-        .routes(routes!(routes::batch::submit_batch))
+        .routes(routes!(api::batch::submit_batch))
         .split_for_parts()
 }
 
@@ -232,7 +231,7 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
             state.clone(),
             metrics::track,
         ))
-        .fallback(|| async { error::ApiError::NoRoute })
+        .fallback(|| async { error::ApiError::UnknownPath })
         .layer(axum::middleware::map_response(error::normalize))
         // Request spans and failures at DEBUG: a 5xx with a cause is logged once, with
         // that cause, where it is answered (`error`); a 503 from /readyz while a

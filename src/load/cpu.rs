@@ -24,7 +24,7 @@ impl Backends {
     /// The other backends connected to `client`'s database (the fleet's, the load
     /// generator's), each with the CPU seconds it has used so far.
     pub async fn read(client: &Client) -> anyhow::Result<Backends> {
-        let seconds = store::load::backend_pids(client)
+        let seconds = store::load_generator::backend_pids(client)
             .await?
             .into_iter()
             .filter(|pid| is_postgres(*pid))

@@ -293,7 +293,7 @@ async fn wait_finished(
     let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
-        let open = crate::store::load::open_count(client, &ids).await?;
+        let open = crate::store::load_generator::open_count(client, &ids).await?;
         if open == 0 {
             break;
         }
@@ -315,7 +315,7 @@ async fn timings(
         (None, None);
     for chunk in accepted.chunks(10_000) {
         let ids: Vec<uuid::Uuid> = chunk.iter().map(|a| a.id).collect();
-        for timing in crate::store::load::timings(client, &ids).await? {
+        for timing in crate::store::load_generator::timings(client, &ids).await? {
             let commit = committed[&timing.id];
             first_commit = Some(first_commit.map_or(commit, |f| f.min(commit)));
             // A claim can land a hair before the client saw its commit answer: count 0.
@@ -338,7 +338,7 @@ async fn timings(
         }
     }
     let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
-    report.failed = crate::store::load::failed_count(client, &ids).await? as u64;
+    report.failed = crate::store::load_generator::failed_count(client, &ids).await? as u64;
     if let (Some(first), Some(last)) = (first_commit, last_finish) {
         let seconds = last.duration_since(first).unwrap_or_default().as_secs_f64();
         report.completed_per_second = report.completed as f64 / seconds.max(1e-6);

@@ -39,14 +39,14 @@ pub struct WalUse {
 impl Counters {
     /// Takes a checkpoint, then samples: the start of a measurement.
     pub async fn start(client: &Client) -> anyhow::Result<Counters> {
-        store::load::checkpoint(client).await?;
+        store::load_generator::checkpoint(client).await?;
         Counters::read(client).await
     }
 
     /// Samples now.
     pub async fn read(client: &Client) -> anyhow::Result<Counters> {
         let (position, records, full_page_images, flushes, commits) =
-            store::load::wal_counters(client).await?;
+            store::load_generator::wal_counters(client).await?;
         Ok(Counters {
             position,
             records,
@@ -60,7 +60,8 @@ impl Counters {
     /// samples anyway), and returns what `tasks` tasks cost since `self`.
     pub async fn finish(&self, client: &Client, tasks: i64) -> anyhow::Result<WalUse> {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while store::load::other_sessions(client).await? > 0 && Instant::now() < deadline {
+        while store::load_generator::other_sessions(client).await? > 0 && Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let end = Counters::read(client).await?;

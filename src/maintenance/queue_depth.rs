@@ -11,7 +11,7 @@ use opentelemetry::metrics::{Meter, ObservableGauge};
 use opentelemetry::KeyValue;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::queue::{self, Depth};
+use crate::store::queue_depth::{self, Depth};
 
 /// How often the sampler queries (and a non-sampler tries to become one).
 pub const INTERVAL: Duration = Duration::from_secs(15);
@@ -82,14 +82,14 @@ impl QueueDepthSampler {
         session: &mut Option<(tokio_postgres::Client, bool)>,
     ) -> anyhow::Result<()> {
         if session.is_none() {
-            *session = Some((queue::connect(&self.database_url).await?, false));
+            *session = Some((queue_depth::connect(&self.database_url).await?, false));
         }
         let (client, elected) = session.as_mut().expect("a session was just opened");
         if !*elected {
-            *elected = queue::elect(client).await?;
+            *elected = queue_depth::elect(client).await?;
         }
         if *elected {
-            let depth = queue::depth(client).await?;
+            let depth = queue_depth::depth(client).await?;
             *self.sample.lock().expect("queue sample lock") = depth;
         }
         Ok(())

@@ -12,22 +12,20 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::config::{Role, ServeConfig};
-use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
-use crate::maintenance::attempt_deadlines::AttemptDeadlineSweeper;
-use crate::maintenance::deadlines::DeadlineSweeper;
-use crate::maintenance::pruner::Pruner;
-use crate::maintenance::queue_depth::{self, QueueDepthSampler};
 use crate::maintenance::replicas::ReplicaRegistry;
-use crate::maintenance::rescuer::Rescuer;
-use crate::maintenance::statistics::{self, StatisticsKeeper};
 use crate::service::{Tasklane, Wakeup};
 use crate::store::connect::Database;
 use crate::task::catalog::TaskTypes;
 use crate::task::task_type::TaskTypesFile;
 use crate::task::TaskType;
 use crate::telemetry::Telemetry;
-use crate::webhooks::{handoff, Deliverer};
-use crate::worker::{Handler, Handlers, Worker, WorkerConfig};
+use crate::webhooks::{handoff, DeliveryConfig};
+use crate::worker::{Handler, HandlerRegistry};
+
+mod pool_gauges;
+mod roles;
+
+use pool_gauges::{pool_gauges, PoolGauges};
 
 /// Builds the connection pool of a replica (TLS as the URL's `sslmode` says).
 pub fn pool(database_url: &str, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
@@ -90,78 +88,29 @@ impl Replica {
         custom: HashMap<String, Arc<dyn Handler>>,
         telemetry: &Telemetry,
     ) -> anyhow::Result<Replica> {
-        // Refused before anything connects, like the types.
-        let delivery = config.delivery()?;
-        let submit_groups = config.submit_groups()?;
-        let task_types = Arc::new(TaskTypes::new(types));
-        // Refused whether or not a type calls an upstream: the setting is wrong.
-        drop(config.client_options().builder()?);
-        let handlers = Arc::new(Handlers::with_options(
-            &task_types,
-            custom,
-            &config.client_options(),
-        )?);
-        // Bad TLS settings are refused here, before anything connects; without
-        // migrations, one connection proves the server and the TLS policy agree.
+        let checked = Checked::new(config, types, custom)?;
         let database = Database::from_url(&config.database_url)?;
-        if !config.no_migrate {
-            crate::store::migrate::run(&config.database_url).await?;
-        } else {
-            drop(database.connect().await?);
-        }
-        let pool = database.pool(config.pool_size)?;
-        // The SQL door (tasklane.run_task) accepts the types some replica serves.
-        {
-            let object = pool.get().await?;
-            let client: &tokio_postgres::Client = &object;
-            let types: Vec<&TaskType> = task_types.iter().collect();
-            crate::store::task_types::register(client, &types, config.max_input_bytes)
-                .await
-                .context("register the task types")?;
-        }
+        let pool = prepare_database(config, &database, &checked.task_types).await?;
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
-        // Claims on their own connections, planned generically: one per claim loop
-        // (local, and the routed external one beside it) and two for remote workers'.
-        // Not behind PgBouncer (`--listen-notify false` is its setting): in transaction
-        // mode a session's SET would stay on a server connection other clients share.
-        let claims_size = config.claimers.max(1) * 2 + 2;
-        let claims = match config.listen_notify {
-            true => database.claim_pool(claims_size)?,
-            false => database.pool(claims_size)?,
-        };
-        let tasklane = Tasklane::new(
+        let (tasklane, inbox) = service(
+            config,
+            &database,
             pool.clone(),
-            task_types,
-            wakeup.clone(),
-            config.max_input_bytes,
-        )
-        .with_claim_pool(claims)
-        .with_instruments(telemetry.instruments().clone());
-        // Group commit of concurrent single submits (service::submit_coalesce).
-        let tasklane = match submit_groups {
-            0 => tasklane,
-            groups => tasklane.with_submit_coalescing(groups),
-        };
-        // A replica that both works and delivers: its batch settles claim the
-        // notifications they write for its own deliverer (webhooks::handoff).
-        let (tasklane, inbox) = if config.has(Role::Maintenance) && config.has(Role::Worker) {
-            let (handoff, inbox) = handoff::channel(delivery.claim_for, delivery.concurrency);
-            (tasklane.with_webhook_handoff(handoff), Some(inbox))
-        } else {
-            (tasklane, None)
-        };
+            &checked,
+            &wakeup,
+            telemetry,
+        )?;
         let pool_gauges = pool_gauges(&telemetry.meter(), &pool, tasklane.claim_pool());
         let shutdown = CancellationToken::new();
         let stop_work = CancellationToken::new();
         let mut services = JoinSet::new();
         let mut workers = JoinSet::new();
-        let ttl = Duration::from_secs(config.replica_ttl_seconds);
         let replicas = ReplicaRegistry {
             pool: pool.clone(),
             id,
             name: config.replica_name(),
-            ttl,
+            ttl: Duration::from_secs(config.replica_ttl_seconds),
         };
         let cold_start = replicas.register().await?;
         services.spawn(replicas.run(shutdown.clone()));
@@ -178,87 +127,23 @@ impl Replica {
             );
         }
         if config.has(Role::Maintenance) {
-            let rescuer = Rescuer {
-                pool: pool.clone(),
-                interval: Duration::from_millis(config.rescue_interval_ms),
-                wakeup: wakeup.clone(),
-                instruments: telemetry.instruments().clone(),
+            let maintenance = roles::Maintenance {
+                config,
+                tasklane: &tasklane,
+                wakeup: &wakeup,
+                telemetry,
             };
-            services.spawn(rescuer.run(shutdown.clone()));
-            let attempt_deadlines = AttemptDeadlineSweeper {
-                tasklane: tasklane.clone(),
-                interval: Duration::from_millis(config.rescue_interval_ms),
-            };
-            services.spawn(attempt_deadlines.run(shutdown.clone()));
-            let deadlines = DeadlineSweeper {
-                pool: pool.clone(),
-                interval: Duration::from_millis(config.deadline_interval_ms),
-            };
-            services.spawn(deadlines.run(shutdown.clone()));
-            let pruner = Pruner {
-                pool: pool.clone(),
-                interval: Duration::from_millis(config.prune_interval_ms),
-                batch: config.prune_batch,
-                retention: Duration::from_secs(config.retention_seconds),
-                instruments: telemetry.instruments().clone(),
-            };
-            services.spawn(pruner.run(shutdown.clone()));
-            let history = AdmissionHistoryPruner {
-                pool: pool.clone(),
-                interval: admission_history::INTERVAL,
-            };
-            services.spawn(history.run(shutdown.clone()));
-            let keeper = StatisticsKeeper {
-                pool: pool.clone(),
-                interval: statistics::INTERVAL,
-            };
-            services.spawn(keeper.run(shutdown.clone()));
-            let sampler = QueueDepthSampler::new(
-                config.database_url.clone(),
-                queue_depth::INTERVAL,
-                &telemetry.meter(),
-            );
-            services.spawn(sampler.run(shutdown.clone()));
-            let deliverer = Deliverer::new(
-                pool.clone(),
-                delivery,
-                &telemetry.meter(),
-                telemetry.instruments().clone(),
-            )?;
-            let deliverer = match inbox {
-                Some(inbox) => deliverer.with_handoff(inbox),
-                None => deliverer,
-            };
-            services.spawn(deliverer.run(shutdown.clone()));
+            maintenance.spawn(&mut services, checked.delivery, inbox, &shutdown)?;
         }
         if config.has(Role::Worker) {
-            for n in 0..config.claimers.max(1) {
-                let worker_config = WorkerConfig {
-                    worker_id: format!("{}/{n}", config.replica_name()),
-                    replica_id: id,
-                    route: config.route(),
-                    concurrency: config.concurrency.max(1),
-                    claim_batch: config.claim_batch as usize,
-                    poll_interval: config.poll_interval(),
-                    shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
-                };
-                let routed = (worker_config.route == crate::task::Route::Local)
-                    .then(|| {
-                        Worker::routed_external(
-                            worker_config.clone(),
-                            tasklane.clone(),
-                            handlers.clone(),
-                        )
-                    })
-                    .flatten();
-                let worker = Worker::new(worker_config, tasklane.clone(), handlers.clone());
-                workers.spawn(worker.run(stop_work.clone()));
-                // Fallbacks to the external routes of openai types need no replica
-                // configured for the external route: each local one runs their loop.
-                if let Some(routed) = routed {
-                    workers.spawn(routed.run(stop_work.clone()));
-                }
-            }
+            roles::spawn_workers(
+                &mut workers,
+                config,
+                id,
+                &tasklane,
+                &checked.handlers,
+                &stop_work,
+            );
         }
         tracing::info!(replica = %id, cold_start, "replica started");
         Ok(Replica {
@@ -292,57 +177,107 @@ impl Replica {
     }
 }
 
-/// The database pool's gauges: connections in use and idle, and callers waiting.
-struct PoolGauges {
-    _connections: opentelemetry::metrics::ObservableGauge<u64>,
-    _waiting: opentelemetry::metrics::ObservableGauge<u64>,
+/// What a replica checks before anything connects: a bad setting or task-types file is
+/// refused at start, before the database is touched.
+struct Checked {
+    delivery: DeliveryConfig,
+    submit_groups: usize,
+    task_types: Arc<TaskTypes>,
+    handlers: Arc<HandlerRegistry>,
 }
 
-fn pool_gauges(
-    meter: &opentelemetry::metrics::Meter,
-    main: &deadpool_postgres::Pool,
-    claims: &deadpool_postgres::Pool,
-) -> PoolGauges {
-    use opentelemetry::KeyValue;
-    let pools = [("main", main.clone()), ("claims", claims.clone())];
-    let observed = pools.clone();
-    let connections = meter
-        .u64_observable_gauge("tasklane.db.pool.connections")
-        .with_description(
-            "Database pool connections, by pool (main, claims) and state (in_use, idle)",
-        )
-        .with_callback(move |observer| {
-            for (name, pool) in &observed {
-                let status = pool.status();
-                let in_use = status.size.saturating_sub(status.available);
-                let pool = KeyValue::new("pool", *name);
-                observer.observe(
-                    in_use as u64,
-                    &[pool.clone(), KeyValue::new("state", "in_use")],
-                );
-                observer.observe(
-                    status.available as u64,
-                    &[pool, KeyValue::new("state", "idle")],
-                );
-            }
+impl Checked {
+    fn new(
+        config: &ServeConfig,
+        types: Vec<TaskType>,
+        custom: HashMap<String, Arc<dyn Handler>>,
+    ) -> anyhow::Result<Checked> {
+        let delivery = config.delivery()?;
+        let submit_groups = config.submit_groups()?;
+        let task_types = Arc::new(TaskTypes::new(types));
+        // Refused whether or not a type calls an upstream: the setting is wrong.
+        drop(config.client_options().builder()?);
+        let handlers = Arc::new(HandlerRegistry::with_options(
+            &task_types,
+            custom,
+            &config.client_options(),
+        )?);
+        Ok(Checked {
+            delivery,
+            submit_groups,
+            task_types,
+            handlers,
         })
-        .build();
-    let waiting = meter
-        .u64_observable_gauge("tasklane.db.pool.waiting")
-        .with_description("Callers waiting for a database pool connection, by pool")
-        .with_callback(move |observer| {
-            for (name, pool) in &pools {
-                observer.observe(
-                    pool.status().waiting as u64,
-                    &[KeyValue::new("pool", *name)],
-                );
-            }
-        })
-        .build();
-    PoolGauges {
-        _connections: connections,
-        _waiting: waiting,
     }
+}
+
+/// Migrates (or, without migrations, proves one connection: the server and the TLS
+/// policy agree), opens the main pool and registers the task types this replica serves,
+/// which the SQL door (`tasklane.run_task`) accepts.
+async fn prepare_database(
+    config: &ServeConfig,
+    database: &Database,
+    task_types: &TaskTypes,
+) -> anyhow::Result<deadpool_postgres::Pool> {
+    if !config.no_migrate {
+        crate::store::migrate::run(&config.database_url).await?;
+    } else {
+        drop(database.connect().await?);
+    }
+    let pool = database.pool(config.pool_size)?;
+    let object = pool.get().await?;
+    let client: &tokio_postgres::Client = &object;
+    let types: Vec<&TaskType> = task_types.iter().collect();
+    crate::store::task_types::register(client, &types, config.max_input_bytes)
+        .await
+        .context("register the task types")?;
+    drop(object);
+    Ok(pool)
+}
+
+/// The service of this replica, and the inbox of its webhook hand-off when it both works
+/// and delivers.
+fn service(
+    config: &ServeConfig,
+    database: &Database,
+    pool: deadpool_postgres::Pool,
+    checked: &Checked,
+    wakeup: &Wakeup,
+    telemetry: &Telemetry,
+) -> anyhow::Result<(Tasklane, Option<handoff::Inbox>)> {
+    // Claims on their own connections, planned generically: one per claim loop
+    // (local, and the routed external one beside it) and two for remote workers'.
+    // Not behind PgBouncer (`--listen-notify false` is its setting): in transaction
+    // mode a session's SET would stay on a server connection other clients share.
+    let claims_size = config.claimers.max(1) * 2 + 2;
+    let claims = match config.listen_notify {
+        true => database.claim_pool(claims_size)?,
+        false => database.pool(claims_size)?,
+    };
+    let tasklane = Tasklane::new(
+        pool,
+        checked.task_types.clone(),
+        wakeup.clone(),
+        config.max_input_bytes,
+    )
+    .with_claim_pool(claims)
+    .with_instruments(telemetry.instruments().clone());
+    // Group commit of concurrent single submits (service::submit_coalesce).
+    let tasklane = match checked.submit_groups {
+        0 => tasklane,
+        groups => tasklane.with_submit_coalescing(groups),
+    };
+    // A replica that both works and delivers: its batch completes claim the
+    // notifications they write for its own deliverer (webhooks::handoff).
+    Ok(
+        if config.has(Role::Maintenance) && config.has(Role::Worker) {
+            let delivery = &checked.delivery;
+            let (handoff, inbox) = handoff::channel(delivery.claim_for, delivery.concurrency);
+            (tasklane.with_webhook_handoff(handoff), Some(inbox))
+        } else {
+            (tasklane, None)
+        },
+    )
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

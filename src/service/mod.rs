@@ -35,19 +35,21 @@ pub mod listen {
 use std::sync::Arc;
 
 pub use crate::admission::{EmergencyStopSpec, LimitSpec, Overview, Refusal, RefusalCode};
-pub use crate::store::attempts::{AttemptRecord, AttemptSummary};
-pub use crate::store::claim::{Claimant, ClaimedTask, Slots};
-pub use crate::store::complete_many::Completion;
-pub use crate::store::events::Event;
-pub use crate::store::lease::{Beat, BeatAnswer, Ending, Lease, LeaseStatus, Success};
-pub use crate::store::lifecycle::SourceRef;
-pub use crate::store::query::{ListFilter, Owner};
-pub use crate::store::{SubmitOutcome, Submitted, TaskRecord};
+pub use crate::task::attempt::{AttemptRecord, AttemptSummary};
+pub use crate::task::claim::{Claimant, ClaimedTask, Slots};
+pub use crate::task::event::Event;
+pub use crate::task::lease::{Beat, BeatAnswer, Lease, LeaseStatus};
+pub use crate::task::outcome::Completion;
+pub use crate::task::outcome::{Reported, Success};
+pub use crate::task::owner::Owner;
+pub use crate::task::record::ListFilter;
+pub use crate::task::record::SourceRef;
+pub use crate::task::record::{SubmitOutcome, Submitted, TaskRecord};
 pub use activity::ActivityMinute;
 pub use error::ServiceError;
 pub use lifecycle::MAX_SOURCE_PAGE;
 pub use liveness::Liveness;
-pub use submit::{accepted, submit_in, MAX_BATCH};
+pub use submit::{submit_in, MAX_BATCH};
 pub use tasks::{TaskEvents, TaskList};
 pub use wakeup::Wakeup;
 

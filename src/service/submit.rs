@@ -5,8 +5,9 @@ use tokio_postgres::GenericClient;
 
 use super::{Owner, ServiceError, Tasklane};
 use crate::admission::Refusal;
-use crate::store::submit::{self, Submission, SubmitOutcome, Submitted};
+use crate::store::submit::{self, Submission};
 use crate::store::submit_batch;
+use crate::task::record::{SubmitOutcome, Submitted};
 use crate::task::{NewTask, SubmitRequest};
 use crate::telemetry::spans;
 
@@ -72,7 +73,7 @@ impl Tasklane {
             Some(coalescer) => coalescer.submit(id, task).await?,
             None => submit::submit_pooled(&self.connection().await?, id, &task).await?,
         };
-        let submitted = match accepted(submission) {
+        let submitted = match answer(submission) {
             Ok(submitted) => submitted,
             Err(refusal) => {
                 // Best effort, as the count itself.
@@ -94,7 +95,8 @@ impl Tasklane {
 /// Most items one batch submit takes.
 pub const MAX_BATCH: usize = 1000;
 
-/// How often a batch is run again after a deadlock with another batch.
+/// How many times, in all, a batch statement is tried when it deadlocks (or fails to
+/// serialize) against another batch.
 const BATCH_TRIES: usize = 3;
 
 impl Tasklane {
@@ -155,7 +157,7 @@ impl Tasklane {
         Ok(answers)
     }
 
-    /// Runs the batch statement (again, up to [`BATCH_TRIES`] times, when it deadlocked
+    /// Runs the batch statement (at most [`BATCH_TRIES`] tries in all, when it deadlocked
     /// with another batch: nothing of it was written) and answers each item; refusals
     /// are counted, per code, in one write each.
     async fn submit_many(
@@ -178,7 +180,7 @@ impl Tasklane {
         let answers = decided
             .into_iter()
             .map(|submission| match submission {
-                Ok(submission) => accepted(submission).map_err(|refusal| {
+                Ok(submission) => answer(submission).map_err(|refusal| {
                     *refused.entry(refusal.code.as_str()).or_default() += 1;
                     ServiceError::Refused(refusal)
                 }),
@@ -238,12 +240,12 @@ pub async fn submit_in<C: GenericClient + Sync>(
     task: &NewTask,
 ) -> Result<Submitted, ServiceError> {
     let submission = submit::submit(client, crate::task::new_task_id(), task).await?;
-    Ok(accepted(submission)?)
+    Ok(answer(submission)?)
 }
 
 /// The database's decision as the caller's answer: the task, or the refusal that
 /// admission reported.
-pub fn accepted(submission: Submission) -> Result<Submitted, Refusal> {
+fn answer(submission: Submission) -> Result<Submitted, Refusal> {
     match submission {
         Submission::Accepted(submitted) => Ok(*submitted),
         Submission::Refused(report) => Err(crate::admission::refusal(&report)),

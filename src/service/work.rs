@@ -8,7 +8,7 @@
 use uuid::Uuid;
 
 use super::{
-    Beat, BeatAnswer, Claimant, ClaimedTask, Completion, Ending, Lease, LeaseStatus, Owner,
+    Beat, BeatAnswer, Claimant, ClaimedTask, Completion, Lease, LeaseStatus, Owner, Reported,
     ServiceError, Slots, Success, Tasklane,
 };
 use crate::store::lease::{self, LeaseError};
@@ -188,13 +188,13 @@ impl Tasklane {
         owner: &Owner,
         id: Uuid,
         lease_token: Uuid,
-        ending: Ending,
+        reported: Reported,
     ) -> Result<TaskState, ServiceError> {
         let client = self.connection().await?;
         let task = check_owner(store::client(&client), Some(owner), id).await?;
         drop(client);
         let task_type = task.map(|t| t.task_type).unwrap_or_default();
-        self.settle_as(&task_type, id, lease_token, ending).await
+        self.settle_as(&task_type, id, lease_token, reported).await
     }
 
     /// The in-process worker's settlement of `task` (claimed by this process, so its
@@ -202,27 +202,27 @@ impl Tasklane {
     pub async fn settle_claimed(
         &self,
         task: &ClaimedTask,
-        ending: Ending,
+        reported: Reported,
     ) -> Result<TaskState, ServiceError> {
         let span = tracing::info_span!("tasklane.settle", task = %task.id);
-        self.settle_as(&task.task_type, task.id, task.lease_token, ending)
+        self.settle_as(&task.task_type, task.id, task.lease_token, reported)
             .instrument(span)
             .await
     }
 
-    /// Settles by `ending` with `task_type`'s backoff (`task::outcome::settle` decides);
+    /// Settles by `reported` with `task_type`'s backoff (`task::outcome::settle` decides);
     /// wakes workers when the task is left waiting. Returns the new state.
     async fn settle_as(
         &self,
         task_type: &str,
         id: Uuid,
         lease_token: Uuid,
-        ending: Ending,
+        reported: Reported,
     ) -> Result<TaskState, ServiceError> {
         let backoff = self.task_types.backoff(task_type);
         let mut object = self.connection().await?;
         let client: &mut tokio_postgres::Client = &mut object;
-        let state = lease::settle_with(client, id, lease_token, ending, &backoff).await?;
+        let state = lease::settle_with(client, id, lease_token, reported, &backoff).await?;
         if state == TaskState::WaitingForExternalFallback {
             self.wakeup.wake_fallback();
         }
@@ -246,13 +246,18 @@ impl Tasklane {
             attempts::overdue(store::client(&client), limit, grace.as_secs_f64()).await?
         };
         for attempt in &overdue {
-            let ending = Ending {
+            let reported = Reported {
                 report: Report::TimedOut,
                 facts: Default::default(),
                 usage_units: None,
             };
             match self
-                .settle_as(&attempt.task_type, attempt.id, attempt.lease_token, ending)
+                .settle_as(
+                    &attempt.task_type,
+                    attempt.id,
+                    attempt.lease_token,
+                    reported,
+                )
                 .await
             {
                 Ok(_) | Err(ServiceError::LeaseLost | ServiceError::TaskGone) => {}

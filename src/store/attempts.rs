@@ -6,45 +6,12 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
 use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
 use super::DbError;
+use crate::task::attempt::{AttemptRecord, AttemptSummary};
 use crate::task::attempt::{Facts, Outcome, Usage};
-
-/// One attempt as the attempts route shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AttemptRecord {
-    /// 1-based over the task's whole life (an owner's retry keeps counting).
-    pub attempt: i32,
-    pub route: Option<String>,
-    pub route_name: Option<String>,
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    pub started_at: DateTime<Utc>,
-    /// `None` while running.
-    pub finished_at: Option<DateTime<Utc>>,
-    pub outcome: Outcome,
-    pub error_code: Option<String>,
-    pub error_message: Option<String>,
-    /// What the provider reported; `None` when nothing was.
-    pub usage: Option<Usage>,
-}
-
-/// What the task view shows of its attempts.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct AttemptSummary {
-    /// Summed over every attempt; `None` when no attempt reported tokens.
-    pub usage: Option<Usage>,
-    /// Budget units charged over every attempt; `None` when none were.
-    pub usage_units: Option<i64>,
-    /// The last attempt's provenance (the last one that recorded any).
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    pub route: Option<String>,
-    pub route_name: Option<String>,
-}
 
 /// An attempt's facts as the settle statements bind them (`$route, $route_name,
 /// $provider, $model, $input_tokens, $output_tokens, $total_tokens`). The route the

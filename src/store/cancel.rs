@@ -4,9 +4,11 @@
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
-use super::query::{self, Owner};
-use super::record::TaskRecord;
+use super::query;
+
 use super::DbError;
+use crate::task::owner::Owner;
+use crate::task::record::TaskRecord;
 
 /// The owner's cancel: returns the task after it, or `None` if `owner` cannot see it.
 /// A waiting task is cancelled at once, a running one is marked cancelling, a terminal

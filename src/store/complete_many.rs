@@ -16,16 +16,9 @@ use deadpool_postgres::GenericClient;
 use uuid::Uuid;
 
 use super::attempts::FactColumns;
-use super::lease::{LeaseError, Success};
+use super::lease::LeaseError;
 use super::DbError;
-
-/// One completion of a batch.
-#[derive(Debug, Clone)]
-pub struct Completion {
-    pub id: Uuid,
-    pub lease_token: Uuid,
-    pub success: Success,
-}
+use crate::task::outcome::Completion;
 
 /// How the notifications a batch settle writes are claimed for the caller's deliverer.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +44,7 @@ pub struct ClaimedNotification {
 
 /// What a batch settle answers.
 #[derive(Debug)]
-pub struct Settled {
+pub struct CompletedBatch {
     /// Per completion, in `batch` order.
     pub answers: Vec<Result<(), LeaseError>>,
     /// The notifications claimed for the caller (none without a claim).
@@ -68,7 +61,7 @@ pub async fn complete_many<C: GenericClient>(
     client: &C,
     batch: &[Completion],
     claim: Option<NotificationClaim<'_>>,
-) -> Result<Settled, DbError> {
+) -> Result<CompletedBatch, DbError> {
     let ids: Vec<Uuid> = batch.iter().map(|c| c.id).collect();
     let tokens: Vec<Uuid> = batch.iter().map(|c| c.lease_token).collect();
     let results: Vec<&serde_json::Value> = batch.iter().map(|c| &c.success.result).collect();
@@ -130,7 +123,7 @@ pub async fn complete_many<C: GenericClient>(
         }
     }
     if settled.len() == batch.len() {
-        return Ok(Settled {
+        return Ok(CompletedBatch {
             answers: batch.iter().map(|_| Ok(())).collect(),
             claimed,
         });
@@ -162,5 +155,5 @@ pub async fn complete_many<C: GenericClient>(
             }
         })
         .collect();
-    Ok(Settled { answers, claimed })
+    Ok(CompletedBatch { answers, claimed })
 }

@@ -1,30 +1,10 @@
 //! Reading a task's events (they are written by the transition statements themselves).
 
-use chrono::{DateTime, Utc};
+use crate::task::event::Event;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
 use super::DbError;
-
-/// One event: `seq` is contiguous from 1 per task.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Event {
-    pub seq: i32,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub data: serde_json::Value,
-    pub at: DateTime<Utc>,
-}
-
-impl Event {
-    /// Whether this event reports a terminal state: nothing follows it.
-    pub fn is_terminal(&self) -> bool {
-        matches!(
-            self.kind.as_str(),
-            "task.succeeded" | "task.failed" | "task.cancelled"
-        )
-    }
-}
 
 /// Up to `limit` events of `task_id` with seq above `after`, ascending. The caller has
 /// already checked that the task belongs to whoever asks.

@@ -5,7 +5,6 @@
 //! complete_tasks_claiming, V31). Zero rows is [`LeaseError::Lost`] or
 //! [`LeaseError::Gone`], never "not found".
 
-use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -13,7 +12,9 @@ use super::attempts::FactColumns;
 use super::DbError;
 use crate::task::attempt::{Facts, Outcome};
 use crate::task::backoff::Backoff;
+use crate::task::lease::{Beat, BeatAnswer, Lease, LeaseStatus};
 use crate::task::outcome::{self, Leased, Report};
+use crate::task::outcome::{Reported, Success};
 use crate::task::{Privacy, Route, TaskState};
 
 #[derive(Debug, thiserror::Error)]
@@ -30,23 +31,6 @@ pub enum LeaseError {
     Illegal(#[from] crate::task::state::IllegalTransition),
     #[error(transparent)]
     Db(#[from] DbError),
-}
-
-/// What a heartbeat carries besides the lease extension.
-#[derive(Debug, Clone, Default)]
-pub struct Beat {
-    pub progress: Option<i16>,
-    pub phase: Option<String>,
-    pub snapshot: Option<serde_json::Value>,
-    /// Worker-emitted events, each `{"type", "data"}`, already validated.
-    pub events: Vec<serde_json::Value>,
-}
-
-/// The answer to a heartbeat.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BeatAnswer {
-    pub lease_expires_at: DateTime<Utc>,
-    pub cancel_requested: bool,
 }
 
 /// Extends the lease and records progress, phase, snapshot and events. A change of
@@ -85,35 +69,6 @@ pub async fn heartbeat<C: GenericClient + Sync>(
         lease_expires_at: row.try_get("lease_expires_at")?,
         cancel_requested: state == TaskState::Cancelling.as_str(),
     })
-}
-
-/// What a successful attempt reports.
-#[derive(Debug, Clone, Default)]
-pub struct Success {
-    pub result: serde_json::Value,
-    /// Budget units this attempt consumed, for executors that count their own (custom
-    /// handlers, remote workers); without them the attempt is charged its
-    /// `facts.usage.total_tokens`.
-    pub usage_units: Option<i64>,
-    /// Where the attempt ran and the tokens it used, written with its attempt row. The
-    /// in-process runner adds what the handler recorded on its context.
-    pub facts: Facts,
-}
-
-/// One lease to extend: the attempt's task and lease token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Lease {
-    pub id: Uuid,
-    pub lease_token: Uuid,
-}
-
-/// What a batched heartbeat learned of one lease.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeaseStatus {
-    /// Extended; cancellation was requested when `cancel_requested`.
-    Extended { cancel_requested: bool },
-    /// The lease was lost or the task is gone: the attempt must stop.
-    Lost,
 }
 
 /// Extends every lease of `leases` in one statement (no event rows), answering each
@@ -193,22 +148,12 @@ pub async fn settle<C: GenericClient + Sync>(
     report: Report,
     backoff: &Backoff,
 ) -> Result<TaskState, LeaseError> {
-    let ending = Ending {
+    let reported = Reported {
         report,
         facts: Facts::default(),
         usage_units: None,
     };
-    settle_with(client, id, lease_token, ending, backoff).await
-}
-
-/// How a worker ended an attempt: its report and what the attempt recorded.
-#[derive(Debug, Clone)]
-pub struct Ending {
-    pub report: Report,
-    /// Provenance and tokens, written with the attempt row and charged to budgets.
-    pub facts: Facts,
-    /// Budget units reported instead of tokens (custom handlers).
-    pub usage_units: Option<i64>,
+    settle_with(client, id, lease_token, reported, backoff).await
 }
 
 /// [`settle`] with the attempt's facts. An attempt past its server-side deadline ends
@@ -217,7 +162,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
     client: &mut C,
     id: Uuid,
     lease_token: Uuid,
-    ending: Ending,
+    reported: Reported,
     backoff: &Backoff,
 ) -> Result<TaskState, LeaseError> {
     let tx = client.transaction().await?;
@@ -247,13 +192,13 @@ pub async fn settle_with<C: GenericClient + Sync>(
     let report = if row.try_get("overdue")? {
         Report::TimedOut
     } else {
-        ending.report
+        reported.report
     };
     let timed_out = report == Report::TimedOut;
     let settlement = outcome::settle(leased, report, backoff)?;
     let outcome = Outcome::of_settlement(timed_out, settlement.state);
     let delay_ms = settlement.delay.map(|d| d.as_millis() as i64);
-    let facts = FactColumns::of(&ending.facts);
+    let facts = FactColumns::of(&reported.facts);
     tx.execute(
         include_str!("../../sql/settle.sql"),
         &[
@@ -271,7 +216,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
             &facts.input_tokens,
             &facts.output_tokens,
             &facts.total_tokens,
-            &ending.usage_units,
+            &reported.usage_units,
         ],
     )
     .await?;

@@ -7,6 +7,7 @@
 //! client: pass a transaction to make the change commit or roll back with the caller's
 //! own writes.
 
+use crate::task::record::SourceRef;
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
 
@@ -89,15 +90,6 @@ pub async fn check_fence<C: GenericClient + Sync>(
         return Err(SubmitError::ScopeDeleted);
     }
     Ok(())
-}
-
-/// A `(scope, source)` pair with unreleased tasks; also the keyset cursor of the next
-/// page (the last pair of a full page).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-pub struct SourceRef {
-    pub scope_id: String,
-    /// `None` for tasks submitted without a source.
-    pub source_id: Option<String>,
 }
 
 /// Up to `limit` (clamped to 1..=[`MAX_PAGE`]) distinct pairs of `app` with unreleased

@@ -16,14 +16,14 @@ pub mod lease;
 pub mod lifecycle;
 pub mod limits;
 pub mod listen;
-pub mod load;
+pub mod load_generator;
 pub mod migrate;
 pub mod notify;
 pub mod outbox;
 pub mod overview;
 pub mod prune;
 pub mod query;
-pub mod queue;
+pub mod queue_depth;
 mod record;
 pub mod recover;
 pub mod replicas;
@@ -35,10 +35,8 @@ pub mod task_types;
 pub mod tokens;
 pub mod webhooks;
 
-pub use claim::ClaimedTask;
-pub use lease::{Beat, LeaseError};
-pub use record::TaskRecord;
-pub use submit::{SubmitError, SubmitOutcome, Submitted};
+pub use lease::LeaseError;
+pub use submit::SubmitError;
 
 pub use tokio_postgres::GenericClient;
 

@@ -16,7 +16,8 @@ use deadpool_postgres::GenericClient as PooledClient;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
-use super::{DbError, TaskRecord};
+use super::DbError;
+use crate::task::record::TaskRecord;
 
 /// The channel the mirror's trigger NOTIFYs (once per statement that wrote notifications).
 pub const WEBHOOKS_CHANNEL: &str = "tasklane_webhooks";

@@ -5,25 +5,11 @@
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
-use super::record::TaskRecord;
 use super::DbError;
+use crate::task::owner::Owner;
+use crate::task::record::ListFilter;
+use crate::task::record::TaskRecord;
 use crate::task::TaskState;
-
-/// Who is asking: an app, optionally narrowed to one scope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
-    pub app: String,
-    pub scope_id: Option<String>,
-}
-
-impl Owner {
-    pub fn app(app: impl Into<String>) -> Self {
-        Owner {
-            app: app.into(),
-            scope_id: None,
-        }
-    }
-}
 
 /// One task, if `owner` may see it.
 pub async fn get<C: GenericClient + Sync>(
@@ -38,18 +24,6 @@ pub async fn get<C: GenericClient + Sync>(
         )
         .await?;
     row.as_ref().map(TaskRecord::from_row).transpose()
-}
-
-/// Filters of a listing; `None` filters nothing.
-#[derive(Debug, Clone, Default)]
-pub struct ListFilter {
-    pub scope_id: Option<String>,
-    pub state: Option<TaskState>,
-    pub task_type: Option<String>,
-    /// Exactly this source (`%` and `_` are ordinary characters).
-    pub source_id: Option<String>,
-    /// List tasks older than this id (the previous page's last id).
-    pub before: Option<Uuid>,
 }
 
 /// Up to `limit` of `owner`'s tasks, newest first. A scope owner's own scope always

@@ -1,44 +1,8 @@
 //! A task as the API shows it: one row of the `tasklane.task_views` view.
 
-use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
-use uuid::Uuid;
 
-use super::attempts::AttemptSummary;
-use crate::task::TaskState;
-
-/// A task's visible fields. Input, lease, digest, effect key and snapshot are not here
-/// on purpose: nothing that reads a record can leak them.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct TaskRecord {
-    pub id: Uuid,
-    pub app: String,
-    pub scope_id: String,
-    pub source_id: Option<String>,
-    pub usage_subject: Option<String>,
-    pub task_type: String,
-    pub state: TaskState,
-    pub priority: i16,
-    pub attempt: i32,
-    pub max_attempts: i32,
-    pub progress: Option<i16>,
-    pub phase: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub started_at: Option<DateTime<Utc>>,
-    pub finished_at: Option<DateTime<Utc>>,
-    pub released_at: Option<DateTime<Utc>>,
-    pub deadline_at: Option<DateTime<Utc>>,
-    pub result: Option<serde_json::Value>,
-    pub error_code: Option<String>,
-    pub error_message: Option<String>,
-    pub usage_units: Option<i64>,
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    pub route: Option<String>,
-    /// Usage summed over the attempts and the last one's provenance, when the reader
-    /// asked for them (`Tasklane::with_attempts`); `None` straight from a row.
-    pub attempts: Option<AttemptSummary>,
-}
+use crate::task::record::TaskRecord;
 
 impl TaskRecord {
     /// Reads the `task_views` columns of a row.

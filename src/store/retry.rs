@@ -3,9 +3,11 @@
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
-use super::query::{self, Owner};
-use super::record::TaskRecord;
+use super::query;
+
 use super::DbError;
+use crate::task::owner::Owner;
+use crate::task::record::TaskRecord;
 
 /// How a retry was answered.
 #[derive(Debug, Clone, PartialEq)]

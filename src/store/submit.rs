@@ -10,27 +10,10 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::GenericClient;
 
 use super::admission::AdmitReport;
-use super::record::TaskRecord;
 use super::DbError;
+use crate::task::record::TaskRecord;
+use crate::task::record::{SubmitOutcome, Submitted};
 use crate::task::{NewTask, TaskId};
-
-/// How a submit was answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubmitOutcome {
-    /// A new task was created (and queued).
-    Created,
-    /// The identity already had this request in flight: the caller observes it.
-    Joined,
-    /// The identity already finished (any terminal state): returned as it is, no
-    /// admission, no charge.
-    Existing,
-}
-
-#[derive(Debug, Clone)]
-pub struct Submitted {
-    pub task: TaskRecord,
-    pub outcome: SubmitOutcome,
-}
 
 /// What the database decided for a well-formed submit.
 #[derive(Debug, Clone)]

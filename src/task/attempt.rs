@@ -6,6 +6,7 @@
 use super::bounds;
 use super::state::TaskState;
 use super::task_type::Route;
+use chrono::{DateTime, Utc};
 
 /// Longest provider, model or route name kept, in bytes (longer ones are cut).
 pub const PROVENANCE_BYTES: usize = 200;
@@ -120,6 +121,39 @@ const ALL: [Outcome; 8] = [
     Outcome::Lost,
     Outcome::TimedOut,
 ];
+
+/// One attempt as the attempts listing shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptRecord {
+    /// 1-based over the task's whole life (an owner's retry keeps counting).
+    pub attempt: i32,
+    pub route: Option<String>,
+    pub route_name: Option<String>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub started_at: DateTime<Utc>,
+    /// `None` while running.
+    pub finished_at: Option<DateTime<Utc>>,
+    pub outcome: Outcome,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    /// What the provider reported; `None` when nothing was.
+    pub usage: Option<Usage>,
+}
+
+/// What the task view shows of its attempts.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct AttemptSummary {
+    /// Summed over every attempt; `None` when no attempt reported tokens.
+    pub usage: Option<Usage>,
+    /// Budget units charged over every attempt; `None` when none were.
+    pub usage_units: Option<i64>,
+    /// The last attempt's provenance (the last one that recorded any).
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub route: Option<String>,
+    pub route_name: Option<String>,
+}
 
 #[cfg(test)]
 mod tests {

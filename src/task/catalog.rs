@@ -1,6 +1,6 @@
 //! The task types one deployment knows, by name: what submit validates against, what
 //! claims may name, and where a settlement finds its type's backoff. Pure data; the
-//! in-process handlers of the runnable types are the worker's (`worker::Handlers`).
+//! in-process handlers of the runnable types are the worker's (`worker::HandlerRegistry`).
 
 use std::collections::BTreeMap;
 

@@ -6,11 +6,13 @@
 
 use std::time::Duration;
 
+use super::attempt::Facts;
 use super::backoff::Backoff;
 use super::bounds;
 use super::codes;
 use super::state::{IllegalTransition, TaskState, Transition};
 use super::task_type::{Privacy, Route};
+use uuid::Uuid;
 
 /// The longest `retry_after` a worker may ask for.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
@@ -195,6 +197,38 @@ fn describe(code: &str, message: &str) -> String {
         format!("[{code}] {message}")
     };
     bounds::truncate(&text, bounds::ERROR_MESSAGE_BYTES).to_owned()
+}
+
+/// What a successful attempt reports.
+#[derive(Debug, Clone, Default)]
+pub struct Success {
+    pub result: serde_json::Value,
+    /// Budget units this attempt consumed, for executors that count their own (custom
+    /// handlers, remote workers); without them the attempt is charged its
+    /// `facts.usage.total_tokens`.
+    pub usage_units: Option<i64>,
+    /// Where the attempt ran and the tokens it used, written with its attempt row. The
+    /// in-process runner adds what the handler recorded on its context.
+    pub facts: Facts,
+}
+
+/// An attempt that ended other than in success: the worker's report and what the
+/// attempt recorded.
+#[derive(Debug, Clone)]
+pub struct Reported {
+    pub report: Report,
+    /// Provenance and tokens, written with the attempt row and charged to budgets.
+    pub facts: Facts,
+    /// Budget units reported instead of tokens (custom handlers).
+    pub usage_units: Option<i64>,
+}
+
+/// One completion of a batch.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub id: Uuid,
+    pub lease_token: Uuid,
+    pub success: Success,
 }
 
 #[cfg(test)]

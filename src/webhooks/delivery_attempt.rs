@@ -8,8 +8,9 @@ use uuid::Uuid;
 use super::schedule::{verdict, RetrySchedule, Verdict};
 use super::sender::{Answer, Message, Sender};
 use super::{payload, signature};
+use crate::store;
 use crate::store::outbox::{self, Claimed, Settlement};
-use crate::store::{self, TaskRecord};
+use crate::task::record::TaskRecord;
 use crate::telemetry::Instruments;
 
 /// What every attempt of this replica shares.

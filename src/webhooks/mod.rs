@@ -1,17 +1,20 @@
-//! Terminal notifications: the transactional outbox written by the queue
-//! mirror's trigger when a task becomes terminal (migrations V11, V22), delivered at
-//! least once, signed as Standard Webhooks, by the maintenance role of any replica.
+//! Terminal notifications: outbox rows (`tasklane.webhook_deliveries`) written in the
+//! transaction that makes a task terminal (by the batch complete,
+//! `tasklane.complete_tasks_claiming`, for the successes it settles; by the mirror's
+//! trigger function, `tasklane.sync_task_queue`, for every other terminal move),
+//! delivered at least once, signed as Standard Webhooks, by the maintenance role of any
+//! replica.
 //!
 //! Pure parts, unit-tested without a database: [`signature`] (signing and secrets),
 //! [`schedule`] (retry schedule, `Retry-After`, what an answer means), [`guard`] (which
 //! addresses may be reached), [`endpoint`] (what an app may register), [`payload`]
 //! (the body) and [`window`] (how many rows to claim ahead per endpoint). The I/O:
-//! [`sender`] (one HTTP attempt), [`deliverer`] (the loop that claims, sends and
-//! records) and [`handoff`] (a replica's batch settles claim the notifications they
-//! write for its deliverer, V31). Endpoints are managed through `service::webhooks`.
+//! `delivery_attempt` (sign, send and judge one attempt), [`sender`] (the HTTP call),
+//! [`deliverer`] (the loop that claims, sends and records) and [`handoff`] (a replica's
+//! batch completes claim the notifications they write for its own deliverer). Endpoints are managed through `service::webhooks`.
 
-mod attempt;
 pub mod deliverer;
+mod delivery_attempt;
 pub mod endpoint;
 pub mod guard;
 pub mod handoff;

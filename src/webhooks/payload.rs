@@ -11,8 +11,8 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use crate::http::dto::TaskView;
-use crate::store::TaskRecord;
+use crate::task::record::TaskRecord;
+use crate::view::TaskView;
 
 /// The largest result sent inline, serialized.
 pub const MAX_INLINE_RESULT: usize = 64 * 1024;

@@ -17,13 +17,13 @@ use crate::telemetry::spans;
 
 use super::completer::Completer;
 use super::handler::{HandlerError, TaskContext};
-use super::handlers::Handlers;
 use super::heartbeats::Heartbeats;
+use super::registry::HandlerRegistry;
 
 pub struct Attempt {
     task: Arc<ClaimedTask>,
     tasklane: Tasklane,
-    handlers: Arc<Handlers>,
+    handlers: Arc<HandlerRegistry>,
     abort: CancellationToken,
     completer: Completer,
     heartbeats: Heartbeats,
@@ -31,7 +31,7 @@ pub struct Attempt {
 }
 
 /// How the handler's run ended, as seen by the runner.
-enum Ending {
+enum RunEnd {
     Finished(Result<Success, HandlerError>),
     TimedOut,
     Lost,
@@ -42,7 +42,7 @@ impl Attempt {
     pub fn new(
         task: ClaimedTask,
         tasklane: Tasklane,
-        handlers: Arc<Handlers>,
+        handlers: Arc<HandlerRegistry>,
         abort: CancellationToken,
         completer: Completer,
         heartbeats: Heartbeats,
@@ -102,20 +102,20 @@ impl Attempt {
         let heartbeat = self
             .heartbeats
             .register(&self.task, ctx.cancel.clone(), ctx.lost.clone());
-        // The handler's recorded facts outlive its run: every ending writes them.
+        // The handler's recorded facts outlive its run: every run_end writes them.
         let recorded = ctx.clone();
         let timeout = Duration::from_secs(self.task.attempt_timeout_seconds as u64);
         let lost = ctx.lost.clone();
-        let ending = tokio::select! {
+        let run_end = tokio::select! {
             result = tokio::time::timeout(timeout, handler.run(ctx)) => match result {
-                Ok(result) => Ending::Finished(result),
-                Err(_) => Ending::TimedOut,
+                Ok(result) => RunEnd::Finished(result),
+                Err(_) => RunEnd::TimedOut,
             },
-            _ = lost.cancelled() => Ending::Lost,
-            _ = self.abort.cancelled() => Ending::Aborted,
+            _ = lost.cancelled() => RunEnd::Lost,
+            _ = self.abort.cancelled() => RunEnd::Aborted,
         };
         drop(heartbeat);
-        match self.settle(ending, recorded.facts()).await {
+        match self.settle(run_end, recorded.facts()).await {
             Ok(outcome) => outcome,
             Err(error @ (ServiceError::LeaseLost | ServiceError::TaskGone)) => {
                 tracing::debug!(task = %self.task.id, %error, "late write refused");
@@ -128,19 +128,19 @@ impl Attempt {
         }
     }
 
-    async fn settle(&self, ending: Ending, facts: Facts) -> Result<&'static str, ServiceError> {
+    async fn settle(&self, run_end: RunEnd, facts: Facts) -> Result<&'static str, ServiceError> {
         let id = self.task.id;
         let token = self.task.lease_token;
-        let timed_out = matches!(ending, Ending::TimedOut);
-        let report = match ending {
+        let timed_out = matches!(run_end, RunEnd::TimedOut);
+        let report = match run_end {
             // The rescuer ends a lost attempt (outcome `lost`); what it recorded is gone.
-            Ending::Lost => return Ok("lost"),
-            Ending::Aborted => {
+            RunEnd::Lost => return Ok("lost"),
+            RunEnd::Aborted => {
                 self.tasklane.hand_back(id, token).await?;
                 return Ok("handed_back");
             }
             // Group commit with the other attempts finishing now (see completer.rs).
-            Ending::Finished(Ok(mut success)) => {
+            RunEnd::Finished(Ok(mut success)) => {
                 success.facts = merged(success.facts, facts);
                 let span = tracing::info_span!("tasklane.settle", task = %id);
                 self.completer
@@ -149,7 +149,7 @@ impl Attempt {
                     .await?;
                 return Ok("succeeded");
             }
-            Ending::Finished(Err(HandlerError::Retryable {
+            RunEnd::Finished(Err(HandlerError::Retryable {
                 code,
                 message,
                 retry_after,
@@ -159,22 +159,22 @@ impl Attempt {
                 retryable: true,
                 retry_after,
             },
-            Ending::Finished(Err(HandlerError::Permanent { code, message })) => Report::Error {
+            RunEnd::Finished(Err(HandlerError::Permanent { code, message })) => Report::Error {
                 code,
                 message,
                 retryable: false,
                 retry_after: None,
             },
-            Ending::Finished(Err(HandlerError::Fallback { reason })) => Report::Fallback { reason },
-            Ending::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
-            Ending::TimedOut => Report::TimedOut,
+            RunEnd::Finished(Err(HandlerError::Fallback { reason })) => Report::Fallback { reason },
+            RunEnd::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
+            RunEnd::TimedOut => Report::TimedOut,
         };
-        let ending = service::Ending {
+        let reported = service::Reported {
             report,
             facts,
             usage_units: None,
         };
-        let state = self.tasklane.settle_claimed(&self.task, ending).await?;
+        let state = self.tasklane.settle_claimed(&self.task, reported).await?;
         Ok(match state {
             TaskState::Cancelled => "cancelled",
             _ if timed_out => "timed_out",

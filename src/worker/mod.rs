@@ -6,15 +6,14 @@ pub mod attempt;
 pub mod completer;
 pub mod executors;
 pub mod handler;
-pub mod handlers;
 pub mod heartbeats;
 pub mod pace;
+pub mod registry;
+mod running;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -22,10 +21,8 @@ use crate::service::{Claimant, ClaimedTask, Tasklane};
 use crate::task::Route;
 
 pub use handler::{Handler, HandlerError, Stop, TaskContext};
-pub use handlers::{ClaimSets, Handlers};
-
-/// Longest a claim loop with a backlog waits for half a batch of free slots.
-const CLAIM_COOLDOWN: Duration = Duration::from_millis(2);
+pub use registry::{ClaimSets, HandlerRegistry};
+use running::Running;
 
 /// How one claim loop behaves.
 #[derive(Debug, Clone)]
@@ -50,14 +47,14 @@ pub struct WorkerConfig {
 pub struct Worker {
     config: WorkerConfig,
     tasklane: Tasklane,
-    handlers: Arc<Handlers>,
+    handlers: Arc<HandlerRegistry>,
     sets: ClaimSets,
 }
 
 impl Worker {
     /// A claim loop settling through `tasklane`, running the types `handlers` has
-    /// (as [`Handlers::claim_sets`] assigns them to the loop's route).
-    pub fn new(config: WorkerConfig, tasklane: Tasklane, handlers: Arc<Handlers>) -> Self {
+    /// (as [`HandlerRegistry::claim_sets`] assigns them to the loop's route).
+    pub fn new(config: WorkerConfig, tasklane: Tasklane, handlers: Arc<HandlerRegistry>) -> Self {
         let sets = handlers.claim_sets(config.route, false);
         Worker {
             config,
@@ -73,7 +70,7 @@ impl Worker {
     pub fn routed_external(
         mut config: WorkerConfig,
         tasklane: Tasklane,
-        handlers: Arc<Handlers>,
+        handlers: Arc<HandlerRegistry>,
     ) -> Option<Self> {
         let sets = handlers.claim_sets(Route::External, true);
         if sets.is_empty() {
@@ -96,9 +93,6 @@ impl Worker {
         if self.sets.is_empty() {
             return shutdown.cancelled().await;
         }
-        let slots = Arc::new(Semaphore::new(self.config.concurrency));
-        let abort = CancellationToken::new();
-        let mut attempts = JoinSet::new();
         // A loop that takes only fallbacks wakes on fallbacks (and its poll), not on
         // every submit: it would cost a claim statement per wake-up for nothing.
         let mut wakeups = if self.sets.all.is_empty() {
@@ -106,14 +100,15 @@ impl Worker {
         } else {
             self.tasklane.wakeup().subscribe()
         };
-        let completer = completer::Completer::start(
-            self.tasklane.clone(),
-            completer::DEFAULT_MAX_BATCH,
-            completer::DEFAULT_MAX_IN_FLIGHT,
-        );
         let beating = CancellationToken::new();
-        let heartbeats = heartbeats::Heartbeats::start(self.tasklane.clone(), beating.clone());
-        // The batcher stops with this loop, however it ends.
+        let mut running = Running::start(
+            &self.tasklane,
+            &self.handlers,
+            self.config.concurrency,
+            self.config.route,
+            beating.clone(),
+        );
+        // The heartbeat batcher stops with this loop, however it ends.
         let _beating = beating.drop_guard();
         let claimant = Claimant {
             worker_id: &self.config.worker_id,
@@ -125,31 +120,13 @@ impl Worker {
         let mut last_claim: Option<tokio::time::Instant> = None;
         let mut pace = pace::Pace::default();
         while !shutdown.is_cancelled() {
-            // Reap finished attempts so the set does not grow.
-            while attempts.try_join_next().is_some() {}
-            if slots.available_permits() == 0 {
-                tokio::select! {
-                    permit = slots.clone().acquire_owned() => drop(permit),
-                    _ = shutdown.cancelled() => break,
-                }
-            }
-            // With a backlog, claim a useful share of a batch rather than one task per
-            // freed slot: short tasks free their slots in bursts (group commit), and a
-            // claim round trip per task would cap throughput at the round-trip rate.
-            // The cooldown bounds the wait when slots free one by one (long tasks).
-            let want = self
-                .config
-                .claim_batch
-                .min(self.config.concurrency)
-                .div_ceil(2);
-            if backlog && slots.available_permits() < want {
-                tokio::select! {
-                    permits = slots.clone().acquire_many_owned(want as u32) => drop(permits),
-                    _ = tokio::time::sleep(CLAIM_COOLDOWN) => {}
-                    _ = shutdown.cancelled() => break,
-                }
-            }
-            let free = slots.available_permits().min(self.config.claim_batch);
+            let (batch, concurrency) = (self.config.claim_batch, self.config.concurrency);
+            let Some(free) = running
+                .free_slots(backlog, batch, concurrency, &shutdown)
+                .await
+            else {
+                break;
+            };
             if free == 0 {
                 continue;
             }
@@ -174,29 +151,9 @@ impl Worker {
                     Vec::new()
                 }
             };
-            let full = claimed.len() == free;
-            backlog = full;
-            for task in claimed {
-                let permit = slots
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .expect("the semaphore is never closed");
-                let runner = attempt::Attempt::new(
-                    task,
-                    self.tasklane.clone(),
-                    self.handlers.clone(),
-                    abort.clone(),
-                    completer.clone(),
-                    heartbeats.clone(),
-                    self.config.route,
-                );
-                attempts.spawn(async move {
-                    runner.run().await;
-                    drop(permit);
-                });
-            }
-            if full {
+            backlog = claimed.len() == free;
+            running.run_all(claimed).await;
+            if backlog {
                 continue;
             }
             tokio::select! {
@@ -205,15 +162,7 @@ impl Worker {
                 _ = shutdown.cancelled() => break,
             }
         }
-        let drained = tokio::time::timeout(self.config.shutdown_grace, async {
-            while attempts.join_next().await.is_some() {}
-        })
-        .await;
-        if drained.is_err() {
-            // Attempts still running past the grace period hand their leases back.
-            abort.cancel();
-            while attempts.join_next().await.is_some() {}
-        }
+        running.drain(self.config.shutdown_grace).await;
     }
 
     /// Claims up to `limit`: the waiting fallbacks of local-first types first (they

@@ -12,9 +12,9 @@ use super::handler::Handler;
 use crate::task::catalog::TaskTypes;
 use crate::task::{Executor, Route};
 
-/// Handlers by task-type name.
+/// The registry of handlers: one per task-type name this replica runs.
 #[derive(Clone, Default)]
-pub struct Handlers {
+pub struct HandlerRegistry {
     handlers: HashMap<String, Arc<dyn Handler>>,
     /// For each `openai` type: whether it has local routes, and external ones.
     routed: HashMap<String, (bool, bool)>,
@@ -36,13 +36,13 @@ impl ClaimSets {
     }
 }
 
-impl Handlers {
+impl HandlerRegistry {
     /// The handlers of `types` with default client options (no extra CA).
     pub fn new(
         types: &TaskTypes,
         custom: HashMap<String, Arc<dyn Handler>>,
     ) -> anyhow::Result<Self> {
-        Handlers::with_options(types, custom, &ClientOptions::default())
+        HandlerRegistry::with_options(types, custom, &ClientOptions::default())
     }
 
     /// The handlers of `types`: the built-in executors (upstream clients built with
@@ -75,7 +75,7 @@ impl Handlers {
             };
             handlers.insert(task_type.name.clone(), handler);
         }
-        Ok(Handlers { handlers, routed })
+        Ok(HandlerRegistry { handlers, routed })
     }
 
     /// What a claim loop on `route` takes. `routed_only` is for the external loop a

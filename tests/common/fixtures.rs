@@ -3,10 +3,14 @@
 
 #![allow(dead_code)]
 
-use tasklane::store::claim::{self, Claimant};
-use tasklane::store::query::{self, Owner};
-use tasklane::store::{ClaimedTask, TaskRecord};
+use tasklane::store::claim;
+
+use tasklane::store::query;
 use tasklane::task::backoff::Backoff;
+use tasklane::task::claim::Claimant;
+use tasklane::task::claim::ClaimedTask;
+use tasklane::task::owner::Owner;
+use tasklane::task::record::TaskRecord;
 use tasklane::task::{Executor, Route, SubmitRequest, TaskType};
 use tokio_postgres::Client;
 use uuid::Uuid;
@@ -72,7 +76,7 @@ pub async fn capacity_limit(c: &Client, subject: &str, slots: i64) {
 pub async fn try_submit(
     c: &Client,
     r: &SubmitRequest,
-) -> Result<tasklane::store::Submitted, tasklane::service::ServiceError> {
+) -> Result<tasklane::task::record::Submitted, tasklane::service::ServiceError> {
     try_submit_as(c, r, &task_type()).await
 }
 
@@ -81,7 +85,7 @@ pub async fn try_submit_as(
     c: &Client,
     r: &SubmitRequest,
     task_type: &TaskType,
-) -> Result<tasklane::store::Submitted, tasklane::service::ServiceError> {
+) -> Result<tasklane::task::record::Submitted, tasklane::service::ServiceError> {
     let task = r.resolve(APP, task_type, 1 << 20).expect("valid request");
     c.batch_execute("BEGIN").await.unwrap();
     let result = tasklane::service::submit_in(c, &task).await;
@@ -241,13 +245,13 @@ pub async fn listen(
 
 /// A group commit's batch settling each of `claimed` as a plain success, sorted by id
 /// as the completer sends it.
-pub fn successes(claimed: &[ClaimedTask]) -> Vec<tasklane::store::complete_many::Completion> {
+pub fn successes(claimed: &[ClaimedTask]) -> Vec<tasklane::task::outcome::Completion> {
     let mut batch: Vec<_> = claimed
         .iter()
-        .map(|task| tasklane::store::complete_many::Completion {
+        .map(|task| tasklane::task::outcome::Completion {
             id: task.id,
             lease_token: task.lease_token,
-            success: tasklane::store::lease::Success::default(),
+            success: tasklane::task::outcome::Success::default(),
         })
         .collect();
     batch.sort_by_key(|completion| completion.id);

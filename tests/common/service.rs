@@ -6,7 +6,7 @@ use std::sync::Arc;
 use deadpool_postgres::Pool;
 use tasklane::service::{Tasklane, Wakeup};
 use tasklane::task::{TaskType, TaskTypes};
-use tasklane::worker::{Handler, Handlers, Worker, WorkerConfig};
+use tasklane::worker::{Handler, HandlerRegistry, Worker, WorkerConfig};
 
 /// A service on `pool` that knows `types` (1 MiB input limit).
 pub fn tasklane(pool: Pool, types: impl IntoIterator<Item = TaskType>) -> Tasklane {
@@ -26,6 +26,6 @@ pub fn worker(
     config: WorkerConfig,
 ) -> Worker {
     let tasklane = tasklane(pool, types);
-    let handlers = Handlers::new(tasklane.task_types(), custom).expect("handlers");
+    let handlers = HandlerRegistry::new(tasklane.task_types(), custom).expect("handlers");
     Worker::new(config, tasklane, Arc::new(handlers))
 }

@@ -164,7 +164,7 @@ async fn every_ending_gives_the_slot_back_in_its_transaction() {
     assert_eq!(held_slots(&c).await, 5); // global 3 + subject 2
 
     // Cancelling a queued task frees its global and subject slots at once.
-    tasklane::store::cancel::cancel(&c, &tasklane::store::query::Owner::app(APP), a.id)
+    tasklane::store::cancel::cancel(&c, &tasklane::task::owner::Owner::app(APP), a.id)
         .await
         .unwrap();
     assert_eq!(held_slots(&c).await, 3);
@@ -242,7 +242,7 @@ async fn lowering_a_limit_below_use_admits_nothing_until_under_it() {
     // (retired or not) the finishing tasks held.
     for finished in 1..=3 {
         let task = fixtures::claim_one(&c).await;
-        let success = tasklane::store::lease::Success::default();
+        let success = tasklane::task::outcome::Success::default();
         tasklane::store::lease::complete(&c, task.id, task.lease_token, &success)
             .await
             .unwrap();
@@ -275,7 +275,7 @@ async fn a_retried_task_goes_through_admission_again() {
     set(&c, limit(LimitKind::Capacity, Some(APP), None, 1, None)).await;
     let tl = tasklane(&db.url, 2);
     let first = submit_one(&tl, "a", None).await.unwrap().task;
-    let owner = tasklane::store::query::Owner::app(APP);
+    let owner = tasklane::task::owner::Owner::app(APP);
     tasklane::store::cancel::cancel(&c, &owner, first.id)
         .await
         .unwrap();
@@ -352,7 +352,7 @@ async fn a_new_limit_counts_the_tasks_already_in_flight() {
         .await
         .unwrap()
         .get(0);
-    tasklane::store::cancel::cancel(&c, &tasklane::store::query::Owner::app(APP), queued)
+    tasklane::store::cancel::cancel(&c, &tasklane::task::owner::Owner::app(APP), queued)
         .await
         .unwrap();
     submit_one(&tl, "more", Some("u")).await.unwrap();

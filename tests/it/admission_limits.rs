@@ -9,7 +9,7 @@ use admission_support::*;
 use common::fixtures::{self, APP};
 use tasklane::admission::{self, EmergencyStopSpec, LimitKind, RefusalCode};
 use tasklane::service::{Owner, ServiceError};
-use tasklane::store::SubmitOutcome;
+use tasklane::task::record::SubmitOutcome;
 
 /// Moves the `n` oldest token uses of the rate limits with window `window` `secs` into
 /// the past.

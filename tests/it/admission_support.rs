@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use tasklane::admission::{self, LimitKind, LimitSpec, RefusalCode};
 use tasklane::service::{Owner, ServiceError, Tasklane, Wakeup};
-use tasklane::store::lease::{self, Success};
-use tasklane::store::Submitted;
+use tasklane::store::lease;
+use tasklane::task::outcome::Success;
+use tasklane::task::record::Submitted;
 use tasklane::task::{Executor, SubmitRequest, TaskType, TaskTypes};
 use tokio::sync::Barrier;
 use tokio_postgres::Client;

@@ -16,7 +16,7 @@ use common::fixtures::*;
 use common::in_process::InProcess;
 use common::serve::Options;
 use serde_json::json;
-use tasklane::service::{Ending, Owner, SubmitOutcome, Success};
+use tasklane::service::{Owner, Reported, SubmitOutcome, Success};
 use tasklane::store::lease;
 use tasklane::task::attempt::{Facts, Provenance, Usage};
 use tasklane::task::outcome::Report;
@@ -72,8 +72,8 @@ async fn charged(c: &Client, subject: &str) -> i64 {
     .get(0)
 }
 
-fn ending(report: Report, facts: Facts) -> Ending {
-    Ending {
+fn reported(report: Report, facts: Facts) -> Reported {
+    Reported {
         report,
         facts,
         usage_units: None,
@@ -98,7 +98,7 @@ async fn settled_attempts_keep_their_facts_and_charge_their_usage_once() {
 
     // Attempt 1 fails retryably after the provider reported 7 tokens: they are charged.
     let first = claim_one(&c).await;
-    let failed = ending(retryable(), facts("local-vllm", Some(usage(3, 4))));
+    let failed = reported(retryable(), facts("local-vllm", Some(usage(3, 4))));
     let state = lease::settle_with(&mut c, first.id, first.lease_token, failed, &fast_backoff())
         .await
         .unwrap();
@@ -236,7 +236,7 @@ async fn lost_handed_back_cancelled_and_unit_charged_attempts_are_recorded() {
         &mut c,
         local.id,
         local.lease_token,
-        ending(reason, facts("local-vllm", None)),
+        reported(reason, facts("local-vllm", None)),
         &fast_backoff(),
     )
     .await
@@ -250,7 +250,7 @@ async fn lost_handed_back_cancelled_and_unit_charged_attempts_are_recorded() {
     // A custom executor's own units are charged instead of tokens, on failure too.
     let units = submit(&c, "units", json!({})).await;
     let claimed = claim_one(&c).await;
-    let permanent = Ending {
+    let permanent = Reported {
         report: Report::Error {
             code: "bad".into(),
             message: "no".into(),

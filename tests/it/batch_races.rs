@@ -9,8 +9,9 @@ use std::collections::HashMap;
 
 use crate::common;
 use common::fixtures::{capacity_limit, request, task_type, APP};
-use tasklane::store::submit::{Submission, SubmitError, SubmitOutcome};
+use tasklane::store::submit::{Submission, SubmitError};
 use tasklane::store::submit_batch::{is_retryable, submit_many};
+use tasklane::task::record::SubmitOutcome;
 use tasklane::task::NewTask;
 
 const CONNECTIONS: usize = 8;

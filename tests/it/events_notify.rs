@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use common::fixtures::*;
 use tasklane::store::cancel;
 use tasklane::store::complete_many::complete_many;
-use tasklane::store::query::Owner;
+use tasklane::task::owner::Owner;
 use uuid::Uuid;
 
 /// Payloads heard until `marker` (sent by another connection after the statements

@@ -6,8 +6,10 @@ use crate::common;
 
 use common::fixtures::*;
 use tasklane::service::ServiceError;
-use tasklane::store::complete_many::{complete_many, Completion};
-use tasklane::store::lease::{LeaseError, Success};
+use tasklane::store::complete_many::complete_many;
+use tasklane::store::lease::LeaseError;
+use tasklane::task::outcome::Completion;
+use tasklane::task::outcome::Success;
 use tasklane::task::TaskState;
 use tasklane::worker::completer::Completer;
 
@@ -239,7 +241,7 @@ async fn an_in_process_claim_takes_up_to_256_a_remote_one_100() {
     let remote = tasklane
         .claim(
             &claimant(tasklane::task::Route::Local),
-            Some(&tasklane::store::query::Owner::app(APP)),
+            Some(&tasklane::task::owner::Owner::app(APP)),
             &types,
             101,
         )

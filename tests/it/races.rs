@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use common::fixtures::*;
 use tasklane::service::ServiceError;
-use tasklane::store::lease::{self, Success};
-use tasklane::store::query::Owner;
-use tasklane::store::SubmitOutcome;
+use tasklane::store::lease;
+use tasklane::task::outcome::Success;
+use tasklane::task::owner::Owner;
+use tasklane::task::record::SubmitOutcome;
 use tasklane::task::TaskState;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -191,7 +192,7 @@ async fn cancel_versus_finish_has_one_winner_a_thousand_times() {
         let (cancel, complete) = tokio::join!(cancel, complete);
         cancel.unwrap();
         // Whether cancel marked it cancelling first or not, the completion settles it:
-        // the work is done (README, "a cancelled task that completes anyway").
+        // the work is done (docs/architecture.md, "a cancelled task that completes anyway").
         complete.unwrap();
         let view = get(&setup, claimed.id).await;
         let events = event_types(&setup, claimed.id).await;

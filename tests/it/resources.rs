@@ -6,8 +6,9 @@ use crate::common;
 
 use common::fixtures::{self, TYPE};
 use tasklane::admission;
-use tasklane::store::lease::{self, Success};
+use tasklane::store::lease;
 use tasklane::task::outcome::Report;
+use tasklane::task::outcome::Success;
 use tasklane::task::{Executor, TaskType};
 use tokio_postgres::Client;
 
@@ -114,7 +115,7 @@ async fn one_slot_runs_one_task_and_every_ending_gives_it_back() {
     // Cancellation: a running task keeps its slot while cancelling, gives it back once
     // cancelled.
     let next = fixtures::claim_one(&c).await;
-    let owner = tasklane::store::query::Owner::app(fixtures::APP);
+    let owner = tasklane::task::owner::Owner::app(fixtures::APP);
     tasklane::store::cancel::cancel(&c, &owner, next.id)
         .await
         .unwrap();

@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use common::fixtures::*;
 use tasklane::maintenance::replicas::ReplicaRegistry;
-use tasklane::store::claim::{self, Claimant};
-use tasklane::store::lease::{self, Beat};
-use tasklane::store::query::Owner;
+use tasklane::store::claim;
+use tasklane::store::lease;
+use tasklane::task::claim::Claimant;
+use tasklane::task::lease::Beat;
+use tasklane::task::owner::Owner;
 use tasklane::task::{RestartPolicy, Route, TaskState};
 use tokio_postgres::Client;
 use uuid::Uuid;
@@ -31,7 +33,11 @@ async fn submit_policy(c: &Client, key: &str, policy: RestartPolicy, max_attempt
 }
 
 /// Claims exactly `id` as a worker of replica `replica`.
-async fn claim_as(c: &Client, id: Uuid, replica: Option<Uuid>) -> tasklane::store::ClaimedTask {
+async fn claim_as(
+    c: &Client,
+    id: Uuid,
+    replica: Option<Uuid>,
+) -> tasklane::task::claim::ClaimedTask {
     let claimant = Claimant {
         worker_id: "w",
         route: Route::Local,

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use common::fixtures::*;
 use tasklane::store::complete_many::complete_many;
-use tasklane::store::lease::{self, Success};
-use tasklane::store::query::Owner;
+use tasklane::store::lease;
 use tasklane::store::{cancel, claim};
+use tasklane::task::outcome::Success;
+use tasklane::task::owner::Owner;
 
 /// Live tasks as `tasks` has them and as the mirror has them, in both directions: any
 /// row in one answer and not the other is a drift.
@@ -66,7 +67,7 @@ async fn the_mirror_follows_every_transition() {
 
     // A heartbeat moves the lease the sweeps read.
     let first = &claimed[0];
-    let beat = lease::Beat::default();
+    let beat = tasklane::task::lease::Beat::default();
     lease::heartbeat(&c, first.id, first.lease_token, &beat)
         .await
         .unwrap();

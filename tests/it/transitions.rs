@@ -4,10 +4,14 @@
 use crate::common;
 
 use common::fixtures::*;
-use tasklane::store::complete_many::{complete_many, Completion};
-use tasklane::store::lease::{self, Beat, LeaseError, Success};
-use tasklane::store::query::{self, Owner};
+use tasklane::store::complete_many::complete_many;
+use tasklane::store::lease::{self, LeaseError};
+use tasklane::store::query;
+use tasklane::task::lease::Beat;
+use tasklane::task::outcome::Completion;
 use tasklane::task::outcome::Report;
+use tasklane::task::outcome::Success;
+use tasklane::task::owner::Owner;
 use tasklane::task::TaskState;
 
 #[tokio::test]
@@ -647,7 +651,7 @@ async fn a_claim_of_several_types_merges_them_in_claim_order() {
 
 async fn effect_keys(
     c: &tokio_postgres::Client,
-    claimed: &[tasklane::store::ClaimedTask],
+    claimed: &[tasklane::task::claim::ClaimedTask],
 ) -> Vec<String> {
     let ids: Vec<uuid::Uuid> = claimed.iter().map(|t| t.id).collect();
     let rows = c

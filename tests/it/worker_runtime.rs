@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::eventually;
 use common::fixtures::*;
-use tasklane::store::lease::Success;
-use tasklane::store::query::Owner;
+use tasklane::task::outcome::Success;
+use tasklane::task::owner::Owner;
 use tasklane::task::{Executor, Route, TaskState, TaskType};
 use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_util::sync::CancellationToken;
@@ -75,7 +75,7 @@ async fn submit_as(
     c: &tokio_postgres::Client,
     key: &str,
     task_type: &TaskType,
-) -> tasklane::store::TaskRecord {
+) -> tasklane::task::record::TaskRecord {
     try_submit_as(c, &request(key, serde_json::json!({})), task_type)
         .await
         .unwrap()
@@ -115,7 +115,7 @@ fn start_with(
 }
 
 /// Waits (bounded) until the task reaches a terminal state.
-async fn settled(c: &tokio_postgres::Client, id: Uuid) -> tasklane::store::TaskRecord {
+async fn settled(c: &tokio_postgres::Client, id: Uuid) -> tasklane::task::record::TaskRecord {
     let what = format!("task {id} to settle");
     eventually(Duration::from_secs(10), &what, || async {
         let task = get(c, id).await;

@@ -1,4 +1,5 @@
-//! The route handlers, one file per group; `http::router` assembles them.
+//! The HTTP operations: one handler per operation, one file per group of them;
+//! `http::router` assembles them under their paths.
 
 pub mod activity;
 pub mod admin;

@@ -13,7 +13,7 @@ use crate::http::auth::{perm, Allowed, Caller};
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body};
 use crate::http::AppState;
-use crate::service::{Beat, Claimant, ClaimedTask, Ending, Success};
+use crate::service::{Beat, Claimant, ClaimedTask, Reported, Success};
 use crate::task::bounds;
 use crate::task::outcome::Report;
 use crate::task::Route;
@@ -246,7 +246,7 @@ pub async fn fail(
         ));
     }
     let (facts, usage_units) = facts(body.usage.as_ref(), body.provenance.as_ref())?;
-    let ending = Ending {
+    let reported = Reported {
         report: Report::Error {
             code: body.code,
             message: body.message,
@@ -256,7 +256,7 @@ pub async fn fail(
         facts,
         usage_units,
     };
-    settle(&state, &caller, id, body.lease_token, ending).await
+    settle(&state, &caller, id, body.lease_token, reported).await
 }
 
 /// Give the task up on the local route: it waits for an external worker if its privacy
@@ -312,11 +312,11 @@ async fn settle(
     caller: &Caller,
     id: Uuid,
     lease_token: Uuid,
-    ending: Ending,
+    reported: Reported,
 ) -> Result<Json<Settled>, ApiError> {
     let settled = state
         .tasklane
-        .settle(&caller.owner, id, lease_token, ending)
+        .settle(&caller.owner, id, lease_token, reported)
         .await?;
     Ok(Json(Settled {
         state: settled.as_str().to_owned(),
@@ -324,8 +324,8 @@ async fn settle(
 }
 
 /// A report that carries no facts of the attempt.
-fn reported(report: Report) -> Ending {
-    Ending {
+fn reported(report: Report) -> Reported {
+    Reported {
         report,
         facts: Default::default(),
         usage_units: None,

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use uuid::Uuid;
 
-use crate::webhooks::attempt::Outcome;
+use crate::webhooks::delivery_attempt::Outcome;
 use crate::webhooks::window;
 
 /// An attempt's end.
@@ -27,8 +28,43 @@ pub(super) struct Done {
 /// How many endpoints' paces are kept; past it they are forgotten and learnt again.
 const PACES_KEPT: usize = 10_000;
 
-/// Books an attempt's end; whether it counts toward the next claim (it was claimed).
-pub(super) fn finished(
+/// What the deliverer's loop keeps between rounds.
+#[derive(Default)]
+pub(super) struct Books {
+    /// The attempts in flight.
+    pub(super) flight: JoinSet<Done>,
+    /// Outcomes not yet recorded.
+    pub(super) outcomes: Vec<Outcome>,
+    /// Per endpoint: attempts held (in flight or waiting for a slot) and its slots.
+    pub(super) per_endpoint: HashMap<Uuid, (usize, Arc<Semaphore>)>,
+    /// Each endpoint's recent slow attempt (`window::pace`), which sizes its window.
+    pub(super) paces: HashMap<Uuid, Duration>,
+}
+
+impl Books {
+    /// Books an attempt's end; whether it counts toward the next claim (it was claimed).
+    pub(super) fn finish(&mut self, done: Result<Done, tokio::task::JoinError>) -> bool {
+        finished(
+            done,
+            &mut self.per_endpoint,
+            &mut self.paces,
+            &mut self.outcomes,
+        )
+    }
+
+    /// Books every attempt that has ended; how many count toward the next claim.
+    pub(super) fn reap(&mut self) -> usize {
+        let mut counted = 0;
+        while let Some(done) = self.flight.try_join_next() {
+            if self.finish(done) {
+                counted += 1;
+            }
+        }
+        counted
+    }
+}
+
+fn finished(
     done: Result<Done, tokio::task::JoinError>,
     per_endpoint: &mut HashMap<Uuid, (usize, Arc<Semaphore>)>,
     paces: &mut HashMap<Uuid, Duration>,

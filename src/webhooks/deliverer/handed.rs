@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::{views, Deliverer, Done, Round};
 use crate::store::outbox::{self, Claimed, Settlement};
-use crate::webhooks::attempt::Outcome;
+use crate::webhooks::delivery_attempt::Outcome;
 use crate::webhooks::handoff::{Handed, Inbox};
 
 impl Deliverer {

@@ -23,16 +23,17 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::attempt::{Outcome, Shared};
+use super::delivery_attempt::{Outcome, Shared};
 use super::guard::AddressGuard;
-use super::handoff::Inbox;
+use super::handoff::{Handed, Inbox};
 use super::schedule::RetrySchedule;
 use super::sender::Sender;
 use super::window::Window;
+use crate::store;
 use crate::store::outbox::{self, ClaimLimits, Claimed, Settlement, WEBHOOKS_CHANNEL};
-use crate::store::{self, TaskRecord};
+use crate::task::record::TaskRecord;
 use crate::telemetry::Instruments;
-use finished::{finished, Done};
+use finished::{Books, Done};
 use handed::{handed_next, released};
 
 /// How a replica delivers.
@@ -165,11 +166,7 @@ impl Deliverer {
                 shutdown.clone(),
             ));
         }
-        let mut flight: JoinSet<Done> = JoinSet::new();
-        let mut outcomes: Vec<Outcome> = Vec::new();
-        let mut per_endpoint: HashMap<Uuid, (usize, Arc<Semaphore>)> = HashMap::new();
-        // Each endpoint's recent slow attempt (`window::pace`), which sizes its window.
-        let mut paces: HashMap<Uuid, Duration> = HashMap::new();
+        let mut books = Books::default();
         let mut sampled = tokio::time::Instant::now() - SAMPLE_EVERY;
         let mut failing = false;
         // Look for due rows now (start, wake-up, poll, a round half done).
@@ -181,88 +178,132 @@ impl Deliverer {
                 self.sample().await;
                 sampled = tokio::time::Instant::now();
             }
-            let free = self.config.concurrency.saturating_sub(flight.len());
+            let free = self.config.concurrency.saturating_sub(books.flight.len());
             if look && free > 0 {
                 look = false;
-                self.record(&mut outcomes).await;
-                let claimed_at = tokio::time::Instant::now();
-                match self.claim(free, &per_endpoint, &paces).await {
-                    Ok((claimed, tasks)) => {
-                        if failing {
-                            tracing::info!("webhook deliveries resumed");
-                            failing = false;
-                        }
-                        // A full claim: more may be due once slots free up.
-                        look = claimed.len() == free;
-                        let claim = Round {
-                            claimed,
-                            tasks,
-                            claimed_at,
-                            handed: false,
-                        };
-                        self.start(claim, &mut flight, &mut per_endpoint, &shutdown);
-                        finished_since = 0;
-                        round = (flight.len() / 2).max(1);
-                    }
-                    Err(error) => {
-                        if !failing {
-                            tracing::warn!(error = %format!("{error:#}"), "claim webhook deliveries");
-                            failing = true;
-                        }
-                    }
+                if let Some(full) = self
+                    .claim_round(free, &mut books, &mut failing, &shutdown)
+                    .await
+                {
+                    // A full claim: more may be due once slots free up.
+                    look = full;
+                    finished_since = 0;
+                    round = (books.flight.len() / 2).max(1);
                 }
             }
-            if flight.is_empty() {
+            if books.flight.is_empty() {
                 // Nothing in flight: whatever finished is recorded before the wait.
-                self.record(&mut outcomes).await;
+                self.record(&mut books.outcomes).await;
             }
             tokio::select! {
                 _ = self.wake.notified() => look = true,
                 _ = tokio::time::sleep(self.config.poll_interval) => look = true,
-                Some(done) = flight.join_next(), if !flight.is_empty() => {
-                    if finished(done, &mut per_endpoint, &mut paces, &mut outcomes) {
+                Some(done) = books.flight.join_next(), if !books.flight.is_empty() => {
+                    if books.finish(done) {
                         finished_since += 1;
                     }
                 }
                 Some(handed) = handed_next(&mut inbox) => {
-                    let mut handed = vec![handed];
-                    handed.extend(std::iter::from_fn(|| inbox.as_mut()?.try_recv()));
-                    let rows = handed.iter().map(|h| h.rows.len()).sum();
-                    self.take(handed, &mut flight, &mut per_endpoint, &mut outcomes, &shutdown)
-                        .await;
-                    if let Some(inbox) = &inbox {
-                        inbox.holding(flight.len(), self.busy(&per_endpoint, &paces));
-                        inbox.took(rows);
-                    }
+                    self.take_handed(handed, &mut inbox, &mut books, &shutdown).await;
                 }
                 _ = shutdown.cancelled() => {}
             }
-            while let Some(done) = flight.try_join_next() {
-                if finished(done, &mut per_endpoint, &mut paces, &mut outcomes) {
-                    finished_since += 1;
-                }
-            }
-            if finished_since >= round || flight.is_empty() {
+            finished_since += books.reap();
+            if finished_since >= round || books.flight.is_empty() {
                 look = true;
             }
             if let Some(inbox) = &inbox {
-                inbox.holding(flight.len(), self.busy(&per_endpoint, &paces));
+                inbox.holding(
+                    books.flight.len(),
+                    self.busy(&books.per_endpoint, &books.paces),
+                );
             }
         }
-        // No more hand-offs: what was handed and not taken is released (due again at
-        // once), as the rows still waiting for a slot are.
+        self.close(inbox, books).await;
+    }
+
+    /// One claim round: claims up to `free` due rows, reads their tasks and starts the
+    /// attempts. `Some(full)` when the claim ran (`full`: it took all it could); `None`
+    /// when it failed, which is logged once until a claim succeeds again.
+    async fn claim_round(
+        &self,
+        free: usize,
+        books: &mut Books,
+        failing: &mut bool,
+        shutdown: &CancellationToken,
+    ) -> Option<bool> {
+        self.record(&mut books.outcomes).await;
+        let claimed_at = tokio::time::Instant::now();
+        match self.claim(free, &books.per_endpoint, &books.paces).await {
+            Ok((claimed, tasks)) => {
+                if *failing {
+                    tracing::info!("webhook deliveries resumed");
+                    *failing = false;
+                }
+                let full = claimed.len() == free;
+                let claim = Round {
+                    claimed,
+                    tasks,
+                    claimed_at,
+                    handed: false,
+                };
+                self.start(claim, &mut books.flight, &mut books.per_endpoint, shutdown);
+                Some(full)
+            }
+            Err(error) => {
+                if !*failing {
+                    tracing::warn!(error = %format!("{error:#}"), "claim webhook deliveries");
+                    *failing = true;
+                }
+                None
+            }
+        }
+    }
+
+    /// Takes `first` and whatever else the hand-off holds now, and starts their attempts.
+    async fn take_handed(
+        &self,
+        first: Handed,
+        inbox: &mut Option<Inbox>,
+        books: &mut Books,
+        shutdown: &CancellationToken,
+    ) {
+        let mut handed = vec![first];
+        handed.extend(std::iter::from_fn(|| inbox.as_mut()?.try_recv()));
+        let rows = handed.iter().map(|h| h.rows.len()).sum();
+        let Books {
+            flight,
+            per_endpoint,
+            outcomes,
+            ..
+        } = books;
+        self.take(handed, flight, per_endpoint, outcomes, shutdown)
+            .await;
+        if let Some(inbox) = inbox {
+            inbox.holding(
+                books.flight.len(),
+                self.busy(&books.per_endpoint, &books.paces),
+            );
+            inbox.took(rows);
+        }
+    }
+
+    /// At shutdown: what was handed and not taken is released (due again at once), as
+    /// the rows still waiting for a slot are; attempts in flight get a few seconds; the
+    /// outcomes are recorded.
+    async fn close(&self, inbox: Option<Inbox>, mut books: Books) {
         if let Some(mut inbox) = inbox {
             for handed in inbox.close(Duration::from_secs(5)).await {
-                outcomes.extend(released(&handed));
+                books.outcomes.extend(released(&handed));
             }
         }
         let drain = async {
-            while let Some(done) = flight.join_next().await {
-                finished(done, &mut per_endpoint, &mut paces, &mut outcomes);
+            while let Some(done) = books.flight.join_next().await {
+                books.finish(done);
             }
         };
         let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
-        self.record(&mut outcomes).await;
+        self.record(&mut books.outcomes).await;
     }
 
     /// Records a round's outcomes in one statement. On failure they are dropped: the

@@ -6,10 +6,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tasklane::store::lease::{self, Beat, LeaseError, Success};
+use tasklane::store::lease::{self, LeaseError};
+
+use tasklane::task::lease::Beat;
+
 use tasklane::store::lifecycle;
 use tasklane::store::SubmitError;
 use tasklane::task::outcome::Report;
+use tasklane::task::outcome::Success;
 use tasklane::task::{Executor, Route, TaskType};
 use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_util::sync::CancellationToken;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tasklane::maintenance::pruner::{Pruner, DEFAULT_RETENTION};
 use tasklane::store::prune::prune_tasks;
-use tasklane::store::SubmitOutcome;
+use tasklane::task::record::SubmitOutcome;
 use tokio_util::sync::CancellationToken;
 
 use super::support::*;

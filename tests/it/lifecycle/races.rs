@@ -5,9 +5,14 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tasklane::store::lease::{self, Beat, LeaseError, Success};
+use tasklane::store::lease::{self, LeaseError};
+
+use tasklane::task::lease::Beat;
+
 use tasklane::store::lifecycle;
-use tasklane::store::{SubmitError, SubmitOutcome};
+use tasklane::store::SubmitError;
+use tasklane::task::outcome::Success;
+use tasklane::task::record::SubmitOutcome;
 use tasklane::task::TaskState;
 use tokio::sync::Notify;
 use uuid::Uuid;

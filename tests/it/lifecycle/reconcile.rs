@@ -1,7 +1,9 @@
 //! Unreleased sources: distinct (scope, source) pairs with unreleased tasks, keyset
 //! paged, at most 100 a page, one app only.
 
-use tasklane::store::lifecycle::{self, SourceRef};
+use tasklane::store::lifecycle;
+
+use tasklane::task::record::SourceRef;
 
 use super::support::*;
 use crate::common::fixtures::APP;

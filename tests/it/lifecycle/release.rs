@@ -1,8 +1,12 @@
 //! Release: true for a task in any state, false when absent; the first released_at is
 //! kept; a task in flight keeps running; a rolled-back release leaves nothing.
 
-use tasklane::store::lease::{self, Beat, Success};
+use tasklane::store::lease;
+
+use tasklane::task::lease::Beat;
+
 use tasklane::store::lifecycle;
+use tasklane::task::outcome::Success;
 use tasklane::task::TaskState;
 
 use super::support::*;

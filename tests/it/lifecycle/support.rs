@@ -2,8 +2,10 @@
 //! task to a terminal state and back in time, bulk rows, and the advisory-lock check.
 
 use tasklane::service::ServiceError;
-use tasklane::store::lease::{self, Success};
-use tasklane::store::{SubmitError, Submitted, TaskRecord};
+use tasklane::store::lease;
+use tasklane::store::SubmitError;
+use tasklane::task::outcome::Success;
+use tasklane::task::record::{Submitted, TaskRecord};
 use tokio_postgres::Client;
 use uuid::Uuid;
 

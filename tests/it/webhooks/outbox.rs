@@ -10,8 +10,8 @@ use crate::common;
 
 use common::fixtures::*;
 use tasklane::store::outbox::{self, ClaimLimits, Claimed, Settlement};
-use tasklane::store::query::Owner;
 use tasklane::store::webhooks;
+use tasklane::task::owner::Owner;
 use tokio_postgres::Client;
 use uuid::Uuid;
 

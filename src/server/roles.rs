@@ -1,0 +1,138 @@
+//! What each role of a replica runs beside the HTTP server: the maintenance role's
+//! sweeps, sampler and webhook deliverer, and the worker role's claim loops.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::config::ServeConfig;
+use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
+use crate::maintenance::attempt_deadlines::AttemptDeadlineSweeper;
+use crate::maintenance::deadlines::DeadlineSweeper;
+use crate::maintenance::pruner::Pruner;
+use crate::maintenance::queue_depth::{self, QueueDepthSampler};
+use crate::maintenance::rescuer::Rescuer;
+use crate::maintenance::statistics::{self, StatisticsKeeper};
+use crate::service::{Tasklane, Wakeup};
+use crate::telemetry::Telemetry;
+use crate::webhooks::{handoff, Deliverer, DeliveryConfig};
+use crate::worker::{HandlerRegistry, Worker, WorkerConfig};
+
+/// The maintenance role: every loop runs on every such replica, each safe to run
+/// concurrently with its twins elsewhere (row locks, or one elected sampler).
+pub(super) struct Maintenance<'a> {
+    pub config: &'a ServeConfig,
+    pub tasklane: &'a Tasklane,
+    pub wakeup: &'a Wakeup,
+    pub telemetry: &'a Telemetry,
+}
+
+impl Maintenance<'_> {
+    /// Spawns the sweeps and the deliverer into `services`; `inbox` takes the
+    /// notifications this replica's own batch completes hand over.
+    pub fn spawn(
+        self,
+        services: &mut JoinSet<()>,
+        delivery: DeliveryConfig,
+        inbox: Option<handoff::Inbox>,
+        shutdown: &CancellationToken,
+    ) -> anyhow::Result<()> {
+        let Maintenance {
+            config,
+            tasklane,
+            wakeup,
+            telemetry,
+        } = self;
+        let pool = tasklane.pool();
+        let rescuer = Rescuer {
+            pool: pool.clone(),
+            interval: Duration::from_millis(config.rescue_interval_ms),
+            wakeup: wakeup.clone(),
+            instruments: telemetry.instruments().clone(),
+        };
+        services.spawn(rescuer.run(shutdown.clone()));
+        let attempt_deadlines = AttemptDeadlineSweeper {
+            tasklane: tasklane.clone(),
+            interval: Duration::from_millis(config.rescue_interval_ms),
+        };
+        services.spawn(attempt_deadlines.run(shutdown.clone()));
+        let deadlines = DeadlineSweeper {
+            pool: pool.clone(),
+            interval: Duration::from_millis(config.deadline_interval_ms),
+        };
+        services.spawn(deadlines.run(shutdown.clone()));
+        let pruner = Pruner {
+            pool: pool.clone(),
+            interval: Duration::from_millis(config.prune_interval_ms),
+            batch: config.prune_batch,
+            retention: Duration::from_secs(config.retention_seconds),
+            instruments: telemetry.instruments().clone(),
+        };
+        services.spawn(pruner.run(shutdown.clone()));
+        let history = AdmissionHistoryPruner {
+            pool: pool.clone(),
+            interval: admission_history::INTERVAL,
+        };
+        services.spawn(history.run(shutdown.clone()));
+        let keeper = StatisticsKeeper {
+            pool: pool.clone(),
+            interval: statistics::INTERVAL,
+        };
+        services.spawn(keeper.run(shutdown.clone()));
+        let sampler = QueueDepthSampler::new(
+            config.database_url.clone(),
+            queue_depth::INTERVAL,
+            &telemetry.meter(),
+        );
+        services.spawn(sampler.run(shutdown.clone()));
+        let deliverer = Deliverer::new(
+            pool.clone(),
+            delivery,
+            &telemetry.meter(),
+            telemetry.instruments().clone(),
+        )?;
+        let deliverer = match inbox {
+            Some(inbox) => deliverer.with_handoff(inbox),
+            None => deliverer,
+        };
+        services.spawn(deliverer.run(shutdown.clone()));
+        Ok(())
+    }
+}
+
+/// The worker role: `claimers` claim loops on the configured route; each local one also
+/// runs the external-fallback loop of `openai` types, so their fallbacks need no replica
+/// configured for the external route.
+pub(super) fn spawn_workers(
+    workers: &mut JoinSet<()>,
+    config: &ServeConfig,
+    replica_id: Uuid,
+    tasklane: &Tasklane,
+    handlers: &Arc<HandlerRegistry>,
+    stop_work: &CancellationToken,
+) {
+    for n in 0..config.claimers.max(1) {
+        let worker_config = WorkerConfig {
+            worker_id: format!("{}/{n}", config.replica_name()),
+            replica_id,
+            route: config.route(),
+            concurrency: config.concurrency.max(1),
+            claim_batch: config.claim_batch as usize,
+            poll_interval: config.poll_interval(),
+            shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
+        };
+        let routed = (worker_config.route == crate::task::Route::Local)
+            .then(|| {
+                Worker::routed_external(worker_config.clone(), tasklane.clone(), handlers.clone())
+            })
+            .flatten();
+        let worker = Worker::new(worker_config, tasklane.clone(), handlers.clone());
+        workers.spawn(worker.run(stop_work.clone()));
+        if let Some(routed) = routed {
+            workers.spawn(routed.run(stop_work.clone()));
+        }
+    }
+}
