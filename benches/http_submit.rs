@@ -41,7 +41,7 @@ async fn main() -> anyhow::Result<()> {
 
 async fn run(database: &str, requests: usize, clients: usize) -> anyhow::Result<()> {
     let types = std::env::temp_dir().join(format!("tasklane-bench-{}.toml", std::process::id()));
-    std::fs::write(&types, tasklane::task::task_type::DEMO_TASK_TYPES)?;
+    std::fs::write(&types, tasklane::task::types_file::DEMO_TASK_TYPES)?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();

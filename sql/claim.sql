@@ -1,10 +1,10 @@
 --# The claim, as one template: build.rs renders it into six statements, one per route
 --# (local, external, and fallback: external claims of waiting fallbacks only) and slot
 --# handling (aware, plain), written to OUT_DIR as claim_<route>[_plain].sql;
---# src/store/claim.rs picks one. The fallback variants carry the external tag too. Template lines start with
---# `--#` and are dropped: `--#if TAG` / `--#else` / `--#end` keep the lines between them
---# only in the variants with TAG (local, external, aware, plain); `--#set NAME TAG VALUE`
---# makes `{NAME}` read VALUE in the variants with TAG.
+--# src/store/claim.rs picks one. The fallback variants carry the external tag too.
+--# Template lines start with `--#` and are dropped: `--#if TAG` / `--#else` / `--#end`
+--# keep the lines between them only in the variants with TAG (local, external, aware,
+--# plain); `--#set NAME TAG VALUE` makes `{NAME}` read VALUE in the variants with TAG.
 --#
 --#set route      local     local
 --#set route      external  external
@@ -35,19 +35,21 @@
 --#end
 --#end
 -- One statement: the SKIP LOCKED selection sits in a CTE so LIMIT bounds what is
--- updated. Candidates come from the narrow mirror tasklane.task_queue (its indexes are
--- the queue's; see migrations/V14__task_queue.sql), the locks from the tasks rows. Each claim gets a fresh random lease token (one for the statement's tasks), counts an attempt, starts its
--- clock (attempt_started_at, attempt_deadline_at) and writes its task.running event. Rendered from sql/claim.sql: the {route}, {slots} variant.
+-- updated. Candidates come from the narrow mirror tasklane.task_queue (it holds only
+-- live tasks and carries the queue's indexes), the locks from the tasks rows. Each
+-- claim gets a fresh random lease token (one for the statement's tasks), counts an
+-- attempt, starts its clock (attempt_started_at, attempt_deadline_at) and writes its
+-- task.running event. Rendered from sql/claim.sql: the {route}, {slots} variant.
 -- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
 -- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
 -- Tasks of a paused type (tasklane.paused_task_types) are left queued: the paused types
 -- are taken out of $1 first, which keeps the plan an index scan in claim order (a NOT
--- EXISTS on each task turned it into a scan and sort of the whole backlog).
--- One ordered scan per served type (V23: the claimable and fallback indexes lead with
+-- EXISTS on each task would make it a scan and sort of the whole backlog).
+-- One ordered scan per served type (the claimable and fallback indexes lead with
 -- task_type), each locking up to $3 of its tasks, merged in claim order and cut to $3:
--- one scan in priority order over every type walked the whole backlog of the types
--- this claimer does not run before reaching its own (25 ms a claim of 100 beside
--- 40,000 queued `remote` tasks, against 1.4 ms by type). Rows locked by a type's scan
+-- one scan in priority order over every type would walk the whole backlog of the types
+-- this claimer does not run before reaching its own, so a claim beside a large backlog
+-- of another type would cost many times a claim by type. Rows locked by a type's scan
 -- beyond the merged $3 are let go when the claim commits (it runs alone): a claimer
 -- serving several types with backlogs locks up to $3 per type for that instant, and
 -- another claimer that finds only those rows comes back short and waits for its next
@@ -58,7 +60,7 @@
 -- (nothing is scanned) and the stopped apps one array read once per claim. The array
 -- test is written `NOT (ARRAY[app] <@ ...)` on purpose: `app <> ALL (...)` is
 -- estimated from app's statistics, which for a one-app backlog say no task passes, and
--- the claim planned as a scan and sort of the whole backlog again.
+-- the claim would plan as a scan and sort of the whole backlog again.
 --#if aware
 -- Resource slots: a task whose type names a configured resource is claimed
 -- only with a free slot of it, taken in this statement (so a resource's cluster-wide
@@ -152,17 +154,16 @@ WITH picked AS (
     -- index scan of the primary key whatever the estimates; the slot granted to each is
     -- looked up by a subquery, not a join): claims run with generic plans, which take
     -- `LIMIT $3` for a tenth of the claimable backlog, and joined to that many picked
-    -- rows the planner hashed a sequential scan of the whole tasks table into every
-    -- claim (a claim of 1 beside 2,000 queued tasks of one scope: 6.1 million
-    -- PostgreSQL instructions against 1.4 million by id, counted by callgrind). Not
-    -- both: beside the join, the array's estimate of 10 rows made it a nested loop
-    -- testing every pair (4,950 pairs rejected in a claim of 100).
+    -- rows the planner hashes a sequential scan of the whole tasks table into every
+    -- claim, whose cost then grows with the table, not with the claim. Not both: beside
+    -- the join, the array's estimate of 10 rows makes it a nested loop testing every
+    -- pair of picked rows, quadratic in the claim's size.
     UPDATE tasklane.tasks t
     SET state = 'running',
         attempt = t.attempt + 1,
         -- One token for the whole claim, drawn once (an init plan): the fence is the
-        -- pair (id, lease_token), and gen_random_uuid() for each row cost 8,600
-        -- instructions (V32 says more).
+        -- pair (id, lease_token), so one token serves every row, and gen_random_uuid()
+        -- for each row would be a per-row cost for nothing.
         lease_token = (SELECT gen_random_uuid()),
         -- The lease never outlives the attempt's deadline (heartbeat.sql keeps it so):
         -- an attempt past it is found by the rescuers' index on lease_expires_at.
@@ -188,8 +189,8 @@ WITH picked AS (
               t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent,
               t.attempt_deadline_at, t.priority
 ), mirrored AS (
-    -- The claimed tasks' mirror rows, written here (V27) with one primary-key probe
-    -- each: the update trigger would compare each row again and upsert it.
+    -- The claimed tasks' mirror rows, written here with one primary-key probe each:
+    -- the update trigger would compare each row again and upsert it.
     UPDATE tasklane.task_queue q
     SET state = 'running', lease_expires_at = c.lease_expires_at
     FROM claimed c
@@ -198,14 +199,14 @@ WITH picked AS (
 ), written AS (
     -- The setting tells the trigger this statement wrote them; it is set only when a
     -- row was, so only when tasks were updated and the trigger fires to consume it.
-    -- Once a statement (the answer joins it): set for each row it cost 2,600
-    -- instructions a row (V32).
+    -- Once a statement (the answer joins it): set for each row, it would cost every
+    -- row a function call.
     SELECT set_config('tasklane.queue_written', 'on', true) AS written
     WHERE EXISTS (SELECT 1 FROM mirrored)
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
-    -- A first attempt's data is a constant: building the object costs 10,000
-    -- instructions a row (V32).
+    -- A first attempt's data is a constant: building the object is a per-row cost
+    -- the common case skips.
     SELECT id, event_seq, 'task.running',
            CASE WHEN attempt = 1 THEN '{"attempt": 1, "route": "{route}"}'::jsonb
                 ELSE jsonb_build_object('attempt', attempt, 'route', '{route}') END

@@ -4,10 +4,11 @@
 -- lease), with its event, its attempt row and the budget charge of the usage it
 -- reported. A task being cancelled may still succeed: the work is done.
 -- $1 id, $2 lease_token, $3 result jsonb, $4 usage_units, $5 provider, $6 model,
--- $7 route (the claim's wins: the server's record of the privacy boundary), $8 route_name, $9 input_tokens, $10 output_tokens,
--- $11 total_tokens (all but $1..$3 nullable). The attempt is charged $4 units when
--- given, else $11 (one unit a token). tasks.usage_units is left NULL: the V3 trigger
--- charges it for older binaries only (migrations/V9__task_attempts.sql).
+-- $7 route (the claim's wins: the server's record of the privacy boundary),
+-- $8 route_name, $9 input_tokens, $10 output_tokens, $11 total_tokens (all but $1..$3
+-- nullable). The attempt is charged $4 units when given, else $11 (one unit a token).
+-- tasks.usage_units is left NULL: the trigger tasks_record_usage charges it only when
+-- an older binary writes it.
 -- Returns no row when the lease is lost or the task gone.
 -- Locks: the task row; the budget_usage stripe it charges.
 WITH done AS (

@@ -1,6 +1,6 @@
--- The transition Succeed by lease, for a batch, made by tasklane.complete_tasks_claiming
--- (V31; V26 before it): its generated definition, sql/functions/complete_tasks_claiming.sql,
--- carries the transition header and the lease fence.
+-- The transition Succeed by lease, for a batch, made by tasklane.complete_tasks_claiming:
+-- its generated definition, sql/functions/complete_tasks_claiming.sql, carries the
+-- transition header and the lease fence.
 -- Settles a batch of leased tasks as succeeded in one statement (group commit of
 -- attempts that finished at about the same time), each fenced on its own lease token,
 -- each with its own task.succeeded event and attempt row, and the budget charge of the
@@ -22,8 +22,8 @@
 -- batches never wait on each other in opposite orders); the budget_usage stripes
 -- charged.
 -- The statement lives in the function so it is planned once per connection
--- (plan_cache_mode = force_generic_plan): prepared here, it was planned again at a third
--- of its calls.
+-- (plan_cache_mode = force_generic_plan): prepared here, PostgreSQL's own plan choice
+-- would plan it again at many of its calls.
 SELECT * FROM tasklane.complete_tasks_claiming($1::uuid[], $2::uuid[], $3::jsonb[], $4::int8[],
                                                $5::text[], $6::text[], $7::text[], $8::text[],
                                                $9::int8[], $10::int8[], $11::int8[],

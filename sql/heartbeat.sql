@@ -1,4 +1,5 @@
--- Extends a lease (up to the attempt's deadline) and records what the worker reports, fenced on the lease token.
+-- Extends a lease (up to the attempt's deadline) and records what the worker reports,
+-- fenced on the lease token.
 -- $1 id, $2 lease_token, $3 progress (nullable int2), $4 phase (nullable),
 -- $5 snapshot (nullable jsonb), $6 events: jsonb array of {"type","data"} (may be empty),
 -- written with the next contiguous seqs.
@@ -6,7 +7,8 @@
 -- Locks: the task row.
 WITH beat AS (
     UPDATE tasklane.tasks t
-    -- Never past the attempt's deadline (NULL for attempts claimed before V9: no cap).
+    -- Never past the attempt's deadline (NULL on an attempt claimed before attempts had
+    -- deadlines: no cap).
     SET lease_expires_at = least(now() + t.lease_seconds * interval '1 second',
                                  t.attempt_deadline_at),
         progress = coalesce($3, t.progress),

@@ -3,9 +3,10 @@
 -- identity locks, fence, admission and insert in that order. On its own it is its own
 -- transaction; inside an application's transaction its locks last until that ends.
 -- $1 id, $2 app, $3 scope_id, $4 effect_key, $5 usage_subject (nullable), $6 source_id
--- (nullable), $7 task_type, $8 the legacy request digest (32 bytes, computed in Rust;
--- sent after the canonical one so tasks from before V12 and older binaries keep
--- matching: see migrations/V12), $9 input, $10 priority, $11 max_attempts,
+-- (nullable), $7 task_type, $8 the legacy request digest (32 bytes, SHA-256 of
+-- serde_json's text, computed in Rust; sent after the canonical one, which PostgreSQL
+-- computes, so tasks that carry only a legacy digest and older binaries keep
+-- matching), $9 input, $10 priority, $11 max_attempts,
 -- $12 on_restart, $13 privacy, $14 lease_seconds, $15 attempt_timeout_seconds,
 -- $16 deadline_seconds (nullable), $17 resource (nullable), $18 traceparent (nullable).
 -- Returns outcome, the refusal (refused, refused_limit, free_at, decided_at) and the

@@ -1,4 +1,4 @@
--- Submits many tasks in one statement: tasklane.submit_tasks (V24; current definition
+-- Submits many tasks in one statement: tasklane.submit_tasks (current definition
 -- in sql/functions/submit_tasks.sql), which inserts the new tasks to which no fence,
 -- stop or limit applies in one multi-row insert, in the order given, and sends every
 -- other item through tasklane.submit_task (the single submit's function) in item

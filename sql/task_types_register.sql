@@ -1,8 +1,8 @@
 -- Registers the task types a replica serves, with the defaults a submit resolves from
 -- them, so tasklane.run_task can refuse an unknown type and resolve defaults in the
--- database (migrations/V12). Every replica runs it at start; the last one to start wins
--- where replicas disagree (a rolling change of the task-types file). Types a replica
--- stops serving stay registered.
+-- database. Every replica runs it at start; the last one to start wins where replicas
+-- disagree (a rolling change of the task-types file). Types a replica stops serving
+-- stay registered.
 -- $1 name[], $2 max_attempts[], $3 on_restart[], $4 privacy[], $5 lease_seconds[],
 -- $6 attempt_timeout_seconds[], $7 deadline_seconds[] (elements nullable),
 -- $8 resource[] (elements nullable), $9 input_bytes (the replica's input bound).

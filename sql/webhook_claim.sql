@@ -3,12 +3,12 @@
 -- endpoint less the rows it holds of it, in flight or waiting for a slot), $2 for any
 -- other.
 -- A claim sets claimed_until $3 seconds ahead and a fresh claim_token (one for all its
--- rows: the settle fences on the pair of id and token, V30), so a deliverer
+-- rows: the settle fences on the pair of id and token), so a deliverer
 -- that dies mid-delivery leaves rows that come due again by themselves (delivery is at
 -- least once), and counts the attempt. No index names those columns: the claim is a
--- HOT update (V21). A row is due when next_attempt_at has come and no claim holds it.
+-- HOT update. A row is due when next_attempt_at has come and no claim holds it.
 -- A due row whose endpoint is gone (deleted while a terminal transition was writing
--- it: no foreign key since V15) is deleted with the endpoint's log instead.
+-- it: there is no foreign key) is deleted with the endpoint's log instead.
 -- Returns the claimed rows with where and how to send them: the endpoint's URL,
 -- whether it is disabled, and its live secrets (current first).
 -- $1 limit, $2 allowance of an endpoint not listed, $3 claim seconds (float8),
@@ -17,14 +17,14 @@
 -- alone). The window over a bounded candidate list cannot carry FOR UPDATE itself, so
 -- the lock is taken in the next CTE, which bounds the rows.
 -- Rows are found again by `id = ANY (ARRAY(...))`, not by a join: joined, the planner
--- costed a few dozen primary-key probes above one scan of the whole outbox (delivered
--- history included) and hashed it, 13.7 ms a claim beside 60,000 rows against 3.2 ms
--- (EXPLAIN ANALYZE). An array of ids is probed by the primary key as long as no other
--- index can serve the lookup: its status test is written so that it implies no partial
--- index's predicate, and the function plans with sequential scans priced out (V30), so
--- a generic plan made while the outbox was small stays a plan of probes.
--- The statement is tasklane.claim_webhooks' body (V25; current definition in
+-- costs a few dozen primary-key probes above one scan of the whole outbox (delivered
+-- history included) and hashes it, several times slower beside a large outbox. An
+-- array of ids is probed by the primary key as long as no other index can serve the
+-- lookup: its status test is written so that it implies no partial index's predicate,
+-- and the function plans with sequential scans priced out, so a generic plan made
+-- while the outbox was small stays a plan of probes.
+-- The statement is tasklane.claim_webhooks' body (current definition in
 -- sql/functions/claim_webhooks.sql), where it is planned once per connection: sent as
--- a prepared statement it was planned again at every call, which cost about as much
--- as running it.
+-- a prepared statement it would be planned again at every call, which costs about as
+-- much as running it.
 SELECT * FROM tasklane.claim_webhooks($1, $2, $3, $4, $5)

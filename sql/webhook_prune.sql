@@ -1,10 +1,10 @@
 -- Deletes at most $2 delivered or failed notifications finished more than $1 seconds
 -- ago (the delivery log's retention). $1 retention seconds (float8), $2 limit.
--- Each endpoint's log is read by webhook_deliveries_log (no index on finished_at since
--- V21): an id is a UUIDv7 taken when the row is written, before it can finish, so a row
--- finished before the cutoff has an id below `bound`, the first UUIDv7 of the
--- millisecond after the cutoff. Every delivery has its endpoint (deleting an endpoint
--- deletes its log, sql/webhook_endpoint_delete.sql).
+-- Each endpoint's log is read by webhook_deliveries_log (no index on finished_at, one
+-- entry fewer for every settle to write): an id is a UUIDv7 taken when the row is
+-- written, before it can finish, so a row finished before the cutoff has an id below
+-- `bound`, the first UUIDv7 of the millisecond after the cutoff. Every delivery has its
+-- endpoint (deleting an endpoint deletes its log, sql/webhook_endpoint_delete.sql).
 -- Locks: the rows FOR UPDATE SKIP LOCKED, so pruners of several replicas never wait on
 -- each other; the CTEs bound the rows.
 WITH cutoff AS (

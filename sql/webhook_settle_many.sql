@@ -22,12 +22,12 @@ SET status = CASE WHEN o.status = 'released' THEN 'pending' ELSE o.status END,
 FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::float8[], $5::int4[], $6::text[])
      AS o(id, claim_token, status, delay_ms, last_status, last_error)
 -- `d.id = ANY($1)` fetches exactly the round's rows by primary key; joined to the unnest
--- alone, the planner read the whole outbox (a sequential scan of every pending row,
--- 5 ms a round with 5,000 pending in the webhooks bench) when its statistics were
--- those of a smaller one. The claim token alone fences: a notification holds one only
--- while pending (CHECK webhook_deliveries_claim_only_while_pending, V30). A test of the
--- status here is a filter the planner estimates from statistics, which, like the batch
--- settle of tasks' state test (V26), made it expect one row and re-run the unnest for
--- each row found: quadratic in the round.
+-- alone, the planner reads the whole outbox (a sequential scan of every pending row)
+-- when its statistics are those of a smaller one. The claim token alone fences: a
+-- notification holds one only while pending (CHECK
+-- webhook_deliveries_claim_only_while_pending). A test of the status here is a filter
+-- the planner estimates from statistics, which, like a state test in the batch settle
+-- of tasks, makes it expect one row and re-run the unnest for each row found:
+-- quadratic in the round.
 WHERE d.id = ANY ($1::uuid[]) AND d.id = o.id AND d.claim_token = o.claim_token
 RETURNING d.id

@@ -84,10 +84,10 @@ pub struct ServeConfig {
     pub replica_name: Option<String>,
 
     /// Database connections of this replica. More connections than a few per database
-    /// core only add contention (measured: 64 HTTP clients on 2 cores submit ~60% faster
-    /// with 16 than with 32), and three replicas at 16 stay under PostgreSQL's default
-    /// `max_connections` of 100. Claims run on `2 × claimers + 2` connections of their
-    /// own (see `Database::claim_pool`).
+    /// core only add contention (many HTTP clients on a small server submit faster
+    /// through 16 than through 32), and three replicas at 16 stay under PostgreSQL's
+    /// default `max_connections` of 100. Claims run on `2 × claimers + 2` connections of
+    /// their own (see `Database::claim_pool`).
     #[arg(long, env = "TASKLANE_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
 
@@ -95,8 +95,8 @@ pub struct ServeConfig {
     /// /v1/tasks` queue while that many groups are being written and go in the next one,
     /// each answered as alone; a submit that finds a group free goes at once. 0 writes
     /// every submit alone. Default 2 (1 with a pool of one): fewer, larger groups cost
-    /// the database less per submit (measured on 2 cores: 2 groups ~1.3× the submits/s of
-    /// 8); at most the pool size (each group being written holds a connection).
+    /// the database less per submit, so a couple of groups submit faster than many; at
+    /// most the pool size (each group being written holds a connection).
     #[arg(long, env = "TASKLANE_SUBMIT_GROUPS")]
     pub submit_groups: Option<usize>,
 

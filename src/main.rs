@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 use tasklane::config::ServeConfig;
 use tasklane::http::{HttpConfig, HttpServer};
 use tasklane::server::{self, Replica};
-use tasklane::task::task_type::{TaskTypesFile, DEMO_TASK_TYPES};
+use tasklane::task::types_file::{TaskTypesFile, DEMO_TASK_TYPES};
 use tasklane::task::TaskType;
 use tasklane::telemetry::Telemetry;
 

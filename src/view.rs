@@ -8,8 +8,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::service::TaskRecord;
 use crate::task::attempt::Usage;
+use crate::task::record::TaskRecord;
 
 /// A task as its owner sees it.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -2,7 +2,8 @@
 //! bearer-token auth, problem+json errors mapped in one place (`error`), DTOs that cannot
 //! leak internals (`dto`), event streams and `?wait=` fed by one shared LISTEN and one
 //! shared poll per replica (`watch`), OpenTelemetry metrics, and an OpenAPI 3.1 document
-//! generated from the handlers themselves (so it cannot drift from the paths they serve). Every query is filtered by the caller's app and scope.
+//! generated from the handlers themselves (so it cannot drift from the paths they
+//! serve). Every query is filtered by the caller's app and scope.
 //!
 //! Shutdown is ordered: readiness turns 503, long polls and streams end, in-flight
 //! requests finish within the grace period, then the caller stops the replica.

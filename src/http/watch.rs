@@ -138,7 +138,8 @@ impl Listener for TaskWatch {
     }
 
     /// A payload names the tasks one statement ended or wrote output for, comma
-    /// separated (V28: one notification a statement, not one a task).
+    /// separated: one notification a statement (one per 200 tasks, for the payload
+    /// limit), not one a task.
     fn notified(&mut self, payload: &str) {
         for id in payload.split(',').filter_map(|id| Uuid::parse_str(id).ok()) {
             self.notify(id);

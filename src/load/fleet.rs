@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::task::task_type::DEMO_TASK_TYPES;
+use crate::task::types_file::DEMO_TASK_TYPES;
 
 /// How to start the replicas.
 #[derive(Debug, Clone)]

@@ -23,7 +23,7 @@ use super::stats::Summary;
 use super::submit::{self, Accepted};
 use crate::service::{Tasklane, Wakeup};
 use crate::task::catalog::TaskTypes;
-use crate::task::task_type::{TaskTypesFile, DEMO_TASK_TYPES};
+use crate::task::types_file::{TaskTypesFile, DEMO_TASK_TYPES};
 
 /// Flags of `tasklane load`.
 #[derive(Debug, Clone, clap::Args)]

@@ -16,7 +16,7 @@ use crate::maintenance::replicas::ReplicaRegistry;
 use crate::service::{Tasklane, Wakeup};
 use crate::store::connect::Database;
 use crate::task::catalog::TaskTypes;
-use crate::task::task_type::TaskTypesFile;
+use crate::task::types_file::TaskTypesFile;
 use crate::task::TaskType;
 use crate::telemetry::Telemetry;
 use crate::webhooks::{handoff, DeliveryConfig};

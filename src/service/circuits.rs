@@ -6,8 +6,8 @@
 //! and no write while the circuit is closed; only failures, the probe and a success
 //! after failures write. [`Tasklane::start_call`] asks for the permit and makes the
 //! attempt's budget reservation in one round trip (one prepared statement), so a call
-//! waits for one pooled statement before it goes, not two (four round trips when each
-//! was prepared per use). There is deliberately no per-replica cache: a cached "closed"
+//! waits for one pooled statement before it goes, not two (four round trips if each
+//! were prepared per use). There is deliberately no per-replica cache: a cached "closed"
 //! would let a replica keep calling a route the cluster already opened, and the read
 //! is cheap next to a model call.
 //!

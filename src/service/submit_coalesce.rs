@@ -1,9 +1,8 @@
 //! Group commit of single submits: concurrent [`super::Tasklane::submit`] calls are
 //! gathered and written by the batch statement (`store::submit_batch`, one multi-row
 //! insert for the new tasks no fence, stop or limit applies to), each answered exactly
-//! as alone. Measured under pgbench on the same server (PostgreSQL CPU per submit,
-//! 8 clients; see benches/RESULTS.md, "HTTP submit"): one submit per transaction
-//! ~750 µs on a loaded box, groups of 4 ~340–410 µs, of 16 ~200 µs, of 64 ~110 µs.
+//! as alone. The database's CPU per submit falls as groups grow: a transaction, its
+//! commit and the statement's fixed cost are shared by every submit of the group.
 //!
 //! No timer: a group is whatever queued while the previous groups were being written,
 //! and whatever the tasks already ready to run queue when the runtime runs them
@@ -14,9 +13,9 @@
 //! with the submits ready beside it, waiting for no clock (the latency of a quiet
 //! replica is unchanged), and groups grow only while submits are queueing anyway.
 //!
-//! On in `tasklane serve` (src/server.rs) since the batch statement became cheap (V24):
-//! end to end over HTTP, 64 clients flat out, 2 groups made about twice the submits/s
-//! of one statement each, and a lower p99 at 1,000/s (benches/RESULTS.md, "2026-12-02").
+//! On in `tasklane serve` (`--submit-groups`, see `src/server/`): the batch statement
+//! is cheap enough that, end to end over HTTP, a couple of groups serve clients flat
+//! out with more submits a second and a lower tail latency than a statement each.
 //!
 //! The queue is bounded ([`Coalescer::QUEUED`]): when the database stalls, submits wait
 //! for room instead of piling up, and a submit whose caller has gone (a client that

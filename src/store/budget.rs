@@ -1,6 +1,6 @@
-//! Budget reservations of in-flight attempts (`tasklane.reserve_budget`, migration
-//! V13): what an attempt may consume is reserved before it calls a provider, so the
-//! budgets it draws on are not overshot by attempts that all found room at once.
+//! Budget reservations of in-flight attempts (`tasklane.reserve_budget`): what an
+//! attempt may consume is reserved before it calls a provider, so the budgets it draws
+//! on are not overshot by attempts that all found room at once.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;

@@ -1,4 +1,4 @@
-//! The circuit breakers' rows (`tasklane.circuits`, V10): one read per permit (at a
+//! The circuit breakers' rows (`tasklane.circuits`): one read per permit (at a
 //! call's start folded with the probe and the budget reservation into one statement,
 //! [`start_call`]), and one atomic statement per change (count a failure, take the
 //! probe, end the probe, reset a count, an operator's reset). What each means is

@@ -1,5 +1,5 @@
 //! Batched success settlement: many fenced completions in one statement
-//! (`sql/complete_many.sql`, which calls `tasklane.complete_tasks_claiming`, V31:
+//! (`sql/complete_many.sql`, which calls `tasklane.complete_tasks_claiming`, a function
 //! planned once per connection), each task still learning its own outcome, and the
 //! notifications it writes claimed for this replica's deliverer when asked
 //! (`webhooks::handoff`). This is the store half of the worker's group commit

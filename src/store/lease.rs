@@ -1,8 +1,7 @@
 //! Writes by the worker holding a lease: heartbeat and settlement. Every statement is
 //! fenced on `(id, lease_token, state)`, the batch heartbeat on `(id, lease_token)`
-//! alone: V17's CHECK keeps a token only on a running or cancelling task, and a state
-//! test there made its plan quadratic (V26, tasklane.complete_tasks, now
-//! complete_tasks_claiming, V31). Zero rows is [`LeaseError::Lost`] or
+//! alone: a CHECK constraint keeps a token only on a running or cancelling task, and a
+//! state test there makes the plan quadratic. Zero rows is [`LeaseError::Lost`] or
 //! [`LeaseError::Gone`], never "not found".
 
 use tokio_postgres::GenericClient;

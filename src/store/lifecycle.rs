@@ -1,8 +1,8 @@
 //! The application lifecycle from Rust: release, owner deletion (with its
 //! fence), lifting a fence, and the reconciliation listing of unreleased sources.
 //!
-//! Every function calls the SQL API (current definitions in `sql/functions/`, first
-//! installed by migration V4 from `sql/api/*.sql`), so an application calling `tasklane.delete_tasks(...)` in its own transaction and a Rust
+//! Every function calls the SQL API (current definitions in `sql/functions/`), so an
+//! application calling `tasklane.delete_tasks(...)` in its own transaction and a Rust
 //! caller passing its transaction here run one implementation. Each takes a generic
 //! client: pass a transaction to make the change commit or roll back with the caller's
 //! own writes.

@@ -21,9 +21,9 @@ pub async fn run(database_url: &str) -> anyhow::Result<()> {
         .context("connect to migrate")?;
     let driver = tokio::spawn(connection);
     // refinery creates its history table with IF NOT EXISTS, so every start on a
-    // migrated database drew a NOTICE ("relation ... already exists, skipping"), which
-    // the driver logs. Notices from migrations are routine; warnings and errors still
-    // reach us.
+    // migrated database would draw a NOTICE ("relation ... already exists, skipping"),
+    // which the driver logs. Notices from migrations are routine; warnings and errors
+    // still reach us.
     client
         .batch_execute("SET client_min_messages = warning")
         .await
@@ -33,8 +33,9 @@ pub async fn run(database_url: &str) -> anyhow::Result<()> {
         .await
         .context("take the migration lock")?;
     // A database migrated by a newer release has versions this binary lacks; that is
-    // a rolling upgrade or a rollback in progress, not an error: the newer migrations
-    // keep older replicas working (see V7), so an older pod that restarts must start.
+    // a rolling upgrade or a rollback in progress, not an error: the newer schema still
+    // runs every statement of the previous release (the compatibility policy in
+    // docs/architecture.md), so an older pod that restarts must start.
     let result = embedded::migrations::runner()
         .set_abort_missing(false)
         .set_migration_table_name(HISTORY_TABLE)

@@ -1,12 +1,13 @@
 //! The notification outbox as the deliverer sees it: claim due rows with where and how
 //! to send them (a short claim that runs out by itself), read the tasks' views, record
 //! a round's outcomes fenced on their claims, disable an endpoint after a 410, prune the
-//! delivered log. Rows are written by the queue mirror's statement trigger
-//! (`tasks_queue_update`) in the transaction that makes a task terminal (migrations V11,
-//! V15, V22), or by the group commit of successes itself (V27), which may claim them for
-//! its replica's deliverer (V31, `webhooks::handoff`): those arrive without their
-//! targets, read by [`targets`]. The deliverer's statements are prepared once per connection (deadpool's
-//! statement cache): it runs them every round.
+//! delivered log. Rows are written in the transaction that makes a task terminal: the
+//! batch complete (`tasklane.complete_tasks_claiming`) writes the success notifications
+//! of the tasks it settles and may claim them for its replica's deliverer
+//! (`webhooks::handoff`), so those arrive without their targets, read by [`targets`];
+//! the mirror's trigger function (`tasklane.sync_task_queue`) writes those of every
+//! other terminal move. The deliverer's statements are prepared once per connection
+//! (deadpool's statement cache): it runs them every round.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -19,7 +20,9 @@ use uuid::Uuid;
 use super::DbError;
 use crate::task::record::TaskRecord;
 
-/// The channel the mirror's trigger NOTIFYs (once per statement that wrote notifications).
+/// The channel the outbox's writers NOTIFY when they write notifications left unclaimed
+/// (the mirror's trigger once per statement; the batch complete per row, which
+/// PostgreSQL folds into one per transaction).
 pub const WEBHOOKS_CHANNEL: &str = "tasklane_webhooks";
 
 /// A notification claimed for one attempt, with where and how to send it.

@@ -1,6 +1,7 @@
 //! The admin overview (`GET /v1/admin/overview`): queue depth by state and type, live
 //! replicas, resources in use, every admission limit with its current use, emergency
-//! stops, paused task types, circuit breakers and today's refusals. Read-only; each part is one statement.
+//! stops, paused task types, circuit breakers and today's refusals. Read-only; each part
+//! is one statement.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;

@@ -15,9 +15,9 @@ pub const ANALYZE_LOCK: i64 = 0x746c_616e_616c_797a;
 /// The statistics target of the ANALYZE of a table autovacuum has not analyzed yet
 /// (PostgreSQL's default is 100): the sample is 300 rows per unit, so 3,000 rows
 /// instead of 30,000. What a young table's plans lack is its size and the rough shape
-/// of its columns, which the small sample gives for a fraction of the cost: in the
-/// batch bench's fresh database (40,000 tasks in 1.5 s) these ANALYZEs took 660 ms of
-/// PostgreSQL time a run at the default, a fifth of all its CPU, and 170 ms at 10.
+/// of its columns, which the small sample gives for a fraction of the cost: on a fresh
+/// database filling fast, ANALYZEs at the default target are a large share of all the
+/// database's CPU.
 /// Once autovacuum has analyzed a table (at the full target), the keeper's ANALYZEs of
 /// it take the full sample too, so a small busy table that the keeper keeps analyzing
 /// (the queue mirror) is not left on small samples.

@@ -2,7 +2,7 @@
 //! answered exactly as [`super::submit::submit`] would answer it alone. One round trip
 //! and one transaction per batch instead of one per task, and inside it one multi-row
 //! insert for the new tasks that no fence, stop or limit applies to
-//! (`tasklane.submit_tasks`, V24); only the other items pay a single submit's function
+//! (`tasklane.submit_tasks`); only the other items pay a single submit's function
 //! call each.
 
 use tokio_postgres::types::{ToSql, Type};
@@ -40,8 +40,8 @@ pub async fn submit_many(
 /// identities in item order: the order `tasklane.submit_tasks` inserts in, which makes
 /// the first item of an identity the one created, and two batches racing on the same
 /// identities take their index entries in one order (never waiting on each other in a
-/// cycle). Sorted here, by bytes, because the statement sorting 1,000 wide rows by
-/// collation cost a tenth of the batch (V24).
+/// cycle). Sorted here, by bytes, because sorting a full batch's wide rows by
+/// collation in the statement is a sizable share of the batch's cost.
 fn identity_order(tasks: &[(TaskId, &NewTask)]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..tasks.len()).collect();
     // Stable: equal identities keep their item order.

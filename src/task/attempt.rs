@@ -4,8 +4,8 @@
 //! provenance and the sum of the usage.
 
 use super::bounds;
+use super::routes::Route;
 use super::state::TaskState;
-use super::task_type::Route;
 use chrono::{DateTime, Utc};
 
 /// Longest provider, model or route name kept, in bytes (longer ones are cut).

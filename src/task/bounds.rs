@@ -30,10 +30,8 @@ pub const PAGE_SIZE: RangeInclusive<i64> = 1..=100;
 /// Tasks one claim of a remote worker may take (the worker protocol's `max`).
 pub const CLAIM_BATCH: RangeInclusive<i64> = 1..=100;
 /// Tasks one claim of a replica's own workers may take (`--claim-batch`). Larger than a
-/// remote worker's: a claim statement's fixed cost (about 1.2 million PostgreSQL
-/// instructions, counted by callgrind) and its settle's (0.76 million) are shared by
-/// the tasks it takes, and a claim of 200 costs 9% fewer instructions a task than two
-/// of 100 (benches/RESULTS.md).
+/// remote worker's: a claim statement's fixed cost and its settle's are shared by the
+/// tasks it takes, so one claim of 200 costs the database less a task than two of 100.
 pub const IN_PROCESS_CLAIM_BATCH: RangeInclusive<i64> = 1..=256;
 
 /// A field outside its bound: the field's name and what is wrong, for a 422.

@@ -3,9 +3,9 @@
 //! transient failures → after `open_seconds`, half-open with ONE probe in the whole
 //! cluster → the probe's success closes it, its failure opens it again.
 //!
-//! The state lives in `tasklane.circuits` (migration V10) and every change is one
-//! atomic statement there (`sql/circuit_*.sql`), so replicas agree; this module decides,
-//! from a row read with the database's clock, what a caller may do ([`decide`]), what
+//! The state lives in `tasklane.circuits` and every change is one atomic statement
+//! there (`sql/circuit_*.sql`), so replicas agree; this module decides, from a row
+//! read with the database's clock, what a caller may do ([`decide`]), what
 //! the admin view calls the state ([`CircuitRow::state`]) and what a call's ending must
 //! write ([`write_for`]). A route that never failed has no row: it is closed, and the
 //! success path of a closed circuit without failures writes nothing.

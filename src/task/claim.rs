@@ -44,9 +44,8 @@ pub struct Claimant<'a> {
 }
 
 /// Which claim statement: the resource-aware one takes a slot for each task whose type
-/// names a resource; the plain one leaves such tasks to resource-aware
-/// claimers and stays as cheap as a claim without resources (the aware one costs
-/// ~0.5 ms more to plan).
+/// names a resource; the plain one leaves such tasks to resource-aware claimers and
+/// stays as cheap as a claim without resources (the aware one costs more to plan).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slots {
     Aware,

@@ -1,6 +1,9 @@
 //! The pure domain of tasklane: task states and their legal transitions, retry backoff,
-//! restart-policy decisions and the validation bounds of every field. Nothing here does
-//! I/O, so every rule is unit-tested without a database; `store` applies the decisions.
+//! restart-policy decisions, the validation bounds of every field and the task-types
+//! file's rules; and the types every layer above passes around (a task as read, a claim,
+//! a lease, an attempt's outcome, an event, an owner), which `store` reads rows into and
+//! the service answers with. Nothing here does I/O, so every rule is unit-tested without
+//! a database; `store` applies the decisions.
 
 pub mod attempt;
 pub mod backoff;
@@ -18,13 +21,15 @@ pub mod restart;
 pub mod routes;
 pub mod state;
 pub mod task_type;
+pub mod types_file;
 pub mod upstream;
 
 pub use catalog::TaskTypes;
 pub use request::{NewTask, SubmitRequest};
 pub use restart::{RestartDecision, RestartPolicy};
+pub use routes::{Privacy, Route};
 pub use state::{TaskState, Transition};
-pub use task_type::{Executor, Privacy, Route, TaskType};
+pub use task_type::{Executor, TaskType};
 
 /// A task id: a UUIDv7, so ids sort by creation time and keyset paging needs no second key.
 pub type TaskId = uuid::Uuid;

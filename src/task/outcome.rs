@@ -10,8 +10,8 @@ use super::attempt::Facts;
 use super::backoff::Backoff;
 use super::bounds;
 use super::codes;
+use super::routes::{Privacy, Route};
 use super::state::{IllegalTransition, TaskState, Transition};
-use super::task_type::{Privacy, Route};
 use uuid::Uuid;
 
 /// The longest `retry_after` a worker may ask for.

@@ -6,7 +6,8 @@ use sha2::{Digest, Sha256};
 
 use super::bounds::{self, Invalid};
 use super::restart::RestartPolicy;
-use super::task_type::{Privacy, TaskType};
+use super::routes::Privacy;
+use super::task_type::TaskType;
 
 /// What a caller asks for; `None` means "the task type's default".
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]

@@ -1,10 +1,10 @@
 //! The hand-off from a replica's completers to its own deliverer. The batch settle that
-//! makes tasks succeeded may claim the notifications it writes, for this replica (V31):
-//! the rows are then exactly what the deliverer's claim would have left (pending,
-//! claimed until the claim runs out, the attempt counted), and the deliverer sends them
-//! without a claim statement of its own, which cost the database two thirds of a
-//! delivery. Nothing else changes: a replica that dies before sending leaves the rows to
-//! come due when the claim runs out, as any claim that died.
+//! makes tasks succeeded (`tasklane.complete_tasks_claiming`) may claim the notifications
+//! it writes, for this replica: the rows are then exactly what the deliverer's claim
+//! would have left (pending, claimed until the claim runs out, the attempt counted), and
+//! the deliverer sends them without a claim statement of its own, which is most of what
+//! a delivery costs the database. Nothing else changes: a replica that dies before
+//! sending leaves the rows to come due when the claim runs out, as any claim that died.
 //!
 //! A settle claims only while the deliverer has room (what it holds and what it has
 //! been handed and not yet taken is under its `--webhook-concurrency`; settles running

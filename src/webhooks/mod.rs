@@ -11,7 +11,8 @@
 //! (the body) and [`window`] (how many rows to claim ahead per endpoint). The I/O:
 //! `delivery_attempt` (sign, send and judge one attempt), [`sender`] (the HTTP call),
 //! [`deliverer`] (the loop that claims, sends and records) and [`handoff`] (a replica's
-//! batch completes claim the notifications they write for its own deliverer). Endpoints are managed through `service::webhooks`.
+//! batch completes claim the notifications they write for its own deliverer). Endpoints
+//! are managed through `service::webhooks`.
 
 pub mod deliverer;
 mod delivery_attempt;

@@ -5,8 +5,8 @@
 //! the task keeps the result until it is pruned.
 //!
 //! The body is serialized straight from the view, not through a `serde_json::Value`:
-//! it is built once per attempt, and a tree of maps per delivery was a visible share of
-//! the replica's CPU in the webhooks bench.
+//! it is built once per attempt, and a tree of maps per delivery would be a visible
+//! share of a delivering replica's CPU.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;

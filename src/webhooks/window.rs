@@ -2,9 +2,9 @@
 //! passes in what it saw of the endpoint.
 //!
 //! Every round (a claim, one read of the tasks, one settle) costs the database about as
-//! much whether it carries 8 rows or 128, so a fast receiver should get big rounds. But a
-//! claimed row waits in the replica for one of its endpoint's slots, and it must be sent
-//! before its claim runs out, or another replica sends it too. So the window is as many
+//! much whether it carries a few rows or many, so a fast receiver should get big rounds.
+//! But a claimed row waits in the replica for one of its endpoint's slots, and it must be
+//! sent before its claim runs out, or another replica sends it too. So the window is as many
 //! rounds of the endpoint's slots as its recent pace allows within the claim (at least
 //! two, at most [`MAX_ROUNDS`]), and a row whose turn comes too late anyway (the
 //! receiver slowed down after the claim) is not sent but released, due again at once.
@@ -16,8 +16,8 @@ pub const MIN_ROUNDS: usize = 2;
 
 /// The most rounds claimed ahead, however fast the receiver: 256 rows with the default
 /// 8 slots, so a fast receiver's rounds are bounded by what a replica holds
-/// (`--webhook-concurrency`), not by its window. At 8 rounds (64 rows) a drain with one
-/// endpoint made a claim per 31 deliveries.
+/// (`--webhook-concurrency`), not by its window: a lower bound would leave a drain to
+/// one endpoint claiming far more often than it needs to.
 pub const MAX_ROUNDS: usize = 32;
 
 /// An endpoint's window of claimed rows, from the deliverer's settings.

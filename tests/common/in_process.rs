@@ -15,7 +15,7 @@ use clap::Parser;
 use tasklane::config::ServeConfig;
 use tasklane::http::{AppState, HttpConfig};
 use tasklane::server::Replica;
-use tasklane::task::task_type::DEMO_TASK_TYPES;
+use tasklane::task::types_file::DEMO_TASK_TYPES;
 use tasklane::telemetry::Telemetry;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;

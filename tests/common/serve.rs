@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-use tasklane::task::task_type::DEMO_TASK_TYPES;
+use tasklane::task::types_file::DEMO_TASK_TYPES;
 
 use super::api::Api;
 use super::eventually;

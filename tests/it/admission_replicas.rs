@@ -13,7 +13,7 @@ use admission_support::*;
 use common::serve::Serve;
 use tasklane::admission::{LimitKind, RefusalCode};
 use tasklane::service::{Owner, ServiceError, Tasklane, Wakeup};
-use tasklane::task::task_type::TaskTypesFile;
+use tasklane::task::types_file::TaskTypesFile;
 use tasklane::task::TaskTypes;
 
 const TYPES: &str = r#"

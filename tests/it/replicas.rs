@@ -31,7 +31,7 @@ on_restart = "retry"
 "#;
 
 fn types() -> Vec<TaskType> {
-    tasklane::task::task_type::TaskTypesFile::parse(TYPES).unwrap()
+    tasklane::task::types_file::TaskTypesFile::parse(TYPES).unwrap()
 }
 
 fn task_type(name: &str) -> TaskType {

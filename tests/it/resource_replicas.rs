@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::eventually;
 use common::serve::Serve;
-use tasklane::task::task_type::TaskTypesFile;
+use tasklane::task::types_file::TaskTypesFile;
 use tokio_postgres::Client;
 
 const TYPES: &str = r#"

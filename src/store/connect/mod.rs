@@ -25,19 +25,18 @@ pub use settings::{RootCert, SslMode, TlsSettings};
 /// the claims under this very string).
 ///
 /// - Generic plans (`plan_cache_mode`): a claim's `LIMIT $3` is estimated at a tenth of
-///   the backlog in a generic plan, so PostgreSQL's own choice kept re-planning it for
-///   every call (1.1 ms a claim, 14% of the drain's PostgreSQL CPU); the generic plan is
-///   the same index scan in claim order.
-/// - No bitmap scans: on a short queue (tasks claimed about as fast as
-///   they are submitted) the planner preferred a bitmap scan of the claimable index and
-///   a sort. A bitmap scan reads every entry the index holds, the dead ones of the tasks
-///   claimed since the last vacuum included, visits their heap pages and never marks
-///   them dead, so each claim paid for every recent claim: 285 heap pages per served
-///   type for 25 queued tasks, 69 buffers a task, in the HTTP submit bench. An index
-///   scan in claim order stops at the limit and marks the dead entries it passes, so
-///   the next claim skips them. Sequential scans stay allowed: a session setting also
-///   reaches the plans of the triggers a claim fires and of the external claims, and
-///   with them off the external claim took 51 ms.
+///   the backlog in a generic plan, so PostgreSQL's own choice would re-plan it for
+///   every call, a sizable share of a drain's database CPU; the generic plan is the same
+///   index scan in claim order.
+/// - No bitmap scans: on a short queue (tasks claimed about as fast as they are
+///   submitted) the planner prefers a bitmap scan of the claimable index and a sort. A
+///   bitmap scan reads every entry the index holds, the dead ones of the tasks claimed
+///   since the last vacuum included, visits their heap pages and never marks them dead,
+///   so each claim pays for every recent claim: many heap pages per served type for a
+///   handful of queued tasks. An index scan in claim order stops at the limit and marks
+///   the dead entries it passes, so the next claim skips them. Sequential scans stay
+///   allowed: a session setting also reaches the plans of the triggers a claim fires and
+///   of the external claims, and with them off the external claim is many times slower.
 pub const CLAIM_SESSION: &str =
     "SET plan_cache_mode = force_generic_plan; SET enable_bitmapscan = off";
 

@@ -2,11 +2,11 @@
 //! replicas run it at once; rows are claimed with SKIP LOCKED and a short claim, so a
 //! replica killed mid-delivery leaves rows that another replica sends once the claim
 //! runs out (at least once; the receiver sees the same `webhook-id`). It wakes on the
-//! NOTIFY of the trigger that writes the outbox (every replica LISTENs), polls as the
-//! fallback, and bounds the rows held per replica and the attempts in flight per
-//! endpoint. Rows this replica's own batch settles claimed for it arrive through the
-//! hand-off (`webhooks::handoff`; their side here is `handed.rs`) and are sent the same way,
-//! without a claim statement.
+//! NOTIFY of the statements that write unclaimed rows to the outbox (every replica
+//! LISTENs), polls as the fallback, and bounds the rows held per replica and the
+//! attempts in flight per endpoint. Rows this replica's own batch settles claimed for it
+//! arrive through the hand-off (`webhooks::handoff`; their side here is `handed.rs`) and
+//! are sent the same way, without a claim statement.
 
 mod finished;
 mod handed;
