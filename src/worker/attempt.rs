@@ -102,7 +102,7 @@ impl Attempt {
         let heartbeat = self
             .heartbeats
             .register(&self.task, ctx.cancel.clone(), ctx.lost.clone());
-        // The handler's recorded facts outlive its run: every run_end writes them.
+        // The handler's recorded facts outlive its run: however it ends, they are written.
         let recorded = ctx.clone();
         let timeout = Duration::from_secs(self.task.attempt_timeout_seconds as u64);
         let lost = ctx.lost.clone();
