@@ -1,11 +1,16 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.complete_tasks, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.complete_tasks, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.complete_tasks (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Compatibility shim: the batch Succeed by lease without the webhook claim, as binaries
+-- that do not hand notifications to their deliverer call it. Same parameters, effect and
+-- locks as the first eleven of tasklane.complete_tasks_claiming; returns (id, lease_token)
+-- of each settled task. No statement in sql/ calls it.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function complete_tasks: migrations/V26__complete_tasks_generic_plan.sql, migrations/V27__hot_path_writes_its_mirror.sql
+-- function complete_tasks: migrations/V26__complete_tasks_generic_plan.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.complete_tasks(p_id uuid[], p_lease_token uuid[], p_result jsonb[], p_usage_units bigint[], p_provider text[], p_model text[], p_route text[], p_route_name text[], p_input_tokens bigint[], p_output_tokens bigint[], p_total_tokens bigint[]) RETURNS TABLE(id uuid, lease_token uuid)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'

@@ -1,11 +1,34 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.submit_tasks, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.submit_tasks, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.submit_tasks (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- tasklane.submit_tasks(p_id uuid[], p_app text[], p_scope text[], p_effect_key text[], p_subject text[], p_source text[], p_task_type text[], p_digest bytea[], p_input jsonb[], p_priority smallint[], p_max_attempts integer[], p_on_restart text[], p_privacy text[], p_lease_seconds integer[], p_attempt_timeout_seconds integer[], p_deadline_seconds bigint[], p_resource text[], p_traceparent text[]):
+-- Compatibility shim: the batch submit that takes its items in request order, without
+-- item positions. Kept only for binaries that send that call; sql/submit_batch.sql calls
+-- the overload whose first argument numbers the items.
+--
+-- tasklane.submit_tasks(p_n bigint[], p_id uuid[], p_app text[], p_scope text[], p_effect_key text[], p_subject text[], p_source text[], p_task_type text[], p_digest bytea[], p_input jsonb[], p_priority smallint[], p_max_attempts integer[], p_on_restart text[], p_privacy text[], p_lease_seconds integer[], p_attempt_timeout_seconds integer[], p_deadline_seconds bigint[], p_resource text[], p_traceparent text[]):
+-- Submits many tasks in one statement (sql/submit_batch.sql, POST /v1/tasks:batch): takes
+-- the owner lock (shared) of every (app, scope) in key order, inserts in one multi-row
+-- insert the new tasks to which no fence, emergency stop or limit applies, then sends
+-- every other item through tasklane.submit_task in item order, so each item is answered
+-- as a single submit of it would be and items are independent; an identity twice in one
+-- batch joins its first item's task.
+-- Every array has one element per item, sorted by the caller in identity order (app,
+-- scope, effect key, subject; equal identities in item order), so the function sorts
+-- nothing and of equal identities the first in the request wins the insert. p_n gives
+-- each item's position in the request (a permutation of 1..N, refused otherwise); the
+-- other arrays are tasklane.submit_task's parameters, one element per item.
+-- Returns one row per item: its position n, the outcome columns of tasklane.submit_task
+-- and the task's view columns, in no particular order; a NULL outcome when the item's
+-- identity's task vanished while being read.
+-- Locks: the owner locks (shared), the new rows, and those of tasklane.submit_task for
+-- the items it runs; all until the transaction ends.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function submit_tasks: migrations/V16__submit_tasks.sql, migrations/V24__submit_tasks_in_identity_order.sql
+-- function submit_tasks: migrations/V16__submit_tasks.sql, migrations/V24__submit_tasks_in_identity_order.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.submit_tasks(p_id uuid[], p_app text[], p_scope text[], p_effect_key text[], p_subject text[], p_source text[], p_task_type text[], p_digest bytea[], p_input jsonb[], p_priority smallint[], p_max_attempts integer[], p_on_restart text[], p_privacy text[], p_lease_seconds integer[], p_attempt_timeout_seconds integer[], p_deadline_seconds bigint[], p_resource text[], p_traceparent text[]) RETURNS TABLE(n bigint, outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
     LANGUAGE plpgsql
     AS $$
@@ -104,7 +127,7 @@ BEGIN
 END
 $$;
 
--- function submit_tasks: migrations/V16__submit_tasks.sql, migrations/V24__submit_tasks_in_identity_order.sql
+-- function submit_tasks: migrations/V16__submit_tasks.sql, migrations/V24__submit_tasks_in_identity_order.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.submit_tasks(p_n bigint[], p_id uuid[], p_app text[], p_scope text[], p_effect_key text[], p_subject text[], p_source text[], p_task_type text[], p_digest bytea[], p_input jsonb[], p_priority smallint[], p_max_attempts integer[], p_on_restart text[], p_privacy text[], p_lease_seconds integer[], p_attempt_timeout_seconds integer[], p_deadline_seconds bigint[], p_resource text[], p_traceparent text[]) RETURNS TABLE(n bigint, outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, id uuid, app text, scope_id text, source_id text, usage_subject text, task_type text, state text, priority smallint, attempt integer, max_attempts integer, progress smallint, phase text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, released_at timestamp with time zone, deadline_at timestamp with time zone, result jsonb, error_code text, error_message text, usage_units bigint, provider text, model text, route text)
     LANGUAGE plpgsql
     AS $$
