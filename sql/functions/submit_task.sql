@@ -2,12 +2,6 @@
 -- tasklane.submit_task, add a migration that replaces it (and its COMMENT ON FUNCTION,
 -- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text):
--- Compatibility shim: the submit without a traceparent, forwarding to the 18-argument
--- tasklane.submit_task with a NULL traceparent. Kept only for binaries that send the
--- 17-argument call; no statement in sql/ calls it.
---
--- tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text, p_traceparent text):
 -- Submits one task, or answers with the task that already has its identity (app, scope,
 -- effect key, usage subject). Called by sql/submit.sql (POST /v1/tasks, one round trip),
 -- by tasklane.submit_tasks for the batch items it does not insert itself, and by
@@ -34,18 +28,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql, migrations/V29__a_refused_repeat_looks_again.sql, migrations/V33__function_comments.sql
-CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
-    LANGUAGE sql
-    AS $$
-    SELECT * FROM tasklane.submit_task(p_id, p_app, p_scope, p_effect_key, p_subject,
-                                       p_source, p_task_type, p_digest, p_input, p_priority,
-                                       p_max_attempts, p_on_restart, p_privacy,
-                                       p_lease_seconds, p_attempt_timeout_seconds,
-                                       p_deadline_seconds, p_resource, NULL::text)
-$$;
-
--- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql, migrations/V29__a_refused_repeat_looks_again.sql, migrations/V33__function_comments.sql
+-- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql, migrations/V29__a_refused_repeat_looks_again.sql, migrations/V33__function_comments.sql, migrations/V34__drop_compatibility_shims.sql
 CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text, p_traceparent text) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
     LANGUAGE plpgsql
     AS $$
