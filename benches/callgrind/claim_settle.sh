@@ -23,8 +23,8 @@
 # hand-off's figure is, if anything, high.
 # Queues 3,000 noop tasks and runs 10 rounds (below) as a history, then VACUUM ANALYZE;
 # then counts rounds of "claim 100 (the claim pool's generic plan), settle them with
-# the group commit's function" (tasklane.complete_tasks_claiming claiming nothing, or
-# tasklane.complete_tasks for a binary before V31), 2 rounds and 7 rounds, each over a
+# the group commit's function" (tasklane.complete_tasks_claiming claiming nothing: BIN's
+# schema must have it), 2 rounds and 7 rounds, each over a
 # fresh copy of the cluster, and prints (instructions(7) - instructions(2)) / 500.
 # EXPERIMENT_SQL, if set, runs after the migrations (a what-if: drop an index, disable a
 # trigger), never for published figures of a build. Needs valgrind and PostgreSQL 15's
@@ -121,11 +121,12 @@ arrays="(SELECT array_agg(id ORDER BY id) FROM c), (SELECT array_agg(lease_token
     array_fill('local'::text, ARRAY[100]), array_fill(NULL::text, ARRAY[100]),
     array_fill(NULL::int8, ARRAY[100]), array_fill(NULL::int8, ARRAY[100]),
     array_fill(NULL::int8, ARRAY[100])"
-settle_plain="SELECT count(*) FROM tasklane.complete_tasks($arrays)"
-if [[ $(psql -X -At "$url" -c "SELECT to_regproc('tasklane.complete_tasks_claiming') IS NOT NULL") == t ]]; then
-    settle_plain="SELECT count(*) FROM tasklane.complete_tasks_claiming($arrays, NULL, 0, '{}')
-    WHERE delivery_id IS NULL"
+if [[ $(psql -X -At "$url" -c "SELECT to_regproc('tasklane.complete_tasks_claiming') IS NOT NULL") != t ]]; then
+    echo "$0: BIN's schema has no tasklane.complete_tasks_claiming (the group commit's function)" >&2
+    exit 1
 fi
+settle_plain="SELECT count(*) FROM tasklane.complete_tasks_claiming($arrays, NULL, 0, '{}')
+    WHERE delivery_id IS NULL"
 # One claim token per settle, as the replica draws one; the answer is kept for the round
 # (the claim token beside it: the function does not return what it was given).
 settle_handoff="INSERT INTO pg_temp.h SELECT s.*, t.token

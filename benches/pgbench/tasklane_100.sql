@@ -1,7 +1,7 @@
 -- tasklane's own statements without the engine around them: claim 100 exactly as the
 -- local variant of sql/claim.sql does (candidates from the mirror task_queue, locks on
 -- tasks; lease, attempt and its clock, the mirror rows, task.running event), then
--- settle them as tasklane.complete_tasks (V27, called by sql/complete_many.sql) does
+-- settle them as tasklane.complete_tasks_claiming (called by sql/complete_many.sql) does
 -- (state, result, the mirror rows, notifications, task.succeeded event, the attempt's
 -- row, the budget charge of reported usage: none here; the client's tasks found by a
 -- join, not by ids), one transaction each. The ceiling the engine's drain can approach on this schema; the gap to the

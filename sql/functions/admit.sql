@@ -1,11 +1,26 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.admit, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.admit, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.admit (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Admission of task p_task for (p_app, p_subject; NULL subject: the app's background
+-- work): walks the emergency stops (global, then the app's) and the limits whose key
+-- matches (global, app, app and subject) in the order stop, capacity, rate, budget, and
+-- stops at the first that refuses. A capacity limit takes a free slot (searched from a
+-- random slot, so submits spread over the slots); a rate limit takes a token free since a
+-- window ago; a budget compares today's spent units (UTC day) with its max. On a refusal
+-- it gives back what it took (tasklane.give_back) and returns refused (emergency_stop,
+-- capacity_exhausted, rate_limited, budget_exhausted), limit_id and, for a rate limit,
+-- free_at: when a token frees. Admitted under a rate limit, it records the decision in
+-- tasklane.admission_history. at is the time it decided; p_now overrides now() (tests
+-- only).
+-- Called by tasklane.submit_task and by sql/admit.sql (a retry admits its task again).
+-- Locks: the capacity slot and rate tokens it takes (FOR UPDATE SKIP LOCKED: never waits
+-- on another submit), until the transaction ends.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function admit: migrations/V3__admission.sql
+-- function admit: migrations/V3__admission.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.admit(p_task uuid, p_app text, p_subject text, p_now timestamp with time zone, OUT refused text, OUT limit_id bigint, OUT free_at timestamp with time zone, OUT at timestamp with time zone) RETURNS record
     LANGUAGE plpgsql
     AS $$

@@ -1,11 +1,16 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.canonical_json, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.canonical_json, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.canonical_json (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- The canonical form of a JSON value: numbers without trailing zeros in their fraction
+-- (1.50 becomes 1.5), arrays and objects canonicalised element by element. Used by
+-- tasklane.request_digest for inputs whose text is not canonical as it is. Immutable,
+-- strict; takes no lock.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function canonical_json: migrations/V12__sql_run_task.sql
+-- function canonical_json: migrations/V12__sql_run_task.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.canonical_json(p_value jsonb) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE STRICT
     SET search_path TO 'pg_catalog', 'pg_temp'

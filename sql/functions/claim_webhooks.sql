@@ -1,11 +1,24 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.claim_webhooks, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.claim_webhooks, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.claim_webhooks (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Claims up to p_limit due webhook deliveries for this replica's deliverer
+-- (sql/webhook_claim.sql): pending, due and not claimed by another, oldest first, at most
+-- p_rows[i] per endpoint p_endpoints[i] and p_default_rows for any other endpoint, so one
+-- slow endpoint cannot take the whole claim. Each claimed delivery gets a fresh claim
+-- token, an attempt counted and a claim lasting p_claim_seconds; deliveries whose endpoint
+-- is gone are deleted. Returns each claimed delivery with its endpoint's url, disabled
+-- flag and live secrets (newest first).
+-- The due rows are looked up by primary key with a condition that implies no partial
+-- index, and the function plans generically (plan_cache_mode = force_generic_plan,
+-- enable_seqscan off), so the plan stays the same whatever the outbox holds.
+-- Locks: the claimed delivery rows (FOR UPDATE SKIP LOCKED: concurrent deliverers never
+-- wait on each other).
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function claim_webhooks: migrations/V25__webhook_claim_generic_plan.sql, migrations/V30__webhook_claim_by_primary_key.sql
+-- function claim_webhooks: migrations/V25__webhook_claim_generic_plan.sql, migrations/V30__webhook_claim_by_primary_key.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.claim_webhooks(p_limit bigint, p_default_rows bigint, p_claim_seconds double precision, p_endpoints uuid[], p_rows bigint[]) RETURNS TABLE(id uuid, endpoint_id uuid, task_id uuid, event text, created_at timestamp with time zone, attempts integer, claim_token uuid, url text, disabled boolean, secrets text[])
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'

@@ -1,11 +1,32 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.complete_tasks_claiming, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.complete_tasks_claiming, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.complete_tasks_claiming (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- The transition Succeed by lease for a batch (group commit of attempts that finished at
+-- about the same time), called by sql/complete_many.sql for in-process workers. Each task
+-- is fenced on its own lease token and gets its task.succeeded event, its attempt row and
+-- the budget charge of the usage it reported; its mirror row in tasklane.task_queue is
+-- deleted here (the statement sets tasklane.queue_written, so the mirror trigger skips
+-- it). The attempt's deadline is not fenced: the worker's own timer ends an attempt at its
+-- deadline.
+-- Parameters: parallel arrays with one element per task, p_id, p_lease_token, p_result
+-- and the usage (units, provider, model, route, route name, input, output and total
+-- tokens; NULL elements allowed); p_claim_token and p_claim_seconds: the webhook
+-- notifications written are claimed for this replica's deliverer with this token for
+-- this long (NULL token: claim none), except those of the endpoints in p_busy.
+-- Returns (id, lease_token) of each settled task with delivery_id NULL (a pair missing
+-- from the answer lost its lease or is gone), and (task id, delivery_id, endpoint_id,
+-- created_at) of each claimed notification with lease_token NULL. Unclaimed
+-- notifications wake the deliverers (NOTIFY tasklane_webhooks).
+-- The statement lives in a function so it is planned once per connection
+-- (plan_cache_mode = force_generic_plan).
+-- Locks: the settled task rows in array order (callers sort by id, so two batches never
+-- wait on each other in opposite orders); the budget_usage stripes charged.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function complete_tasks_claiming: migrations/V31__webhook_handoff.sql, migrations/V32__drain_per_row_costs.sql
+-- function complete_tasks_claiming: migrations/V31__webhook_handoff.sql, migrations/V32__drain_per_row_costs.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.complete_tasks_claiming(p_id uuid[], p_lease_token uuid[], p_result jsonb[], p_usage_units bigint[], p_provider text[], p_model text[], p_route text[], p_route_name text[], p_input_tokens bigint[], p_output_tokens bigint[], p_total_tokens bigint[], p_claim_token uuid, p_claim_seconds double precision, p_busy uuid[]) RETURNS TABLE(id uuid, lease_token uuid, delivery_id uuid, endpoint_id uuid, created_at timestamp with time zone)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'

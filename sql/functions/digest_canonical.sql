@@ -1,11 +1,15 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.digest_canonical, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.digest_canonical, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.digest_canonical (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- The canonical part (33 bytes: format byte 2 and a SHA-256) of a stored or submitted
+-- request digest, or NULL when the digest has none (a 32-byte legacy digest). Used by
+-- tasklane.identity_task.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function digest_canonical: migrations/V12__sql_run_task.sql
+-- function digest_canonical: migrations/V12__sql_run_task.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.digest_canonical(p_digest bytea) RETURNS bytea
     LANGUAGE sql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'

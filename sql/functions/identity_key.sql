@@ -1,11 +1,16 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.identity_key, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.identity_key, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.identity_key (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- The two-int4 advisory-lock key of a task identity (app, scope, effect key, subject):
+-- the first 8 bytes of a SHA-256 of the parts joined by control characters, so distinct
+-- identities collide only by chance. tasklane.submit_task try-locks it so two submits of
+-- one identity never both insert. Takes no lock itself.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function identity_key: migrations/V3__admission.sql, migrations/V5__hot_paths.sql
+-- function identity_key: migrations/V3__admission.sql, migrations/V5__hot_paths.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.identity_key(p_app text, p_scope text, p_effect_key text, p_subject text) RETURNS integer[]
     LANGUAGE sql STABLE PARALLEL SAFE
     AS $$

@@ -1,11 +1,19 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.identity_task, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.identity_task, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.identity_task (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- The task with the identity (p_app, p_scope, p_effect_key, p_subject; a NULL subject
+-- matches only NULL), as tasklane.submit_task answers with it: outcome found with its
+-- view row when p_digest matches its request digest, conflict without it otherwise; no
+-- row when no task has the identity. Digests match on their canonical part when both
+-- have one, else on their legacy part (tasklane.digest_canonical, digest_legacy), so
+-- tasks stored by any binary keep matching. Called by tasklane.submit_task; takes no
+-- lock.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function identity_task: migrations/V5__hot_paths.sql, migrations/V12__sql_run_task.sql
+-- function identity_task: migrations/V5__hot_paths.sql, migrations/V12__sql_run_task.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.identity_task(p_app text, p_scope text, p_effect_key text, p_subject text, p_digest bytea) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
     LANGUAGE sql STABLE
     AS $$

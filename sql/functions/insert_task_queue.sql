@@ -1,11 +1,16 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.insert_task_queue, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.insert_task_queue, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.insert_task_queue (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Trigger function of tasks_queue_insert (AFTER INSERT ON tasklane.tasks, per statement):
+-- writes the mirror rows in tasklane.task_queue of the inserted tasks that are not
+-- finished. The mirror is the narrow table the claim scans, so the queue's indexes stay
+-- small whatever tasks holds.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function insert_task_queue: migrations/V14__task_queue.sql
+-- function insert_task_queue: migrations/V14__task_queue.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.insert_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     AS $$

@@ -1,11 +1,20 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.release_capacity, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.release_capacity, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.release_capacity (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Trigger function of tasks_release_capacity (AFTER UPDATE OF state, per row, when a task
+-- holding capacity reaches a final state) and tasks_release_capacity_on_delete (AFTER
+-- DELETE, per row, when it is deleted unfinished): gives back the task's capacity slots. A
+-- retired slot (its limit was lowered) is deleted; a live one is freed, or, when its limit
+-- still has retired slots, handed to a task holding a retired one, whose retired slot is
+-- deleted instead, so a lowered limit converges as tasks end.
+-- Locks: the task's slots and one retired slot of the limit (SKIP LOCKED: a locked one is
+-- being released by its own task).
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function release_capacity: migrations/V3__admission.sql
+-- function release_capacity: migrations/V3__admission.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.release_capacity() RETURNS trigger
     LANGUAGE plpgsql
     AS $$

@@ -1,11 +1,18 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.release_resource_slot, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.release_resource_slot, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.release_resource_slot (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Trigger function of tasks_release_resource_slot (BEFORE UPDATE OF state, per row, when a
+-- task holding a resource slot leaves running or cancelling) and
+-- tasks_release_resource_slot_on_delete (BEFORE DELETE, per row): gives back the task's
+-- resource slot as tasklane.release_capacity gives back capacity (retired slots deleted, a
+-- freed slot handed to a holder of a retired one), and clears the task's resource_slot.
+-- Locks: the task's slot and one retired slot of the resource (SKIP LOCKED).
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function release_resource_slot: migrations/V3__admission.sql
+-- function release_resource_slot: migrations/V3__admission.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.release_resource_slot() RETURNS trigger
     LANGUAGE plpgsql
     AS $$

@@ -1,11 +1,22 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.reserve_budget, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.reserve_budget, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.reserve_budget (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Reserves p_units of today's budget for the running attempt of task p_task, fenced on its
+-- lease token p_token, before a call that spends them (sql/call_start.sql,
+-- sql/budget_reserve.sql). outcome: reserved; unlimited (no budget limit for the task's
+-- app and subject); budget_exhausted (spent and reserved units reach the max); lease_lost
+-- or task_gone. limit_id: the budget limit; at: when it decided.
+-- Forgets, under the limit's lock, the reservations of attempts that ended, then sums
+-- reservations before spent units, so an attempt settling in between counts twice,
+-- never not at all.
+-- Locks: the budget limit's row (FOR NO KEY UPDATE), serialising the reservations of one
+-- budget; the reservation row.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function reserve_budget: migrations/V13__budget_reservations.sql
+-- function reserve_budget: migrations/V13__budget_reservations.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.reserve_budget(p_task uuid, p_token uuid, p_units bigint, OUT outcome text, OUT limit_id bigint, OUT at timestamp with time zone) RETURNS record
     LANGUAGE plpgsql
     AS $$

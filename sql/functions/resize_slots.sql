@@ -1,11 +1,18 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.resize_slots, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.resize_slots, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.resize_slots (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Makes the slot table p_table (capacity_slots or resource_slots) hold p_n live slots for
+-- the key p_key_column = p_key (of SQL type p_key_type): un-retires and then adds slots
+-- to grow; to shrink, deletes free slots and retires held ones, which are deleted when
+-- their tasks give them back (the release triggers), so a lowered limit never takes a
+-- slot from a running task. Called by tasklane.set_limit and set_resource.
+-- Locks: every slot row of the key (FOR UPDATE) until the transaction ends.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function resize_slots: migrations/V3__admission.sql
+-- function resize_slots: migrations/V3__admission.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.resize_slots(p_table regclass, p_key_column text, p_key text, p_key_type text, p_n integer) RETURNS void
     LANGUAGE plpgsql
     AS $_$

@@ -1,11 +1,24 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.run_task, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.run_task, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.run_task (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- SQL API: submits a task from inside an application's own transaction, so the task
+-- exists exactly when that transaction commits. Validates the request as the HTTP door
+-- does (keys 1 to 200 bytes, a registered task type, input size and numbers, priority,
+-- deadline, attempts, on_restart, privacy), fills unset fields from the task type's
+-- registration (sql/task_types_register.sql), computes the request digest and calls
+-- tasklane.submit_task. Returns (task_id, outcome): created, joined (the identity's task
+-- runs) or replayed (it finished). Raises SQLSTATE TL422 (invalid), TL409 (idempotency
+-- conflict, concurrent change), TL410 (the scope is fenced), TL429 and TL503 (refused by
+-- admission, the wait in the hint). A created task wakes workers at commit (NOTIFY
+-- tasklane_wakeup).
+-- Locks: those of tasklane.submit_task, held until the application's transaction ends.
+-- SECURITY DEFINER, granted to tasklane_app.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function run_task: migrations/V12__sql_run_task.sql
+-- function run_task: migrations/V12__sql_run_task.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.run_task(app text, task_type text, scope_id text, effect_key text, input jsonb, source_id text DEFAULT NULL::text, usage_subject text DEFAULT NULL::text, priority integer DEFAULT NULL::integer, deadline_seconds bigint DEFAULT NULL::bigint, max_attempts integer DEFAULT NULL::integer, on_restart text DEFAULT NULL::text, privacy text DEFAULT NULL::text) RETURNS TABLE(task_id uuid, outcome text)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'

@@ -1,11 +1,22 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.set_limit, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.set_limit, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.set_limit (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Creates or changes an admission limit (sql/limit_set.sql, the admin API) and returns its
+-- id. p_kind: capacity, rate or budget; p_app and p_subject: its key ('' or NULL: any);
+-- p_window: a rate limit's window in seconds (0 otherwise); p_max: tasks in flight,
+-- submits per window or units a day. A new capacity limit gives a slot to every task
+-- already in flight under its key (retired past the max, so they count and give it back
+-- when they end); a capacity limit is resized by tasklane.resize_slots. A rate limit gets
+-- one token per allowed submit, a new one seeded from admission_history so the window's
+-- recent submits count.
+-- Locks: the limit's row; for a new capacity limit the in-flight tasks of its key; the
+-- limit's slots or tokens.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function set_limit: migrations/V3__admission.sql
+-- function set_limit: migrations/V3__admission.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.set_limit(p_kind text, p_app text, p_subject text, p_window integer, p_max bigint) RETURNS bigint
     LANGUAGE plpgsql
     AS $$

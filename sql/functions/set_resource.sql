@@ -1,11 +1,16 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.set_resource, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.set_resource, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.set_resource (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Creates or resizes a resource (sql/resource_set.sql, the admin API): at most p_slots
+-- tasks whose type names resource p_name run at once, cluster-wide, each holding one of
+-- its slots (taken by the claim). Resized by tasklane.resize_slots. Locks: the resource's
+-- row and slots.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function set_resource: migrations/V3__admission.sql
+-- function set_resource: migrations/V3__admission.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.set_resource(p_name text, p_slots integer) RETURNS void
     LANGUAGE plpgsql
     AS $$

@@ -1,22 +1,34 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.submit_task, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.submit_task, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.submit_task (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Submits one task, or answers with the task that already has its identity (app, scope,
+-- effect key, usage subject). Called by sql/submit.sql (POST /v1/tasks, one round trip),
+-- by tasklane.submit_tasks for the batch items it does not insert itself, and by
+-- tasklane.run_task (the SQL API).
+-- Steps, in this order: an index probe for the identity (most submits are new, so no view
+-- row is read first); the owner lock of (app, scope), shared, then a try-lock of the
+-- identity's advisory lock (on contention it waits for the other submit of the identity
+-- and answers with that task if it committed); the scope fence; admission
+-- (tasklane.admit) only when an emergency stop or a limit applies to (app, subject), its
+-- check written inline so its plan is cached with this function; the insert with its
+-- task.queued event.
+-- p_digest is the request digest: the canonical one (tasklane.request_digest) followed by
+-- the legacy one the binary computes, compared by tasklane.identity_task.
+-- p_deadline_seconds: the task's deadline from now (NULL: none). p_resource: the resource
+-- whose slot a claim takes. p_traceparent: the W3C trace context to carry (NULL: none).
+-- Returns one row: outcome created, found (task is the existing one), conflict (the same
+-- identity with another request), scope_deleted (fenced) or refused (refused,
+-- refused_limit, free_at and decided_at say why and until when); no row when the
+-- identity's task vanished while being read. A refusal looks for the identity's task
+-- again first: another submit of it may have committed after the probe.
+-- Locks: the owner lock (shared), the identity's advisory lock, what admission takes
+-- (capacity slots, rate tokens), the new row; all until the transaction ends.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql, migrations/V29__a_refused_repeat_looks_again.sql
-CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
-    LANGUAGE sql
-    AS $$
-    SELECT * FROM tasklane.submit_task(p_id, p_app, p_scope, p_effect_key, p_subject,
-                                       p_source, p_task_type, p_digest, p_input, p_priority,
-                                       p_max_attempts, p_on_restart, p_privacy,
-                                       p_lease_seconds, p_attempt_timeout_seconds,
-                                       p_deadline_seconds, p_resource, NULL::text)
-$$;
-
--- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql, migrations/V29__a_refused_repeat_looks_again.sql
+-- function submit_task: migrations/V5__hot_paths.sql, migrations/V6__submit_trims.sql, migrations/V7__task_traceparent.sql, migrations/V29__a_refused_repeat_looks_again.sql, migrations/V33__function_comments.sql, migrations/V34__drop_compatibility_shims.sql
 CREATE FUNCTION tasklane.submit_task(p_id uuid, p_app text, p_scope text, p_effect_key text, p_subject text, p_source text, p_task_type text, p_digest bytea, p_input jsonb, p_priority smallint, p_max_attempts integer, p_on_restart text, p_privacy text, p_lease_seconds integer, p_attempt_timeout_seconds integer, p_deadline_seconds bigint, p_resource text, p_traceparent text) RETURNS TABLE(outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
     LANGUAGE plpgsql
     AS $$

@@ -1,110 +1,28 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.submit_tasks, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.submit_tasks, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.submit_tasks (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Submits many tasks in one statement (sql/submit_batch.sql, POST /v1/tasks:batch): takes
+-- the owner lock (shared) of every (app, scope) in key order, inserts in one multi-row
+-- insert the new tasks to which no fence, emergency stop or limit applies, then sends
+-- every other item through tasklane.submit_task in item order, so each item is answered
+-- as a single submit of it would be and items are independent; an identity twice in one
+-- batch joins its first item's task.
+-- Every array has one element per item, sorted by the caller in identity order (app,
+-- scope, effect key, subject; equal identities in item order), so the function sorts
+-- nothing and of equal identities the first in the request wins the insert. p_n gives
+-- each item's position in the request (a permutation of 1..N, refused otherwise); the
+-- other arrays are tasklane.submit_task's parameters, one element per item.
+-- Returns one row per item: its position n, the outcome columns of tasklane.submit_task
+-- and the task's view columns, in no particular order; a NULL outcome when the item's
+-- identity's task vanished while being read.
+-- Locks: the owner locks (shared), the new rows, and those of tasklane.submit_task for
+-- the items it runs; all until the transaction ends.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function submit_tasks: migrations/V16__submit_tasks.sql, migrations/V24__submit_tasks_in_identity_order.sql
-CREATE FUNCTION tasklane.submit_tasks(p_id uuid[], p_app text[], p_scope text[], p_effect_key text[], p_subject text[], p_source text[], p_task_type text[], p_digest bytea[], p_input jsonb[], p_priority smallint[], p_max_attempts integer[], p_on_restart text[], p_privacy text[], p_lease_seconds integer[], p_attempt_timeout_seconds integer[], p_deadline_seconds bigint[], p_resource text[], p_traceparent text[]) RETURNS TABLE(n bigint, outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, task tasklane.task_views)
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    v_created bigint[];
-    v_views tasklane.task_views[];
-    v_done boolean[];
-BEGIN
-    PERFORM pg_advisory_xact_lock_shared(k.key)
-    FROM (SELECT DISTINCT tasklane.owner_key(a.app, a.scope) AS key
-          FROM unnest(p_app, p_scope) AS a (app, scope)
-          ORDER BY 1) k;
-
-    -- The view row is built from the new row in the column order of
-    -- tasklane.task_views (V1), as submit_task does; a change to that view changes this.
-    WITH item AS (
-        SELECT b.*, row_number() OVER (PARTITION BY b.app, b.scope, b.effect_key, b.subject
-                                       ORDER BY b.n) AS nth
-        FROM unnest(p_id, p_app, p_scope, p_effect_key, p_subject, p_source, p_task_type,
-                    p_digest, p_input, p_priority, p_max_attempts, p_on_restart,
-                    p_privacy, p_lease_seconds, p_attempt_timeout_seconds,
-                    p_deadline_seconds, p_resource, p_traceparent)
-             WITH ORDINALITY AS b (id, app, scope, effect_key, subject, source, task_type,
-                                   digest, input, priority, max_attempts, on_restart,
-                                   privacy, lease_seconds, attempt_timeout_seconds,
-                                   deadline_seconds, resource, traceparent, n)
-    ), inserted AS (
-        INSERT INTO tasklane.tasks AS t (
-            id, app, scope_id, effect_key, usage_subject, source_id, task_type,
-            request_digest, input, priority, max_attempts, on_restart, privacy,
-            lease_seconds, attempt_timeout_seconds, deadline_at, event_seq, resource,
-            traceparent)
-        SELECT i.id, i.app, i.scope, i.effect_key, i.subject, i.source, i.task_type,
-               i.digest, i.input, i.priority, i.max_attempts, i.on_restart, i.privacy,
-               i.lease_seconds, i.attempt_timeout_seconds,
-               now() + i.deadline_seconds * interval '1 second', 1, i.resource,
-               i.traceparent
-        FROM item i
-        WHERE i.nth = 1
-          AND NOT EXISTS (SELECT 1 FROM tasklane.scope_fences f
-                          WHERE f.app = i.app AND f.scope_id = i.scope)
-          AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e
-                          WHERE e.app IN ('', i.app))
-          AND NOT EXISTS (SELECT 1 FROM tasklane.limits k
-                          WHERE (k.app, k.usage_subject)
-                                IN (('', ''), (i.app, ''), (i.app, coalesce(i.subject, ''))))
-        ORDER BY i.app, i.scope, i.effect_key, i.subject
-        ON CONFLICT ON CONSTRAINT tasks_identity DO NOTHING
-        RETURNING t.id, t.created_at,
-                  ROW(t.id, t.app, t.scope_id, t.source_id, t.usage_subject, t.task_type,
-                      t.state, t.priority, t.attempt, t.max_attempts, t.progress, t.phase,
-                      t.created_at, t.started_at, t.finished_at, t.released_at,
-                      t.deadline_at, t.result, t.error_code, t.error_message,
-                      t.usage_units, t.provider, t.model, t.route)::tasklane.task_views AS v
-    ), event AS (
-        INSERT INTO tasklane.task_events (task_id, seq, type, data, at)
-        SELECT c.id, 1, 'task.queued', jsonb_build_object('attempt', 0), c.created_at
-        FROM inserted c
-    )
-    SELECT array_agg(i.n), array_agg(c.v) INTO v_created, v_views
-    FROM inserted c JOIN item i USING (id);
-
-    RETURN QUERY
-    SELECT v_created[o.i], 'created'::text, NULL::text, NULL::bigint, NULL::timestamptz,
-           NULL::timestamptz, v_views[o.i]
-    FROM generate_subscripts(v_created, 1) AS o (i);
-    IF coalesce(cardinality(v_created), 0) = cardinality(p_id) THEN
-        RETURN;
-    END IF;
-
-    -- v_done[n]: item n was created above. The rest in item order (admission decides
-    -- in that order), one submit_task call each.
-    SELECT array_agg(c.n IS NOT NULL ORDER BY b.n) INTO v_done
-    FROM generate_subscripts(p_id, 1) AS b (n)
-    LEFT JOIN unnest(v_created) AS c (n) ON c.n = b.n;
-    RETURN QUERY
-    SELECT b.n, s.*
-    FROM (SELECT u.*
-          FROM unnest(p_id, p_app, p_scope, p_effect_key, p_subject, p_source,
-                      p_task_type, p_digest, p_input, p_priority, p_max_attempts,
-                      p_on_restart, p_privacy, p_lease_seconds, p_attempt_timeout_seconds,
-                      p_deadline_seconds, p_resource, p_traceparent)
-               WITH ORDINALITY AS u (id, app, scope, effect_key, subject, source,
-                                     task_type, digest, input, priority, max_attempts,
-                                     on_restart, privacy, lease_seconds,
-                                     attempt_timeout_seconds, deadline_seconds, resource,
-                                     traceparent, n)
-          WHERE NOT v_done[u.n]
-          ORDER BY u.n) b
-    LEFT JOIN LATERAL tasklane.submit_task(b.id, b.app, b.scope, b.effect_key,
-                                           b.subject, b.source, b.task_type, b.digest,
-                                           b.input, b.priority, b.max_attempts,
-                                           b.on_restart, b.privacy, b.lease_seconds,
-                                           b.attempt_timeout_seconds, b.deadline_seconds,
-                                           b.resource, b.traceparent) s ON true;
-END
-$$;
-
--- function submit_tasks: migrations/V16__submit_tasks.sql, migrations/V24__submit_tasks_in_identity_order.sql
+-- function submit_tasks: migrations/V16__submit_tasks.sql, migrations/V24__submit_tasks_in_identity_order.sql, migrations/V33__function_comments.sql, migrations/V34__drop_compatibility_shims.sql
 CREATE FUNCTION tasklane.submit_tasks(p_n bigint[], p_id uuid[], p_app text[], p_scope text[], p_effect_key text[], p_subject text[], p_source text[], p_task_type text[], p_digest bytea[], p_input jsonb[], p_priority smallint[], p_max_attempts integer[], p_on_restart text[], p_privacy text[], p_lease_seconds integer[], p_attempt_timeout_seconds integer[], p_deadline_seconds bigint[], p_resource text[], p_traceparent text[]) RETURNS TABLE(n bigint, outcome text, refused text, refused_limit bigint, free_at timestamp with time zone, decided_at timestamp with time zone, id uuid, app text, scope_id text, source_id text, usage_subject text, task_type text, state text, priority smallint, attempt integer, max_attempts integer, progress smallint, phase text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, released_at timestamp with time zone, deadline_at timestamp with time zone, result jsonb, error_code text, error_message text, usage_units bigint, provider text, model text, route text)
     LANGUAGE plpgsql
     AS $$

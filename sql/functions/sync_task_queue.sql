@@ -1,11 +1,21 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.sync_task_queue, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.sync_task_queue, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.sync_task_queue (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Trigger function of tasks_queue_update (AFTER UPDATE ON tasklane.tasks, per statement):
+-- keeps the mirror tasklane.task_queue in step with the updated tasks. Finished tasks
+-- leave it, and when any webhook endpoint is enabled their notifications are written to
+-- webhook_deliveries with one NOTIFY tasklane_webhooks for the statement; other tasks are
+-- upserted only when a mirrored column changed. A statement that wrote its own tasks'
+-- mirror rows and notifications (the claim, the group commit) sets tasklane.queue_written
+-- to on; the trigger then only clears it, so the next statement of the transaction is
+-- synced again.
+-- Locks: the mirror rows it writes.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql
+-- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     AS $$

@@ -1,11 +1,17 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.unadmit, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.unadmit, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.unadmit (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- Undoes an admission that admitted task p_task for (p_app, p_subject) in this
+-- transaction but whose insert found the identity taken: frees its capacity slots, puts
+-- back the rate tokens it used at this transaction's now(), and deletes its
+-- admission_history row. Called by tasklane.submit_task on rows this transaction already
+-- holds.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function unadmit: migrations/V3__admission.sql
+-- function unadmit: migrations/V3__admission.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.unadmit(p_task uuid, p_app text, p_subject text) RETURNS void
     LANGUAGE sql
     AS $$

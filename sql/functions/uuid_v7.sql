@@ -1,11 +1,15 @@
 -- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.uuid_v7, add a migration that replaces it, then run
--- `TASKLANE_BLESS=1 cargo test --test it schema::`.
+-- tasklane.uuid_v7, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
--- The current definition of tasklane.uuid_v7 (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+-- A UUID of version 7: 48 bits of Unix milliseconds, then random bits (version and
+-- variant set), so ids sort by creation like the ids the binary makes. The default of
+-- tasklane.webhook_deliveries.id.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function uuid_v7: migrations/V11__webhooks.sql
+-- function uuid_v7: migrations/V11__webhooks.sql, migrations/V33__function_comments.sql
 CREATE FUNCTION tasklane.uuid_v7() RETURNS uuid
     LANGUAGE sql
     AS $$

@@ -28,6 +28,7 @@ mod call_start;
 mod circuits;
 mod circuits_admin;
 mod cli;
+mod compatibility;
 mod console;
 mod database_restart;
 mod events_notify;

@@ -121,6 +121,36 @@ async fn assert_covers_catalog(
             "{path} lacks tasklane.{function}"
         );
     }
+    // Each function explains itself: its comment is its generated file's header.
+    let undescribed = names(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p
+         WHERE p.pronamespace = 'tasklane'::regnamespace
+           AND coalesce(obj_description(p.oid, 'pg_proc'), '') = ''",
+    )
+    .await;
+    assert!(
+        undescribed.is_empty(),
+        "functions without a COMMENT ON FUNCTION (add one in the migration that writes \
+         them): {undescribed:?}"
+    );
+    for (function, comment) in client
+        .query(
+            "SELECT p.proname::text, obj_description(p.oid, 'pg_proc') FROM pg_proc p
+             WHERE p.pronamespace = 'tasklane'::regnamespace",
+            &[],
+        )
+        .await
+        .expect("function comments")
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+    {
+        let path = format!("{FUNCTIONS_DIR}/{function}.sql");
+        let first = comment.lines().next().unwrap_or("").trim_end();
+        assert!(
+            generated[&path].contains(&format!("\n-- {first}\n")),
+            "{path} lacks its comment's first line in its header: {first:?}"
+        );
+    }
     let relations =
         "SELECT relname::text FROM pg_class WHERE relnamespace = 'tasklane'::regnamespace
          UNION ALL

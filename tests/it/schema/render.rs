@@ -9,6 +9,9 @@
 //! unchanged, in pg_dump's order (which is stable: by type, then name, dependencies
 //! first). A `--` comment above each object names the migrations that wrote it,
 //! because pg_dump keeps comments only inside function bodies and `COMMENT ON` text.
+//! A function's `COMMENT ON FUNCTION` text (its `pg_description`, which pg_dump prints
+//! as a `COMMENT` entry) becomes the header of its file, as `--` lines, in place of
+//! that entry.
 
 use std::collections::BTreeMap;
 
@@ -54,7 +57,13 @@ pub fn render(dump: &str, server_major: u32, sources: &[Source]) -> BTreeMap<Str
     let mut top = Vec::new();
     let mut tables: Vec<(String, Vec<String>)> = Vec::new();
     let mut functions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut comments: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for entry in parse(dump) {
+        if let Some((signature, text)) = function_comment(&entry) {
+            let name = function_name(&signature);
+            comments.entry(name).or_default().push((signature, text));
+            continue;
+        }
         let note = annotation(&entry, &searchable);
         let block = format!("{note}{}", entry.sql);
         match place(&entry, &tables) {
@@ -77,7 +86,9 @@ pub fn render(dump: &str, server_major: u32, sources: &[Source]) -> BTreeMap<Str
     );
     for (name, blocks) in functions {
         let path = format!("{FUNCTIONS_DIR}/{name}.sql");
-        let text = format!("{}\n{}\n", function_header(&name), blocks.join("\n\n"));
+        let described = comments.get(&name).map_or(&[][..], Vec::as_slice);
+        let header = function_header(&name, described);
+        let text = format!("{header}\n{}\n", blocks.join("\n\n"));
         files.insert(path, text);
     }
     files
@@ -100,16 +111,47 @@ fn schema_header(server_major: u32) -> String {
     )
 }
 
-fn function_header(name: &str) -> String {
+/// The file's header: the generated-file notice, then the function's comment (each
+/// overload's, under its signature, when there are several), then what follows it.
+fn function_header(name: &str, comments: &[(String, String)]) -> String {
+    let mut described = String::new();
+    for (signature, text) in comments {
+        if comments.len() > 1 {
+            described.push_str(&format!("-- tasklane.{signature}:\n"));
+        }
+        for line in text.lines() {
+            let line = line.trim_end();
+            described.push_str(if line.is_empty() { "--" } else { "-- " });
+            described.push_str(line);
+            described.push('\n');
+        }
+        described.push_str("--\n");
+    }
+    if comments.is_empty() {
+        described
+            .push_str("-- (no COMMENT ON FUNCTION: the migration that writes it adds one)\n--\n");
+    }
     format!(
         "-- GENERATED from the migrations by tests/schema/: do not edit. To change
--- tasklane.{name}, add a migration that replaces it, then run
--- `{REGENERATE}`.
+-- tasklane.{name}, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `{REGENERATE}`.
 --
--- The current definition of tasklane.{name} (pg_dump --schema-only, normalised).
--- The line above it names the migrations that wrote it; their comments say why.
+{described}-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
 "
     )
+}
+
+/// `(signature, text)` of a `COMMENT ON FUNCTION` entry: pg_dump prints the comment as
+/// one standard string literal (`'...'`, quotes doubled) after `IS`.
+fn function_comment(entry: &Entry) -> Option<(String, String)> {
+    if entry.kind != "COMMENT" {
+        return None;
+    }
+    let signature = entry.name.strip_prefix("FUNCTION ")?;
+    let literal = entry.sql.split_once(" IS '")?.1;
+    let literal = literal.trim_end().strip_suffix("';")?;
+    Some((signature.to_owned(), literal.replace("''", "'")))
 }
 
 /// Splits the dump at pg_dump's object headers (`--` / `-- Name: n; Type: t; ...` /

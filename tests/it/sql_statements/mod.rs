@@ -4,7 +4,7 @@
 
 use crate::common;
 
-mod files;
+pub(crate) mod files;
 mod headers;
 mod plans;
 mod prepare;
