@@ -75,3 +75,59 @@ fn no_comment_or_doc_cites_what_a_clone_does_not_have() {
         found.join("\n")
     );
 }
+
+/// A migration number as a word: `V` then digits (`V27`, `V3__admission`); a path's
+/// segment (`IpAddr::V4`) is not one.
+fn names_migration(comment: &str) -> bool {
+    let bytes = comment.as_bytes();
+    (0..bytes.len()).any(|at| {
+        let starts_word =
+            at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || b"_:".contains(&bytes[at - 1]));
+        let digits = bytes[at + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let after = bytes.get(at + 1 + digits);
+        bytes[at] == b'V'
+            && starts_word
+            && digits > 0
+            && after.is_none_or(|b| !b.is_ascii_alphanumeric() || *b == b'_')
+    })
+}
+
+fn rust_files(path: &Path, found: &mut Vec<std::path::PathBuf>) {
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            rust_files(&entry.unwrap().path(), found);
+        }
+    } else if path.extension().is_some_and(|e| e == "rs") {
+        found.push(path.to_path_buf());
+    }
+}
+
+/// Comments in the code say why it is as it is now; which migration made a change is
+/// history, kept in the migrations and the commit log.
+#[test]
+fn code_comments_name_no_migration() {
+    assert!(names_migration("written since V27, now V31__x"));
+    assert!(!names_migration("IpAddr::V4 or a V-shaped curve"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let comment = line.trim_start();
+            if comment.starts_with("//") && names_migration(comment) {
+                let relative = file.strip_prefix(root).unwrap().display();
+                found.push(format!("{relative}:{}: {}", n + 1, comment));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "say why the code is so, not which migration changed it:\n{}",
+        found.join("\n")
+    );
+}
