@@ -119,6 +119,9 @@ impl Replica {
                 .await
                 .context("register the task types")?;
         }
+        telemetry
+            .instruments()
+            .declare(task_types.iter().map(|t| t.name.as_str()));
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
         // Claims on their own connections, planned generically: one per claim loop

@@ -220,7 +220,7 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
         }
     })
     .await;
-    let expected: [Expected; 7] = [
+    let expected: [Expected; 12] = [
         (
             "tasklane_tasks_submitted_total",
             &[("task_type", "noop"), ("outcome", "created")],
@@ -250,6 +250,24 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
             &[("task_type", "noop")],
             Some(3.0),
         ),
+        // A registered type with nothing waiting reports 0, not no series.
+        (
+            "tasklane_queue_depth",
+            &[("task_type", "noop"), ("state", "queued")],
+            Some(0.0),
+        ),
+        (
+            "tasklane_queue_oldest_age_seconds",
+            &[("task_type", "noop")],
+            Some(0.0),
+        ),
+        ("tasklane_queue_sampler", &[], Some(1.0)),
+        ("tasklane_replicas", &[], Some(1.0)),
+        (
+            "tasklane_emergency_stops",
+            &[("scope", "global")],
+            Some(0.0),
+        ),
         ("tasklane_db_pool_connections", &[("state", "idle")], None),
         (
             "tasklane_http_requests_total",
@@ -264,6 +282,16 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
             assert_eq!(found, Some(value), "{name}{labels:?}");
         }
     }
+    // The remote task has waited since before the replica started.
+    let waited = sample(
+        &text,
+        "tasklane_queue_oldest_age_seconds",
+        &[("task_type", "remote")],
+    );
+    assert!(
+        waited.is_some_and(|s| s > 0.0),
+        "oldest remote task's age: {waited:?}"
+    );
     let promtool = which("promtool")
         .expect("promtool is needed (Debian package `prometheus`; .ci/run installs it)");
     let mut check = Command::new(promtool)
