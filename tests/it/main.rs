@@ -41,6 +41,7 @@ mod lifecycle;
 mod load_report;
 mod openai;
 mod operations;
+mod otlp_tls;
 mod pause;
 mod races;
 mod references;

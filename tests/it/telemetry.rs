@@ -2,7 +2,8 @@
 //! from two replicas (an API replica and a worker replica) land in one trace, nested
 //! submit → claim → attempt → settle under the caller's `traceparent`, at an OTLP/HTTP
 //! receiver this test runs; `/metrics` passes `promtool check metrics` and carries the
-//! task instruments; a malformed collector endpoint is refused at start.
+//! task instruments; a malformed collector endpoint is refused at start (the OTLP
+//! variables and TLS: otlp_tls.rs).
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -324,10 +325,11 @@ async fn a_malformed_collector_endpoint_is_refused_at_start() {
         stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL"),
         "{stderr}"
     );
-    // An https collector would fail every export: refused too, showing only its origin.
-    let stderr = refused_at_start("https://otel.example:4318/v1?key=SECRET").await;
+    // Not http(s): refused too, showing only its origin.
+    let stderr = refused_at_start("ftp://otel.example:4318/v1?key=SECRET").await;
     assert!(
-        stderr.contains("must be an http:// URL") && stderr.contains("https://otel.example:4318"),
+        stderr.contains("must be an http:// or https:// URL")
+            && stderr.contains("ftp://otel.example:4318"),
         "{stderr}"
     );
     assert!(!stderr.contains("SECRET"), "{stderr}");
