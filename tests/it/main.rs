@@ -29,6 +29,7 @@ mod circuits;
 mod circuits_admin;
 mod cli;
 mod console;
+mod dashboard;
 mod database_restart;
 mod events_notify;
 mod group_commit;
