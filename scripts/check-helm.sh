@@ -8,7 +8,9 @@
 # the chart sets for one equals the binary's (`tasklane serve --help`) or is a listed,
 # explained difference, that the default
 # taskTypes are the demo types of demo/task-types.toml, and that the default image is
-# what the repository's Dockerfile builds (user, entrypoint, tag = crate version).
+# what the repository's Dockerfile builds (user, entrypoint, tag = crate version), and
+# statically that the Dockerfile builds the stripped release profile from a context
+# (.dockerignore) holding every file the build reads (scripts/lib/docker-context.py).
 # The Grafana dashboard and the PrometheusRule (scripts/lib/helm-monitoring.py): their
 # structure and runbook links, `promtool check rules` on the rules and on every
 # dashboard expression, `promtool test rules` with tests/promtool/alerts.yaml.
@@ -634,6 +636,18 @@ if [ "$PY_RC" -eq 0 ] && read -r _ p f < <(grep '^PYRESULT ' "$WORK/py.log"); th
     PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
 else
     FAILED=$((FAILED + 1)); echo "FAIL structural checks did not complete (exit $PY_RC)"
+fi
+
+# The image's build inputs, statically (a release build takes minutes): the Dockerfile's
+# cargo command is the stripped release profile's, and .dockerignore lets in every file
+# the build reads (scripts/lib/docker-context.py).
+python3 "$ROOT/scripts/lib/docker-context.py" "$ROOT" >"$WORK/docker.log" 2>&1
+D_RC=$?
+grep -v '^PYRESULT ' "$WORK/docker.log"
+if [ "$D_RC" -eq 0 ] && read -r _ p f < <(grep '^PYRESULT ' "$WORK/docker.log"); then
+    PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
+else
+    FAILED=$((FAILED + 1)); echo "FAIL docker context checks did not complete (exit $D_RC)"
 fi
 
 # Dashboard and alerts: structure (scripts/lib/helm-monitoring.py), then promtool parses
