@@ -14,10 +14,11 @@ ARG DEBIAN_RELEASE=bookworm
 FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
 WORKDIR /src
 # .dockerignore lets in only what the build reads (manifest, lock file, sources, SQL,
-# migrations, the demo task types).
+# migrations, the demo task types, the console's files).
 COPY . .
 # The registry and target dir are cache mounts (kept between builds, not in the layer),
-# so the binary is copied out in the same step.
+# so the binary is copied out in the same step. The release profile strips the binary
+# (no debug info, no symbol table).
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked \

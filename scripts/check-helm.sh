@@ -8,7 +8,12 @@
 # the chart sets for one equals the binary's (`tasklane serve --help`) or is a listed,
 # explained difference, that the default
 # taskTypes are the demo types of demo/task-types.toml, and that the default image is
-# what the repository's Dockerfile builds (user, entrypoint, tag = crate version).
+# what the repository's Dockerfile builds (user, entrypoint, tag = crate version), and
+# statically that the Dockerfile builds the stripped release profile from a context
+# (.dockerignore) holding every file the build reads (scripts/lib/docker-context.py).
+# The Grafana dashboard and the PrometheusRule (scripts/lib/helm-monitoring.py): their
+# structure and runbook links, `promtool check rules` on the rules and on every
+# dashboard expression, `promtool test rules` with tests/promtool/alerts.yaml.
 # Then the behavioural check (scripts/lib/helm-behaviour.py): every Deployment of the
 # default and all-features renders is started as the real binary with its container's
 # args and env against a private PostgreSQL cluster (scripts/lib/private-pg.sh); each
@@ -41,7 +46,7 @@ K8S_VERSIONS=(1.37.0 1.25.0)
 # CRDs kubernetes-validate has no schema for, by apiVersion and kind: never schema-validated
 # (said so in the output), checked structurally by the Python checks below. Any other
 # kind it does not know fails the validation.
-CRD_KINDS=(monitoring.coreos.com/v1/ServiceMonitor keda.sh/v1alpha1/ScaledObject keda.sh/v1alpha1/TriggerAuthentication)
+CRD_KINDS=(monitoring.coreos.com/v1/ServiceMonitor monitoring.coreos.com/v1/PrometheusRule keda.sh/v1alpha1/ScaledObject keda.sh/v1alpha1/TriggerAuthentication)
 
 PASSED=0
 FAILED=0
@@ -119,9 +124,10 @@ render_args() {
         workers-hpa) printf '%s\0' --set workers.enabled=true --set workers.autoscaling.enabled=true ;;
         keda-local) printf '%s\0' --set workers.enabled=true --set workers.keda.enabled=true ;;
         gitops) printf '%s\0' --set migrate.job.enabled=true --set migrate.job.hook=false ;;
+        monitoring) printf '%s\0' --set prometheusRule.enabled=true --set grafanaDashboard.enabled=true ;;
     esac
 }
-RENDERS=(default all-features single-replica no-task-types workers-hpa keda-local gitops)
+RENDERS=(default all-features single-replica no-task-types workers-hpa keda-local gitops monitoring)
 for name in "${RENDERS[@]}"; do
     mapfile -d '' args < <(render_args "$name")
     check "helm template ($name)" "$HELM" template rel "$CHART" --namespace tasks "${args[@]}"
@@ -630,6 +636,39 @@ if [ "$PY_RC" -eq 0 ] && read -r _ p f < <(grep '^PYRESULT ' "$WORK/py.log"); th
     PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
 else
     FAILED=$((FAILED + 1)); echo "FAIL structural checks did not complete (exit $PY_RC)"
+fi
+
+# The image's build inputs, statically (a release build takes minutes): the Dockerfile's
+# cargo command is the stripped release profile's, and .dockerignore lets in every file
+# the build reads (scripts/lib/docker-context.py).
+python3 "$ROOT/scripts/lib/docker-context.py" "$ROOT" >"$WORK/docker.log" 2>&1
+D_RC=$?
+grep -v '^PYRESULT ' "$WORK/docker.log"
+if [ "$D_RC" -eq 0 ] && read -r _ p f < <(grep '^PYRESULT ' "$WORK/docker.log"); then
+    PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
+else
+    FAILED=$((FAILED + 1)); echo "FAIL docker context checks did not complete (exit $D_RC)"
+fi
+
+# Dashboard and alerts: structure (scripts/lib/helm-monitoring.py), then promtool parses
+# every rule and every dashboard expression and runs the alerts' unit tests
+# (tests/promtool/alerts.yaml: each alert fires past its threshold, not short of it).
+"$PY" "$ROOT/scripts/lib/helm-monitoring.py" "$WORK" "$CHART/dashboards/tasklane.json" \
+    "$ROOT/docs/runbook.md" >"$WORK/monitoring.log" 2>&1
+M_RC=$?
+grep -v '^PYRESULT ' "$WORK/monitoring.log"
+if [ "$M_RC" -eq 0 ] && read -r _ p f < <(grep '^PYRESULT ' "$WORK/monitoring.log"); then
+    PASSED=$((PASSED + p)); FAILED=$((FAILED + f))
+    if command -v promtool >/dev/null 2>&1; then
+        check "promtool check rules (the PrometheusRule)" promtool check rules "$WORK/rules.yaml"
+        check "promtool check rules (every dashboard expression)" promtool check rules "$WORK/dashboard-rules.yaml"
+        cp "$ROOT/tests/promtool/alerts.yaml" "$WORK/alerts-test.yaml"
+        check "promtool test rules (tests/promtool/alerts.yaml)" promtool test rules "$WORK/alerts-test.yaml"
+    else
+        fail "promtool not found (Debian package prometheus; .ci/run installs it)"
+    fi
+else
+    FAILED=$((FAILED + 1)); echo "FAIL monitoring checks did not complete (exit $M_RC)"
 fi
 
 # Behavioural check: the rendered Deployments run. Bounded: stopped after

@@ -8,6 +8,7 @@ pub mod pruner;
 pub mod queue_depth;
 pub mod replicas;
 pub mod rescuer;
+pub mod sampled_gauges;
 pub mod statistics;
 
 use std::time::Duration;

@@ -1,17 +1,18 @@
-//! The queue-depth gauge (`tasklane.queue.depth` by task type and state). One replica
-//! of the cluster samples at a time: each maintenance replica keeps one connection and
-//! tries to win a session advisory lock on it; the winner queries every interval and
-//! reports the sample, the others report nothing. When the winner dies its session and
-//! lock go with it, and another replica takes over at its next try.
+//! The cluster's sampled gauges (`sampled_gauges`: queue depth by task type and state,
+//! the oldest claimable task's age by type, live replicas, emergency stops, circuits not
+//! closed). One replica of the cluster samples at a time: each maintenance replica keeps
+//! one connection and tries to win a session advisory lock on it; the winner queries
+//! every interval and reports the sample, the others report only that they are not the
+//! sampler. When the winner dies its session and lock go with it, and another replica
+//! takes over at its next try.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use opentelemetry::metrics::{Meter, ObservableGauge};
-use opentelemetry::KeyValue;
+use opentelemetry::metrics::Meter;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::queue_depth::{self, Depth};
+use super::sampled_gauges::{self, Gauges, Sample, Shared};
+use crate::store::{health_sample, queue_depth};
 
 /// How often the sampler queries (and a non-sampler tries to become one).
 pub const INTERVAL: Duration = Duration::from_secs(15);
@@ -19,37 +20,20 @@ pub const INTERVAL: Duration = Duration::from_secs(15);
 pub struct QueueDepthSampler {
     pub database_url: String,
     pub interval: Duration,
-    sample: Arc<Mutex<Vec<Depth>>>,
-    _gauge: ObservableGauge<u64>,
+    sample: Shared,
+    _gauges: Gauges,
 }
 
 impl QueueDepthSampler {
     /// A sampler reporting through `meter`.
     pub fn new(database_url: String, interval: Duration, meter: &Meter) -> Self {
-        let sample: Arc<Mutex<Vec<Depth>>> = Arc::default();
-        let reported = sample.clone();
-        let gauge = meter
-            .u64_observable_gauge("tasklane.queue.depth")
-            .with_description(
-                "Non-terminal tasks by task type and state (reported by one replica of the cluster)",
-            )
-            .with_callback(move |observer| {
-                for depth in reported.lock().expect("queue sample lock").iter() {
-                    observer.observe(
-                        depth.count.max(0) as u64,
-                        &[
-                            KeyValue::new("task_type", depth.task_type.clone()),
-                            KeyValue::new("state", depth.state.clone()),
-                        ],
-                    );
-                }
-            })
-            .build();
+        let sample = Shared::default();
+        let gauges = sampled_gauges::register(meter, &sample);
         QueueDepthSampler {
             database_url,
             interval,
             sample,
-            _gauge: gauge,
+            _gauges: gauges,
         }
     }
 
@@ -66,7 +50,7 @@ impl QueueDepthSampler {
                     }
                     failing = true;
                     session = None;
-                    self.sample.lock().expect("queue sample lock").clear();
+                    *self.sample.lock().expect("queue sample lock") = Sample::default();
                 }
             }
             tokio::select! {
@@ -89,8 +73,14 @@ impl QueueDepthSampler {
             *elected = queue_depth::elect(client).await?;
         }
         if *elected {
-            let depth = queue_depth::depth(client).await?;
-            *self.sample.lock().expect("queue sample lock") = depth;
+            let sample = Sample {
+                elected: true,
+                depth: queue_depth::depth(client).await?,
+                oldest: queue_depth::oldest_age(client).await?,
+                health: Some(health_sample::health(client).await?),
+                circuits: health_sample::open_circuits(client).await?,
+            };
+            *self.sample.lock().expect("queue sample lock") = sample;
         }
         Ok(())
     }

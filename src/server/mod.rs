@@ -91,6 +91,9 @@ impl Replica {
         let checked = Checked::new(config, types, custom)?;
         let database = Database::from_url(&config.database_url)?;
         let pool = prepare_database(config, &database, &checked.task_types).await?;
+        telemetry
+            .instruments()
+            .declare(checked.task_types.iter().map(|t| t.name.as_str()));
         let id = Uuid::now_v7();
         let wakeup = Wakeup::default();
         let (tasklane, inbox) = service(

@@ -12,6 +12,7 @@ pub mod claim;
 pub mod complete_many;
 pub mod connect;
 pub mod events;
+pub mod health_sample;
 pub mod lease;
 pub mod lifecycle;
 pub mod limits;

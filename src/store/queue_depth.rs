@@ -28,10 +28,11 @@ pub async fn elect(client: &Client) -> Result<bool, DbError> {
         .try_get(0)
 }
 
-/// The current queue depth (the admin overview's statement).
+/// The current queue depth, with a zero for every registered type in every
+/// non-terminal state it has no task in.
 pub async fn depth(client: &Client) -> Result<Vec<Depth>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/overview_queue.sql"), &[])
+        .query(include_str!("../../sql/queue_depth_sample.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {
@@ -39,6 +40,29 @@ pub async fn depth(client: &Client) -> Result<Vec<Depth>, DbError> {
                 task_type: row.try_get("task_type")?,
                 state: row.try_get("state")?,
                 count: row.try_get("count")?,
+            })
+        })
+        .collect()
+}
+
+/// Seconds the oldest claimable task of one type has waited (0 when none waits).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OldestAge {
+    pub task_type: String,
+    pub seconds: f64,
+}
+
+/// The oldest claimable task's age of every registered type (and of any other type
+/// with tasks waiting).
+pub async fn oldest_age(client: &Client) -> Result<Vec<OldestAge>, DbError> {
+    let rows = client
+        .query(include_str!("../../sql/queue_oldest_age.sql"), &[])
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(OldestAge {
+                task_type: row.try_get("task_type")?,
+                seconds: row.try_get("seconds")?,
             })
         })
         .collect()

@@ -99,6 +99,24 @@ impl Instruments {
         Instruments::new(&opentelemetry::global::meter_provider().meter("tasklane-noop"))
     }
 
+    /// The counters alerts take `increase()` of, at zero for every label known at
+    /// start: a series that first appears at its first increment has no earlier sample,
+    /// so `rate()` and `increase()` miss that increment and the first lost lease or
+    /// failed delivery would raise no alert (and a graph would show "no data").
+    pub fn declare<'a>(&self, task_types: impl IntoIterator<Item = &'a str>) {
+        for task_type in task_types {
+            self.leases_lost
+                .add(0, &[KeyValue::new("task_type", task_type.to_owned())]);
+        }
+        for reason in ["expired", "handed_back"] {
+            self.recovered.add(0, &[KeyValue::new("reason", reason)]);
+        }
+        for outcome in ["delivered", "retried", "failed", "disabled", "released"] {
+            self.webhook_deliveries
+                .add(0, &[KeyValue::new("outcome", outcome)]);
+        }
+    }
+
     pub fn submitted(&self, task_type: &str, outcome: &'static str) {
         self.submitted.add(
             1,

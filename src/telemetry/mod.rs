@@ -1,19 +1,22 @@
 //! Telemetry of one process: logs, metrics and traces through OpenTelemetry.
 //!
 //! Metrics are always scraped as Prometheus text at `/metrics` (every role serves it);
-//! with `OTEL_EXPORTER_OTLP_ENDPOINT` set they are also pushed over OTLP/HTTP
-//! (protobuf), and spans are exported the same way. Export runs on the SDK's own
-//! threads with bounded queues: a collector that is down or slow drops spans (counted
-//! in `tasklane.telemetry.spans_dropped`) and never blocks or slows task work.
-//!
-//! | variable | default |
-//! |---|---|
-//! | `OTEL_EXPORTER_OTLP_ENDPOINT` | none: no OTLP export (`http://host:4318`; signals go to `/v1/metrics`, `/v1/traces`) |
-//! | `OTEL_SERVICE_NAME` | `tasklane` |
-//! | `TASKLANE_LOG` | `info` (a `tracing` filter) |
+//! with an OTLP endpoint configured they are also pushed over OTLP/HTTP (protobuf),
+//! and with one for traces spans are exported the same way, to a collector or straight
+//! to a hosted backend (https, a header for its key). The standard `OTEL_*` variables
+//! configure it (docs/observability.md lists them); what the SDK would silently
+//! ignore or fall back on is refused at start instead, naming the variable. Export runs
+//! on the SDK's own threads with bounded queues: a collector that is down or slow
+//! drops spans (counted in `tasklane.telemetry.spans_dropped`) and never blocks or
+//! slows task work.
 
+mod headers;
 pub mod instruments;
 mod otlp;
+mod otlp_client;
+pub mod otlp_env;
+mod resource;
+mod sampler;
 pub mod spans;
 
 use std::sync::Arc;
@@ -25,10 +28,9 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::Layer as _;
 
-pub use instruments::{GenAiCall, Instruments};
+use otlp_env::Signal;
 
-/// The variable naming the OTLP collector.
-pub const OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+pub use instruments::{GenAiCall, Instruments};
 
 /// The meter and tracer providers of a process and the registry `/metrics` renders.
 /// Cloning shares them.
@@ -46,27 +48,26 @@ struct Inner {
 
 impl Telemetry {
     /// The process's telemetry: installs the log subscriber (with an OpenTelemetry layer
-    /// when a collector is named), the trace-context propagator, and the meter provider
-    /// (Prometheus, plus OTLP when named). A malformed endpoint is refused here, at
-    /// start, naming the variable.
+    /// when traces are exported), the trace-context propagator, and the meter provider
+    /// (Prometheus, plus OTLP when configured). Every `OTEL_*` setting is checked here,
+    /// at start; a bad one is refused naming its variable.
     pub fn start() -> anyhow::Result<Telemetry> {
-        let endpoint = otlp::endpoint_from_env()?;
-        let service = std::env::var("OTEL_SERVICE_NAME")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "tasklane".to_owned());
-        let resource = otlp::resource(&service);
+        let traces = otlp_env::signal(Signal::Traces)?;
+        let metrics = otlp_env::signal(Signal::Metrics)?;
+        let interval = otlp_env::metric_interval()?;
+        sampler::check_env()?;
+        let resource = resource::from_env()?;
         let (registry, prometheus) = prometheus_reader()?;
         let mut meters = SdkMeterProvider::builder()
             .with_resource(resource.clone())
             .with_reader(prometheus);
-        if let Some(endpoint) = &endpoint {
-            meters = meters.with_reader(otlp::metric_reader(endpoint)?);
+        if let Some(export) = &metrics {
+            meters = meters.with_reader(otlp::metric_reader(export, interval)?);
         }
         let meter_provider = meters.build();
         opentelemetry::global::set_meter_provider(meter_provider.clone());
-        let tracer_provider = match &endpoint {
-            Some(endpoint) => Some(otlp::tracer_provider(endpoint, resource)?),
+        let tracer_provider = match &traces {
+            Some(export) => Some(otlp::tracer_provider(export, resource)?),
             None => None,
         };
         opentelemetry::global::set_text_map_propagator(
@@ -93,9 +94,15 @@ impl Telemetry {
             .with(spans)
             .try_init()
             .ok();
-        if let Some(endpoint) = &endpoint {
-            let collector = otlp::origin(endpoint);
-            tracing::info!(%collector, "exporting metrics and traces over OTLP/HTTP");
+        if let Some(export) = &traces {
+            tracing::info!(collector = %export.origin, "exporting traces over OTLP/HTTP");
+        }
+        if let Some(export) = &metrics {
+            tracing::info!(
+                collector = %export.origin,
+                interval_ms = interval.as_millis() as u64,
+                "exporting metrics over OTLP/HTTP"
+            );
         }
         Ok(Telemetry::from_parts(
             registry,

@@ -1,7 +1,7 @@
-//! OTLP/HTTP (protobuf) export of metrics and spans, set up only when
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` names a collector. Spans go through a bounded queue of
-//! our own ([`BoundedExport`]) so that a collector that is down drops spans, counted,
-//! instead of holding up the code that ended them.
+//! OTLP/HTTP (protobuf) export of metrics and spans, set up per signal only when its
+//! endpoint is configured (`otlp_env`). Spans go through a bounded queue of our own
+//! ([`BoundedExport`]) so that a collector that is down drops spans, counted, instead
+//! of holding up the code that ended them.
 
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Mutex;
@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use opentelemetry::metrics::Counter;
-use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::metrics::PeriodicReader;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter as _, SpanProcessor};
 use opentelemetry_sdk::Resource;
 
-use super::OTLP_ENDPOINT;
+use super::otlp_client;
+use super::otlp_env::Export;
 
 /// Spans waiting for export at most; past it new spans are dropped (and counted).
 const SPAN_QUEUE: usize = 4096;
@@ -23,75 +24,40 @@ const SPAN_QUEUE: usize = 4096;
 const SPAN_BATCH: usize = 512;
 /// Longest a finished span waits before its batch is sent.
 const SPAN_DELAY: Duration = Duration::from_secs(1);
-/// Metrics are pushed this often.
-const METRIC_INTERVAL: Duration = Duration::from_secs(15);
 /// One export request's timeout.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The collector's base URL from the environment, checked: `None` when unset or empty;
-/// an error naming the variable when it is not an http(s) URL.
-pub fn endpoint_from_env() -> anyhow::Result<Option<String>> {
-    match std::env::var(OTLP_ENDPOINT) {
-        Ok(value) if !value.trim().is_empty() => check_endpoint(value.trim()).map(Some),
-        _ => Ok(None),
-    }
-}
-
-/// `value` as a base URL without a trailing slash, or why it is not one. Messages show
-/// at most the URL's origin: the rest (a path token, user info) may be a secret.
-pub fn check_endpoint(value: &str) -> anyhow::Result<String> {
-    let url = reqwest::Url::parse(value)
-        .ok()
-        .filter(|url| url.host_str().is_some())
-        .with_context(|| {
-            format!("{OTLP_ENDPOINT} is not a URL with a host (e.g. http://otel-collector:4318)")
-        })?;
-    // The OTLP exporter here is built without a TLS client: an https collector would
-    // fail every export, quietly. Refused at start instead.
-    anyhow::ensure!(
-        url.scheme() == "http",
-        "{OTLP_ENDPOINT} must be an http:// URL (OTLP over HTTP without TLS, e.g. to a \
-         collector on the node or in the pod); {} is not supported",
-        url.origin().ascii_serialization()
-    );
-    Ok(value.trim_end_matches('/').to_owned())
-}
-
-/// What may be logged of an endpoint: its origin.
-pub fn origin(endpoint: &str) -> String {
-    reqwest::Url::parse(endpoint)
-        .map(|url| url.origin().ascii_serialization())
-        .unwrap_or_default()
-}
-
-pub fn resource(service: &str) -> Resource {
-    Resource::builder()
-        .with_service_name(service.to_owned())
-        .build()
-}
-
-/// Pushes every instrument to `{endpoint}/v1/metrics` every [`METRIC_INTERVAL`].
+/// Pushes every instrument to the metrics endpoint every `interval`. The exporter
+/// resolves the endpoint and headers from the environment itself.
 pub fn metric_reader(
-    endpoint: &str,
+    export: &Export,
+    interval: Duration,
 ) -> anyhow::Result<PeriodicReader<opentelemetry_otlp::MetricExporter>> {
     let exporter = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
+        .with_http_client(otlp_client::build(
+            export.ca_pem.as_deref(),
+            EXPORT_TIMEOUT,
+        )?)
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .with_endpoint(format!("{endpoint}/v1/metrics"))
         .with_timeout(EXPORT_TIMEOUT)
         .build()
         .context("build the OTLP metric exporter")?;
     Ok(PeriodicReader::builder(exporter)
-        .with_interval(METRIC_INTERVAL)
+        .with_interval(interval)
         .build())
 }
 
-/// A tracer provider exporting to `{endpoint}/v1/traces` through a bounded queue.
-pub fn tracer_provider(endpoint: &str, resource: Resource) -> anyhow::Result<SdkTracerProvider> {
+/// A tracer provider exporting to the traces endpoint through a bounded queue. The SDK
+/// reads the sampler (`OTEL_TRACES_SAMPLER`, checked at start) itself.
+pub fn tracer_provider(export: &Export, resource: Resource) -> anyhow::Result<SdkTracerProvider> {
     let mut exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
+        .with_http_client(otlp_client::build(
+            export.ca_pem.as_deref(),
+            EXPORT_TIMEOUT,
+        )?)
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .with_endpoint(format!("{endpoint}/v1/traces"))
         .with_timeout(EXPORT_TIMEOUT)
         .build()
         .context("build the OTLP span exporter")?;

@@ -69,6 +69,8 @@ pub struct Options {
     pub args: Vec<String>,
     /// Extra `TASKLANE_*` variables.
     pub env: Vec<(&'static str, String)>,
+    /// A file for the replica's stderr (its logs); default the test's own stderr.
+    pub stderr: Option<PathBuf>,
 }
 
 /// One `tasklane serve` child process, killed on drop.
@@ -101,6 +103,7 @@ impl Serve {
             task_types: Some(task_types),
             args: args.iter().map(|a| a.to_string()).collect(),
             env: Vec::new(),
+            stderr: None,
         };
         Serve::spawn(database_url, options)
     }
@@ -133,6 +136,9 @@ impl Serve {
         }
         for (key, value) in &options.env {
             command.env(key, value);
+        }
+        if let Some(path) = &options.stderr {
+            command.stderr(std::fs::File::create(path).expect("create the replica's log file"));
         }
         let child = command.spawn().expect("start tasklane serve");
         Serve {

@@ -2,7 +2,8 @@
 //! from two replicas (an API replica and a worker replica) land in one trace, nested
 //! submit → claim → attempt → settle under the caller's `traceparent`, at an OTLP/HTTP
 //! receiver this test runs; `/metrics` passes `promtool check metrics` and carries the
-//! task instruments; a malformed collector endpoint is refused at start.
+//! task instruments; a malformed collector endpoint is refused at start (the OTLP
+//! variables and TLS: otlp_tls.rs).
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -220,7 +221,7 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
         }
     })
     .await;
-    let expected: [Expected; 7] = [
+    let expected: [Expected; 12] = [
         (
             "tasklane_tasks_submitted_total",
             &[("task_type", "noop"), ("outcome", "created")],
@@ -250,6 +251,24 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
             &[("task_type", "noop")],
             Some(3.0),
         ),
+        // A registered type with nothing waiting reports 0, not no series.
+        (
+            "tasklane_queue_depth",
+            &[("task_type", "noop"), ("state", "queued")],
+            Some(0.0),
+        ),
+        (
+            "tasklane_queue_oldest_age_seconds",
+            &[("task_type", "noop")],
+            Some(0.0),
+        ),
+        ("tasklane_queue_sampler", &[], Some(1.0)),
+        ("tasklane_replicas", &[], Some(1.0)),
+        (
+            "tasklane_emergency_stops",
+            &[("scope", "global")],
+            Some(0.0),
+        ),
         ("tasklane_db_pool_connections", &[("state", "idle")], None),
         (
             "tasklane_http_requests_total",
@@ -264,6 +283,16 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
             assert_eq!(found, Some(value), "{name}{labels:?}");
         }
     }
+    // The remote task has waited since before the replica started.
+    let waited = sample(
+        &text,
+        "tasklane_queue_oldest_age_seconds",
+        &[("task_type", "remote")],
+    );
+    assert!(
+        waited.is_some_and(|s| s > 0.0),
+        "oldest remote task's age: {waited:?}"
+    );
     let promtool = which("promtool")
         .expect("promtool is needed (Debian package `prometheus`; .ci/run installs it)");
     let mut check = Command::new(promtool)
@@ -296,10 +325,11 @@ async fn a_malformed_collector_endpoint_is_refused_at_start() {
         stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT is not a URL"),
         "{stderr}"
     );
-    // An https collector would fail every export: refused too, showing only its origin.
-    let stderr = refused_at_start("https://otel.example:4318/v1?key=SECRET").await;
+    // Not http(s): refused too, showing only its origin.
+    let stderr = refused_at_start("ftp://otel.example:4318/v1?key=SECRET").await;
     assert!(
-        stderr.contains("must be an http:// URL") && stderr.contains("https://otel.example:4318"),
+        stderr.contains("must be an http:// or https:// URL")
+            && stderr.contains("ftp://otel.example:4318"),
         "{stderr}"
     );
     assert!(!stderr.contains("SECRET"), "{stderr}");
