@@ -54,8 +54,11 @@ pub enum ApiError {
     /// honest `Retry-After`.
     #[error("refused by admission: {0}")]
     Refused(crate::admission::Refusal),
-    #[error("the request body is larger than the limit")]
-    TooLarge,
+    /// Over the body limit of the route, in bytes when known: the limit layer of each
+    /// route group restates an extractor's 413 with its own limit (see `http::limited`),
+    /// so a client learns what to send without reading the server's configuration.
+    #[error("the request body is larger than the limit{}", limit_text(*.0))]
+    TooLarge(Option<usize>),
     #[error("unknown field {0:?}")]
     UnknownField(String),
     /// A query parameter the route does not declare.
@@ -90,6 +93,12 @@ pub struct Problem {
     pub field: Option<String>,
 }
 
+fn limit_text(limit: Option<usize>) -> String {
+    limit
+        .map(|bytes| format!(" of {bytes} bytes"))
+        .unwrap_or_default()
+}
+
 impl ApiError {
     /// The status and stable code of each error.
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
@@ -116,7 +125,7 @@ impl ApiError {
                     .unwrap_or(StatusCode::TOO_MANY_REQUESTS),
                 refusal.code.as_str(),
             ),
-            TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             UnknownField(_) | UnknownParameter(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field")
             }
@@ -218,7 +227,7 @@ pub async fn normalize(response: Response) -> Response {
         return response;
     }
     match status {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge.into_response(),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(None).into_response(),
         StatusCode::METHOD_NOT_ALLOWED => {
             let mut problem = ApiError::MethodNotAllowed.into_response();
             if let Some(allow) = response.headers().get(header::ALLOW) {
@@ -237,5 +246,22 @@ pub async fn normalize(response: Response) -> Response {
                 .to_owned(),
         )
         .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_413_states_its_limit_when_known() {
+        assert_eq!(
+            ApiError::TooLarge(Some(16384)).to_string(),
+            "the request body is larger than the limit of 16384 bytes"
+        );
+        assert_eq!(
+            ApiError::TooLarge(None).to_string(),
+            "the request body is larger than the limit"
+        );
     }
 }
