@@ -42,7 +42,8 @@ enum Command {
     Token(TokenCommand),
     /// Serve with demo task types, on a private throwaway database when none is reachable.
     Dev(DevArgs),
-    /// Tasks over the HTTP API: list, get, events (--follow), cancel, retry.
+    /// Tasks over the HTTP API: submit, list, get, events (--follow), attempts, cancel,
+    /// retry.
     #[command(subcommand)]
     Tasks(tasklane::cli::TasksCommand),
     /// Operator settings over the HTTP API (an admin token): overview, limits, stop,
@@ -75,7 +76,7 @@ enum TokenCommand {
         /// Bind the token to one scope (redacted view of that scope only).
         #[arg(long)]
         scope: Option<String>,
-        /// Permissions: submit, read, cancel, release, delete, work, admin.
+        /// Permissions: submit, read, cancel, release, delete, work, admin, webhooks.
         #[arg(long, value_delimiter = ',', required = true)]
         perm: Vec<String>,
         #[arg(long)]

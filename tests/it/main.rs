@@ -28,6 +28,8 @@ mod call_start;
 mod circuits;
 mod circuits_admin;
 mod cli;
+mod cli_pipe;
+mod cli_submit;
 mod console;
 mod database_restart;
 mod events_notify;
