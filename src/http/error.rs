@@ -74,6 +74,38 @@ pub enum ApiError {
     Internal(#[from] anyhow::Error),
 }
 
+/// Every `code` an error answer can carry, as [`ApiError::status_and_code`] maps them
+/// (admission's refusals included). The documentation's error table is checked against
+/// it, and a unit test checks it against every variant.
+pub const CODES: [&str; 26] = [
+    "malformed_json",
+    "bad_request",
+    "invalid_id",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "endpoint_disabled",
+    "no_route",
+    "method_not_allowed",
+    "idempotency_conflict",
+    "concurrent_change",
+    "not_retryable",
+    "lease_lost",
+    "illegal_transition",
+    "task_gone",
+    "scope_deleted",
+    "emergency_stop",
+    "capacity_exhausted",
+    "rate_limited",
+    "budget_exhausted",
+    "payload_too_large",
+    "unknown_field",
+    "validation_failed",
+    "unknown_task_type",
+    "not_ready",
+    "internal",
+];
+
 /// The problem+json body.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(examples(json!({"type": "about:blank", "title": "Conflict", "status": 409,
@@ -252,6 +284,58 @@ pub async fn normalize(response: Response) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::{Refusal, RefusalCode};
+
+    /// One error of every variant (and every refusal): their codes are exactly
+    /// [`CODES`], so the list names no code the server never sends and misses none of
+    /// these (a new variant belongs here too).
+    #[test]
+    fn codes_lists_every_code_an_error_can_carry() {
+        let refusal = |code| {
+            ApiError::Refused(Refusal {
+                code,
+                retry_after: std::time::Duration::from_secs(1),
+                limit_id: None,
+            })
+        };
+        let errors = [
+            ApiError::MalformedJson(String::new()),
+            ApiError::BadRequest(String::new()),
+            ApiError::InvalidId(String::new()),
+            ApiError::Unauthorized,
+            ApiError::Forbidden("read"),
+            ApiError::OtherScope,
+            ApiError::NotFound,
+            ApiError::Missing(String::new()),
+            ApiError::EndpointDisabled,
+            ApiError::UnknownPath,
+            ApiError::MethodNotAllowed,
+            ApiError::IdempotencyConflict,
+            ApiError::Raced,
+            ApiError::NotRetryable,
+            ApiError::LeaseLost,
+            ApiError::IllegalReport(String::new()),
+            ApiError::TaskGone,
+            ApiError::ScopeDeleted,
+            refusal(RefusalCode::EmergencyStop),
+            refusal(RefusalCode::CapacityExhausted),
+            refusal(RefusalCode::RateLimited),
+            refusal(RefusalCode::BudgetExhausted),
+            ApiError::TooLarge(None),
+            ApiError::UnknownField(String::new()),
+            ApiError::UnknownParameter(String::new()),
+            ApiError::invalid("f", "m"),
+            ApiError::UnknownTaskType(String::new()),
+            ApiError::NotReady,
+            ApiError::Internal(anyhow::anyhow!("x")),
+        ];
+        let mut codes: Vec<&str> = errors.iter().map(|e| e.status_and_code().1).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        let mut listed = CODES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(codes, listed);
+    }
 
     #[test]
     fn a_413_states_its_limit_when_known() {

@@ -32,6 +32,7 @@ mod cli_pipe;
 mod cli_submit;
 mod console;
 mod database_restart;
+mod docs_examples;
 mod events_notify;
 mod group_commit;
 mod http_admin;
