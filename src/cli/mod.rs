@@ -15,7 +15,7 @@
 
 mod admin;
 mod client;
-mod output;
+pub mod output;
 mod submit;
 mod table;
 mod tasks;

@@ -1,5 +1,6 @@
-//! Everything the CLI prints on stdout goes through [`line`], because `println!` panics
-//! when the reader has gone (`tasklane tasks list --json | head -c 50`): a closed stdout
+//! Everything the binary prints on stdout (the API commands, `openapi`, `token`, `dev`'s
+//! banner) goes through [`line`], because `println!` panics when the reader has gone
+//! (`tasklane tasks list --json | head -c 50`): a closed stdout
 //! ends the command quietly with status 0, as it does for every Unix tool, since the
 //! reader took what it wanted. Any other write failure (a full disk) is an error.
 

@@ -1,8 +1,8 @@
 //! The CLI as a Unix filter: a reader that closes stdout early (`| head -c 50`) ends the
 //! command quietly with status 0, not with a panic; and a missing token says how to give
-//! one. Each command here writes more after the reader has gone: `tasks list` more than
-//! a pipe buffer (64 KiB) holds, `tasks events --follow` the event the test causes after
-//! closing.
+//! one. Each command here writes more after the reader has gone: `tasks list` and
+//! `openapi` more than a pipe buffer (64 KiB) holds, `tasks events --follow` the event
+//! the test causes after closing.
 
 use std::process::Stdio;
 
@@ -92,6 +92,23 @@ async fn a_closed_stdout_ends_list_and_follow_quietly_with_status_0() {
         .await;
     assert_eq!(cancelled.body["state"], "cancelled");
     assert_quiet_exit(follow, "tasks events --follow --json | head -1").await;
+}
+
+#[tokio::test]
+async fn a_closed_stdout_ends_openapi_quietly_with_status_0() {
+    // The document is larger than a pipe buffer: the write after the close fails.
+    let mut openapi = tokio::process::Command::new(binary())
+        .arg("openapi")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run tasklane openapi");
+    let mut stdout = openapi.stdout.take().unwrap();
+    let mut first = [0u8; 10];
+    stdout.read_exact(&mut first).await.unwrap();
+    drop(stdout);
+    assert_quiet_exit(openapi, "tasklane openapi | head -c 10").await;
 }
 
 #[tokio::test]
