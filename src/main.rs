@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use tasklane::cli::output::line;
 use tasklane::config::ServeConfig;
 use tasklane::http::{HttpConfig, HttpServer};
 use tasklane::server::{self, Replica};
@@ -42,7 +43,8 @@ enum Command {
     Token(TokenCommand),
     /// Serve with demo task types, on a private throwaway database when none is reachable.
     Dev(DevArgs),
-    /// Tasks over the HTTP API: list, get, events (--follow), cancel, retry.
+    /// Tasks over the HTTP API: submit, list, get, events (--follow), attempts, cancel,
+    /// retry.
     #[command(subcommand)]
     Tasks(tasklane::cli::TasksCommand),
     /// Operator settings over the HTTP API (an admin token): overview, limits, stop,
@@ -75,7 +77,7 @@ enum TokenCommand {
         /// Bind the token to one scope (redacted view of that scope only).
         #[arg(long)]
         scope: Option<String>,
-        /// Permissions: submit, read, cancel, release, delete, work, admin.
+        /// Permissions: submit, read, cancel, release, delete, work, admin, webhooks.
         #[arg(long, value_delimiter = ',', required = true)]
         perm: Vec<String>,
         #[arg(long)]
@@ -110,7 +112,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Tasks(command) => command.run().await,
         Command::Admin(command) => command.run().await,
         Command::Openapi => {
-            println!("{}", tasklane::http::openapi_json());
+            line(tasklane::http::openapi_json());
             return Ok(());
         }
         other => return run(other).await,
@@ -151,12 +153,12 @@ async fn token(command: TokenCommand) -> anyhow::Result<()> {
                 name,
             };
             let created = tokens::create(&database_url_of(database_url), &spec).await?;
-            println!("token id: {}", created.id);
-            println!("{}", created.secret);
+            line(format_args!("token id: {}", created.id));
+            line(&created.secret);
         }
         TokenCommand::Revoke { id, database_url } => {
             tokens::revoke(&database_url_of(database_url), id).await?;
-            println!("revoked {id}");
+            line(format_args!("revoked {id}"));
         }
     }
     Ok(())
@@ -214,10 +216,10 @@ async fn dev(mut config: ServeConfig, mock_llm: bool, telemetry: &Telemetry) -> 
     let _mock = match mock_llm {
         true => {
             let mock = tasklane::mockllm::demo::start_for(&mut types).await?;
-            println!(
+            line(format_args!(
                 "mock LLM at {} (every route of the task types points there)",
                 mock.base_url()
-            );
+            ));
             Some(mock)
         }
         false => None,
@@ -248,8 +250,11 @@ async fn dev(mut config: ServeConfig, mock_llm: bool, telemetry: &Telemetry) -> 
         name: Some("dev".into()),
     };
     let token = tasklane::service::tokens::create(&config.database_url, &spec).await?;
-    println!("admin token for app \"dev\" (http://{}):", config.listen);
-    println!("{}", token.secret);
+    line(format_args!(
+        "admin token for app \"dev\" (http://{}):",
+        config.listen
+    ));
+    line(&token.secret);
     print_cli_hint(&config.database_url, &shown_url);
     serve_types(config, types, telemetry).await
 }
@@ -260,14 +265,18 @@ fn print_cli_hint(database_url: &str, shown_url: &str) {
     let binary = std::env::current_exe()
         .map(|path| path.display().to_string())
         .unwrap_or_else(|_| "tasklane".into());
-    println!("To create more tokens while this runs:");
+    line("To create more tokens while this runs:");
     if std::env::var("TASKLANE_DATABASE_URL").is_ok_and(|url| url != database_url) {
-        println!("  unset TASKLANE_DATABASE_URL");
+        line("  unset TASKLANE_DATABASE_URL");
     }
     if shown_url == database_url {
-        println!("  export DATABASE_URL='{database_url}'");
+        line(format_args!("  export DATABASE_URL='{database_url}'"));
     } else {
-        println!("  export DATABASE_URL='{shown_url}'  # with your password for ***");
+        line(format_args!(
+            "  export DATABASE_URL='{shown_url}'  # with your password for ***"
+        ));
     }
-    println!("  {binary} token create --app APP --perm submit,read");
+    line(format_args!(
+        "  {binary} token create --app APP --perm submit,read"
+    ));
 }

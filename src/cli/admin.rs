@@ -5,6 +5,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::client::{encode, Endpoint, Failure};
+use super::output;
 use super::table::{self, cell};
 
 #[derive(Debug, clap::Subcommand)]
@@ -94,7 +95,9 @@ impl AdminCommand {
                 let set = endpoint
                     .call(Method::PUT, "/v1/admin/limits", Some(&body))
                     .await?;
-                endpoint.print(&set, |set| println!("limit {} set", cell(&set["id"])));
+                endpoint.print(&set, |set| {
+                    output::line(format_args!("limit {} set", cell(&set["id"])))
+                });
             }
             AdminCommand::Stop {
                 state,
@@ -105,7 +108,9 @@ impl AdminCommand {
                 let set = endpoint
                     .call(Method::PUT, "/v1/admin/emergency-stop", Some(&body))
                     .await?;
-                endpoint.print(&set, |_| println!("emergency stop {state}"));
+                endpoint.print(&set, |_| {
+                    output::line(format_args!("emergency stop {state}"))
+                });
             }
             AdminCommand::Resources {
                 name,
@@ -116,7 +121,9 @@ impl AdminCommand {
                 let set = endpoint
                     .call(Method::PUT, &path, Some(&json!({ "slots": slots })))
                     .await?;
-                endpoint.print(&set, |_| println!("{name}: {slots} slots"));
+                endpoint.print(&set, |_| {
+                    output::line(format_args!("{name}: {slots} slots"))
+                });
             }
             AdminCommand::Pause {
                 task_type,
@@ -142,7 +149,10 @@ async fn pause(endpoint: &Endpoint, task_type: &str, paused: bool) -> Result<(),
         .call(Method::PUT, &path, Some(&json!({ "paused": paused })))
         .await?;
     endpoint.print(&set, |_| {
-        println!("{task_type}: {}", if paused { "paused" } else { "resumed" })
+        output::line(format_args!(
+            "{task_type}: {}",
+            if paused { "paused" } else { "resumed" }
+        ))
     });
     Ok(())
 }
@@ -161,7 +171,9 @@ async fn circuits(endpoint: &Endpoint, reset: Option<&str>) -> Result<(), Failur
     };
     let path = format!("/v1/admin/circuits/{}/reset", encode(name));
     let reset = endpoint.call(Method::POST, &path, None).await?;
-    endpoint.print(&reset, |_| println!("{name}: circuit closed"));
+    endpoint.print(&reset, |_| {
+        output::line(format_args!("{name}: circuit closed"))
+    });
     Ok(())
 }
 
@@ -221,16 +233,16 @@ fn print_overview(o: &Value) {
     ];
     for (n, (title, key, fields)) in sections.into_iter().enumerate() {
         if n > 0 {
-            println!();
+            output::line("");
         }
-        println!("{title}");
+        output::line(title);
         table::print(fields, &rows(key, fields));
     }
     // One line, not a table: the webhooks figures are cluster-wide totals.
     let hooks = &o["webhooks"];
     if hooks.is_object() {
-        println!();
-        println!("Webhooks");
+        output::line("");
+        output::line("Webhooks");
         let fields = [
             "endpoints",
             "disabled_endpoints",

@@ -3,15 +3,18 @@
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
+use super::output;
+
 /// Where the API is and the token to call it with (shared flags of every command).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Endpoint {
     /// Base URL of a replica with the `api` role.
     #[arg(long, env = "TASKLANE_URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
-    /// API token (`tl_...`); never printed.
+    /// API token (`tl_...`); never printed. Checked by the command, not by clap, so that
+    /// its absence names both ways to give it.
     #[arg(long, env = "TASKLANE_TOKEN", hide_env_values = true)]
-    pub token: String,
+    pub token: Option<String>,
     /// Print the API's JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -30,13 +33,21 @@ pub enum Failure {
     /// The API could not be reached, or answered 5xx.
     #[error("tasklane at {url} unavailable: {reason}")]
     Unavailable { url: String, reason: String },
+    /// A batch was answered, but some of its items were refused (each printed).
+    #[error("{refused} of {total} items refused")]
+    ItemsRefused { refused: usize, total: usize },
+    /// The command line or its input is wrong (no token, an `--input` that is not
+    /// JSON, an unreadable file): nothing was sent.
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl Failure {
     pub fn exit_code(&self) -> i32 {
         match self {
-            Failure::Refused { .. } => 1,
+            Failure::Refused { .. } | Failure::ItemsRefused { .. } => 1,
             Failure::Unavailable { .. } => 3,
+            Failure::Usage(_) => 2,
         }
     }
 }
@@ -63,10 +74,11 @@ impl Endpoint {
         body: Option<&Value>,
         accept: Option<&str>,
     ) -> Result<reqwest::Response, Failure> {
+        let token = self.token()?;
         let url = format!("{}{path}", self.url.trim_end_matches('/'));
         let mut request = reqwest::Client::new()
             .request(method, &url)
-            .bearer_auth(&self.token);
+            .bearer_auth(token);
         if let Some(body) = body {
             request = request.json(body);
         }
@@ -96,6 +108,16 @@ impl Endpoint {
         })
     }
 
+    /// The token, or the usage error that says how to give one.
+    pub fn token(&self) -> Result<&str, Failure> {
+        match self.token.as_deref() {
+            Some(token) if !token.is_empty() => Ok(token),
+            _ => Err(Failure::Usage(
+                "no API token: pass --token tl_... or set TASKLANE_TOKEN".into(),
+            )),
+        }
+    }
+
     fn unavailable(&self, error: reqwest::Error) -> Failure {
         Failure::Unavailable {
             url: self.origin(),
@@ -113,10 +135,7 @@ impl Endpoint {
     /// Prints `value` as JSON when `--json` was given; else runs `table`.
     pub fn print(&self, value: &Value, table: impl FnOnce(&Value)) {
         if self.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(value).unwrap_or_default()
-            );
+            output::line(serde_json::to_string_pretty(value).unwrap_or_default());
         } else {
             table(value);
         }

@@ -2,8 +2,11 @@
 //! people (tables) and scripts (`--json`, exit codes). They speak only HTTP, so they work
 //! against any deployment a token can reach.
 //!
-//! Exit codes: 0 done; 1 the API refused (a 4xx: the problem's stable code is printed on
-//! stderr); 3 the API could not be reached or failed (a 5xx); clap's usage errors are 2.
+//! Exit codes: 0 done (also when the reader of stdout closed it early: `| head`); 1 the
+//! API refused (a 4xx: the problem's stable code is printed on stderr; for a batch
+//! submit, any item refused); 2 a usage error (clap's, a missing token, an `--input`
+//! or batch line that is not JSON, an unreadable file: nothing was sent); 3 the API
+//! could not be reached or failed (a 5xx); 4 stdout could not be written.
 //!
 //! | variable | flag | default |
 //! |---|---|---|
@@ -12,6 +15,8 @@
 
 mod admin;
 mod client;
+pub mod output;
+mod submit;
 mod table;
 mod tasks;
 

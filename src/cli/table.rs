@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use super::output;
+
 /// Prints `rows` under `header`, each column as wide as its widest cell.
 pub fn print(header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
@@ -16,7 +18,7 @@ pub fn print(header: &[&str], rows: &[Vec<String>]) {
             .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        output::line(padded.join("  ").trim_end());
     };
     line(header.iter().map(|h| h.to_uppercase()).collect());
     for row in rows {

@@ -1,13 +1,16 @@
-//! `tasklane tasks list|get|events|attempts|cancel|retry`.
+//! `tasklane tasks list|get|events|attempts|cancel|retry` (and `submit`, in `submit.rs`).
 
 use reqwest::Method;
 use serde_json::Value;
 
 use super::client::{encode, Endpoint, Failure};
+use super::output;
 use super::table::{self, cell};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TasksCommand {
+    /// Submit a task (`POST /v1/tasks`), or with `--batch` one per stdin line.
+    Submit(super::submit::SubmitArgs),
     /// The token's tasks, newest first (one page; `--cursor` for the next).
     List {
         #[arg(long)]
@@ -62,6 +65,7 @@ pub enum TasksCommand {
 impl TasksCommand {
     pub async fn run(self) -> Result<(), Failure> {
         match self {
+            TasksCommand::Submit(args) => args.run().await,
             TasksCommand::List {
                 scope,
                 state,
@@ -191,15 +195,15 @@ const TERMINAL: [&str; 3] = ["task.succeeded", "task.failed", "task.cancelled"];
 
 fn print_event(event: &Value, json: bool) {
     if json {
-        println!("{event}");
+        output::line(event);
     } else {
-        println!(
+        output::line(format_args!(
             "{:>4}  {}  {:<32}  {}",
             cell(&event["seq"]),
             cell(&event["at"]),
             cell(&event["type"]),
             cell(&event["data"])
-        );
+        ));
     }
 }
 
@@ -224,7 +228,7 @@ fn print_page(page: &Value) {
         &rows,
     );
     if let Some(cursor) = page["next_cursor"].as_str() {
-        println!("next page: --cursor {cursor}");
+        output::line(format_args!("next page: --cursor {cursor}"));
     }
 }
 
@@ -265,10 +269,10 @@ fn print_attempts(page: &Value) {
     );
 }
 
-fn print_task(task: &Value) {
+pub(super) fn print_task(task: &Value) {
     for (key, value) in task.as_object().into_iter().flatten() {
         if key != "links" {
-            println!("{key:<14} {}", cell(value));
+            output::line(format_args!("{key:<14} {}", cell(value)));
         }
     }
 }

@@ -54,8 +54,11 @@ pub enum ApiError {
     /// honest `Retry-After`.
     #[error("refused by admission: {0}")]
     Refused(crate::admission::Refusal),
-    #[error("the request body is larger than the limit")]
-    TooLarge,
+    /// Over the body limit of the route, in bytes when known: the limit layer of each
+    /// route group restates an extractor's 413 with its own limit (see `http::limited`),
+    /// so a client learns what to send without reading the server's configuration.
+    #[error("the request body is larger than the limit{}", limit_text(*.0))]
+    TooLarge(Option<usize>),
     #[error("unknown field {0:?}")]
     UnknownField(String),
     /// A query parameter the route does not declare.
@@ -70,6 +73,38 @@ pub enum ApiError {
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
+
+/// Every `code` an error answer can carry, as [`ApiError::status_and_code`] maps them
+/// (admission's refusals included). The documentation's error table is checked against
+/// it, and a unit test checks it against every variant.
+pub const CODES: [&str; 26] = [
+    "malformed_json",
+    "bad_request",
+    "invalid_id",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "endpoint_disabled",
+    "no_route",
+    "method_not_allowed",
+    "idempotency_conflict",
+    "concurrent_change",
+    "not_retryable",
+    "lease_lost",
+    "illegal_transition",
+    "task_gone",
+    "scope_deleted",
+    "emergency_stop",
+    "capacity_exhausted",
+    "rate_limited",
+    "budget_exhausted",
+    "payload_too_large",
+    "unknown_field",
+    "validation_failed",
+    "unknown_task_type",
+    "not_ready",
+    "internal",
+];
 
 /// The problem+json body.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -88,6 +123,12 @@ pub struct Problem {
     /// For validation errors: the offending field.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+}
+
+fn limit_text(limit: Option<usize>) -> String {
+    limit
+        .map(|bytes| format!(" of {bytes} bytes"))
+        .unwrap_or_default()
 }
 
 impl ApiError {
@@ -116,7 +157,7 @@ impl ApiError {
                     .unwrap_or(StatusCode::TOO_MANY_REQUESTS),
                 refusal.code.as_str(),
             ),
-            TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             UnknownField(_) | UnknownParameter(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field")
             }
@@ -218,7 +259,7 @@ pub async fn normalize(response: Response) -> Response {
         return response;
     }
     match status {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge.into_response(),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(None).into_response(),
         StatusCode::METHOD_NOT_ALLOWED => {
             let mut problem = ApiError::MethodNotAllowed.into_response();
             if let Some(allow) = response.headers().get(header::ALLOW) {
@@ -237,5 +278,74 @@ pub async fn normalize(response: Response) -> Response {
                 .to_owned(),
         )
         .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::{Refusal, RefusalCode};
+
+    /// One error of every variant (and every refusal): their codes are exactly
+    /// [`CODES`], so the list names no code the server never sends and misses none of
+    /// these (a new variant belongs here too).
+    #[test]
+    fn codes_lists_every_code_an_error_can_carry() {
+        let refusal = |code| {
+            ApiError::Refused(Refusal {
+                code,
+                retry_after: std::time::Duration::from_secs(1),
+                limit_id: None,
+            })
+        };
+        let errors = [
+            ApiError::MalformedJson(String::new()),
+            ApiError::BadRequest(String::new()),
+            ApiError::InvalidId(String::new()),
+            ApiError::Unauthorized,
+            ApiError::Forbidden("read"),
+            ApiError::OtherScope,
+            ApiError::NotFound,
+            ApiError::Missing(String::new()),
+            ApiError::EndpointDisabled,
+            ApiError::UnknownPath,
+            ApiError::MethodNotAllowed,
+            ApiError::IdempotencyConflict,
+            ApiError::Raced,
+            ApiError::NotRetryable,
+            ApiError::LeaseLost,
+            ApiError::IllegalReport(String::new()),
+            ApiError::TaskGone,
+            ApiError::ScopeDeleted,
+            refusal(RefusalCode::EmergencyStop),
+            refusal(RefusalCode::CapacityExhausted),
+            refusal(RefusalCode::RateLimited),
+            refusal(RefusalCode::BudgetExhausted),
+            ApiError::TooLarge(None),
+            ApiError::UnknownField(String::new()),
+            ApiError::UnknownParameter(String::new()),
+            ApiError::invalid("f", "m"),
+            ApiError::UnknownTaskType(String::new()),
+            ApiError::NotReady,
+            ApiError::Internal(anyhow::anyhow!("x")),
+        ];
+        let mut codes: Vec<&str> = errors.iter().map(|e| e.status_and_code().1).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        let mut listed = CODES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(codes, listed);
+    }
+
+    #[test]
+    fn a_413_states_its_limit_when_known() {
+        assert_eq!(
+            ApiError::TooLarge(Some(16384)).to_string(),
+            "the request body is larger than the limit of 16384 bytes"
+        );
+        assert_eq!(
+            ApiError::TooLarge(None).to_string(),
+            "the request body is larger than the limit"
+        );
     }
 }

@@ -26,7 +26,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
             .await
             .map_err(|rejection| {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::TooLarge
+                    ApiError::TooLarge(None)
                 } else {
                     ApiError::BadRequest(rejection.body_text())
                 }

@@ -207,11 +207,24 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
     finish(routes, state)
 }
 
-/// `routes` with a body limit of `limit` bytes, whether or not a handler reads it.
+/// `routes` with a body limit of `limit` bytes, whether or not a handler reads it; a 413
+/// from either layer or from an extractor states `limit` in its detail.
 fn limited(routes: Router<AppState>, limit: usize) -> Router<AppState> {
     routes
         .layer(DefaultBodyLimit::max(limit))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(limit))
+        .layer(axum::middleware::map_response(
+            move |response: axum::response::Response| {
+                std::future::ready(match response.status() {
+                    axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
+                        axum::response::IntoResponse::into_response(error::ApiError::TooLarge(
+                            Some(limit),
+                        ))
+                    }
+                    _ => response,
+                })
+            },
+        ))
 }
 
 /// The operations routes alone (`/healthz`, `/readyz`, `/metrics`): what a replica

@@ -2,8 +2,9 @@
 //! shows routing, fallback and the circuit breaker within a minute. The demo's local
 //! model (`llama3.2`) is "warming up": its first [`WARMUP_FAILURES`] calls answer 503,
 //! which opens the local route's circuit (3 failures); `external_allowed` tasks fall
-//! back to the external model meanwhile and `local_only` ones wait and retry. Once the
-//! circuit's open time has passed, one probe finds the local model up and closes it.
+//! back to the external model meanwhile; `local_only` ones are retried until their
+//! attempts run out (most fail `no_fallback_allowed` while the circuit is open). Once
+//! the circuit's open time has passed, one probe finds the local model up and closes it.
 
 use std::time::Duration;
 

@@ -59,4 +59,22 @@ pub mod codes {
     pub const CIRCUIT_OPEN: &str = "circuit_open";
     /// The task's usage subject or background budget is spent.
     pub const BUDGET_EXHAUSTED: &str = "budget_exhausted";
+
+    /// Every code above: what a task's `error.code` can be. The documentation's table of
+    /// task error codes is checked against it, so a new code cannot go undocumented.
+    pub const ALL: [&str; 13] = [
+        HANDLER_ERROR,
+        PERMANENT_ERROR,
+        ATTEMPTS_EXHAUSTED,
+        ATTEMPT_TIMEOUT,
+        LEASE_EXPIRED,
+        SERVER_RESTARTED,
+        QUEUE_DEADLINE_EXCEEDED,
+        NO_FALLBACK_ALLOWED,
+        UPSTREAM_UNAVAILABLE,
+        UPSTREAM_REJECTED,
+        UPSTREAM_QUOTA_EXHAUSTED,
+        CIRCUIT_OPEN,
+        BUDGET_EXHAUSTED,
+    ];
 }

@@ -10,7 +10,7 @@ use crate::common;
 use common::api::{self, ALL};
 use common::serve::{binary, Options, Serve};
 
-async fn cli(base: &str, token: &str, args: &[&str]) -> Output {
+pub(crate) async fn cli(base: &str, token: &str, args: &[&str]) -> Output {
     tokio::process::Command::new(binary())
         .args(args)
         .env("TASKLANE_URL", base)
@@ -20,11 +20,11 @@ async fn cli(base: &str, token: &str, args: &[&str]) -> Output {
         .expect("run tasklane")
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 

@@ -356,14 +356,26 @@ async fn bad_input_is_refused_at_every_edge_and_changes_nothing() {
         (too_large.status, too_large.code()),
         (413, "payload_too_large")
     );
+    // The detail states the limit in bytes, as the 422 of an oversized input does: the
+    // route's own (16 times it for the batch), whichever layer refused.
+    let stated = |answer: &common::api::Answer| answer.body["detail"].as_str().map(str::to_owned);
+    let limit = Some("the request body is larger than the limit of 16384 bytes".to_owned());
+    assert_eq!(stated(&too_large), limit);
     let id = uuid::Uuid::now_v7();
-    assert_eq!(
-        api.post_raw(&format!("/v1/tasks/{id}/cancel"), big.clone())
-            .await
-            .status,
-        413
-    );
+    let cancel = api
+        .post_raw(&format!("/v1/tasks/{id}/cancel"), big.clone())
+        .await;
+    assert_eq!((cancel.status, stated(&cancel)), (413, limit.clone()));
     assert_eq!(api.post_raw("/v1/worker/claim", big).await.status, 413);
+    let huge = format!("{{\"tasks\": [\"{}\"]}}", "x".repeat(16 * 16384));
+    let batch = api.post_raw("/v1/tasks/batch", huge).await;
+    assert_eq!(
+        (batch.status, stated(&batch)),
+        (
+            413,
+            Some("the request body is larger than the limit of 262144 bytes".to_owned())
+        )
+    );
 
     let bad_id = api.get("/v1/tasks/not-a-uuid").await;
     assert_eq!((bad_id.status, bad_id.code()), (400, "invalid_id"));
