@@ -78,8 +78,10 @@ echo "--- TypeScript client (clients/typescript)"
 # way the doc says into a fresh directory outside the repository (TypeScript from a fresh
 # copy of the folder, as a clone has it, and from an `npm pack` tarball; Python into a
 # fresh venv), then the doc's code blocks as written, but for the server's URL and the
-# token, against this serve. Each run acts for its own app (its own token): the examples
-# fence their scope at the end. The SQL examples insert into an `orders` table.
+# token, against this serve. The Python run and the TypeScript run from the folder share
+# one app, as a newcomer's runs share `tasklane dev`'s token; the run from the tarball,
+# which repeats the TypeScript one, has its own (the examples fence their scope at the
+# end). The SQL examples insert into an `orders` table.
 QS="$WORK/quickstart"
 ROOT="$PWD"
 mkdir -p "$QS"
@@ -104,6 +106,7 @@ expect_output() {
     done
 }
 psql "$DB_URL" -q -c "CREATE TABLE orders (id int)"
+QS_TOKEN="$(qs_token quickstart)"
 
 quickstart_python() {
     local before psycopg
@@ -121,18 +124,18 @@ quickstart_python() {
     run_logged python-psycopg "$QS/venv/bin/pip" install --quiet --disable-pip-version-check "$psycopg" || return 1
     { echo 'import os, psycopg'
       echo 'conn = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)'
-      doc_blocks 'Python quick start' python "$TASKLANE_URL" "$(qs_token quickstart-python)"
+      doc_blocks 'Python quick start' python "$TASKLANE_URL" "$QS_TOKEN"
     } >"$QS/quickstart.py" || return 1
     # From the fresh directory, so `import tasklane` is the installed package.
     (cd "$QS" && run_logged python-quickstart env DATABASE_URL="$DB_URL" timeout 300 "$QS/venv/bin/python" quickstart.py) || return 1
     expect_output python-quickstart "{'text': '...'}" "task.succeeded" "idempotency_conflict 409"
 }
 
-# quickstart_typescript NAME APP: the doc's TypeScript blocks, type-checked with the
-# package's pinned compiler and run with node in APP, where tasklane is installed.
+# quickstart_typescript NAME APP TOKEN: the doc's TypeScript blocks, type-checked with
+# the package's pinned compiler and run with node in APP, where tasklane is installed.
 quickstart_typescript() {
-    local name="$1" app="$2" tsc="$PWD/clients/typescript/node_modules/typescript/bin/tsc"
-    doc_blocks 'TypeScript quick start' ts "$TASKLANE_URL" "$(qs_token "quickstart-$name")" >"$app/quickstart.ts" || return 1
+    local name="$1" app="$2" token="$3" tsc="$PWD/clients/typescript/node_modules/typescript/bin/tsc"
+    doc_blocks 'TypeScript quick start' ts "$TASKLANE_URL" "$token" >"$app/quickstart.ts" || return 1
     run_logged "$name-tsc" node "$tsc" --strict --target es2022 --module nodenext --moduleResolution nodenext \
         --skipLibCheck --typeRoots "$PWD/clients/typescript/node_modules/@types" --types node "$app/quickstart.ts" || return 1
     (cd "$app" && run_logged "$name-quickstart" env DATABASE_URL="$DB_URL" timeout 300 node quickstart.js) || return 1
@@ -149,10 +152,10 @@ quickstart_typescript_installs() {
     echo '{ "name": "quickstart", "private": true, "type": "module" }' | tee "$app/package.json" >"$tarball/package.json"
     (cd "$app" && run_logged typescript-folder-install bash -euc "$(doc_blocks 'TypeScript quick start' sh)") || return 1
     (cd "$app" && run_logged typescript-folder-postgres npm install --no-audit --no-fund "$postgres") || return 1
-    quickstart_typescript typescript-folder "$app" || return 1
+    quickstart_typescript typescript-folder "$app" "$QS_TOKEN" || return 1
     (cd "$app/clients/typescript" && run_logged typescript-pack npm pack --pack-destination "$QS") || return 1
     (cd "$tarball" && run_logged typescript-tarball-install npm install --no-audit --no-fund "$QS"/tasklane-*.tgz "$postgres") || return 1
-    quickstart_typescript typescript-tarball "$tarball"
+    quickstart_typescript typescript-tarball "$tarball" "$(qs_token quickstart-tarball)"
 }
 
 echo "--- Python quick start (docs/clients.md) from pip install, in a fresh venv"
