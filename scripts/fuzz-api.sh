@@ -24,6 +24,7 @@ DB="tasklane_fuzz_$$"
 WORK="$(mktemp -d)"
 
 if ! command -v schemathesis >/dev/null 2>&1; then
+    echo "installing schemathesis from PyPI (once)" >&2
     python3 -m pip install --quiet 'schemathesis>=4,<5'
 fi
 cargo build --locked --quiet --bin tasklane

@@ -1,6 +1,7 @@
 // One task: its view, its attempts, and its event timeline streamed live (SSE read
 // through fetch, since EventSource cannot send the bearer header) until the terminal
-// event; the view and attempts are re-read as events arrive. Cancel and retry are
+// event, consecutive progress events folded into one row; the view and attempts are
+// re-read as events arrive. Cancel and retry are
 // offered when the token may and the state allows.
 
 import { html, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.mjs";
@@ -47,6 +48,19 @@ function useTask(id) {
 }
 
 /**
+ * The timeline's rows with `event` added: a progress event right after another takes
+ * that one's row (the latest progress and phase shown, `folded` counting them), so a
+ * long task's hundreds of progress events are one row.
+ */
+function addEvent(rows, event) {
+  const last = rows[rows.length - 1];
+  if (event.type === "task.progress" && last && last.type === "task.progress") {
+    return [...rows.slice(0, -1), { ...event, key: last.key, folded: last.folded + 1 }];
+  }
+  return [...rows, { ...event, key: event.seq, folded: 1 }];
+}
+
+/**
  * Streams the timeline from seq 0, reconnecting after the last seq seen until terminal;
  * a new `round` (after a retry queued the task again) streams on from there.
  */
@@ -63,7 +77,7 @@ function useTimeline(id, refresh, round) {
           await streamEvents(id, seen.current, (event) => {
             if (event.seq <= seen.current) return;
             seen.current = event.seq;
-            setEvents((old) => [...old, event]);
+            setEvents((rows) => addEvent(rows, event));
             refresh();
           }, abort.signal);
           const now = await get(`/v1/tasks/${id}`);
@@ -132,7 +146,7 @@ function Attempts({ attempts }) {
         <tr><td>${a.attempt}</td><td>${a.outcome}</td><td>${[a.route, a.route_name].filter(Boolean).join(" / ") || "—"}</td>
           <td>${[a.provider, a.model].filter(Boolean).join(" · ") || "—"}</td><td>${usage(a.usage)}</td>
           <td>${time(a.started_at)}</td><td>${time(a.finished_at)}</td>
-          <td>${a.error ? html`<code>${a.error.code}</code> ${a.error.message || ""}` : "—"}</td></tr>`)}
+          <td class="wrap">${a.error ? html`<code>${a.error.code}</code> ${a.error.message || ""}` : "—"}</td></tr>`)}
       </tbody></table></div>`;
 }
 
@@ -142,9 +156,10 @@ function Timeline({ events, status }) {
     <p class="stream" data-testid="stream-status" role="status">Stream: ${label}</p>
     <ol class="timeline" aria-label="Events" data-testid="timeline">
       ${events.map((e) => html`
-        <li key=${e.seq}><span class="seq">${e.seq}</span> <strong>${e.type}</strong>
+        <li key=${e.key}><span class="seq">${e.seq}</span> <strong>${e.type}</strong>
           <time datetime=${e.at}>${time(e.at)}</time>
-          ${Object.keys(e.data || {}).length > 0 && html`<code class="data">${JSON.stringify(e.data)}</code>`}</li>`)}
+          ${Object.keys(e.data || {}).length > 0 && html`<code class="data">${JSON.stringify(e.data)}</code>`}
+          ${e.folded > 1 && html`<span class="folded">${e.folded} progress events (seq ${e.key}–${e.seq})</span>`}</li>`)}
     </ol>`;
 }
 

@@ -85,14 +85,14 @@ function Row({ task, checked, onToggle, selectable }) {
     <tr>
       ${selectable && html`<td><input type="checkbox" checked=${checked} onChange=${onToggle}
         aria-label=${`Select task ${task.id}`} /></td>`}
-      <td><a href=${`#/tasks/${task.id}`} title=${task.id}><code>${shortId(task.id)}</code></a></td>
+      <td class="squeeze"><a href=${`#/tasks/${task.id}`} title=${task.id}><code>${shortId(task.id)}</code></a></td>
       <td>${task.task_type}</td>
-      <td>${task.scope_id}</td>
-      <td>${task.source_id || ""}</td>
+      <td class="squeeze">${task.scope_id}</td>
+      <td class="wide">${task.source_id || ""}</td>
       <td><span class=${`state state-${task.state}`} data-testid="row-state">${task.state}</span>
         ${task.progress != null && !["succeeded", "failed", "cancelled"].includes(task.state) ? html` <small>${task.progress}%</small>` : ""}</td>
-      <td>${task.attempt}/${task.max_attempts}</td>
-      <td>${time(task.created_at)}</td>
+      <td class="wide">${task.attempt}/${task.max_attempts}</td>
+      <td class="wide">${time(task.created_at)}</td>
     </tr>`;
 }
 
@@ -128,8 +128,8 @@ export function Tasks({ me, params }) {
           <caption class="sr-only">Tasks, newest first</caption>
           <thead><tr>
             ${selectable && html`<th scope="col"><input type="checkbox" checked=${allOnPage} onChange=${toggleAll} aria-label="Select every task on this page" /></th>`}
-            <th scope="col">Id</th><th scope="col">Type</th><th scope="col">Scope</th><th scope="col">Source</th>
-            <th scope="col">State</th><th scope="col">Attempt</th><th scope="col">Created</th>
+            <th scope="col">Id</th><th scope="col">Type</th><th scope="col">Scope</th><th scope="col" class="wide">Source</th>
+            <th scope="col">State</th><th scope="col" class="wide">Attempt</th><th scope="col" class="wide">Created</th>
           </tr></thead>
           <tbody>
             ${items.map((task) => html`<${Row} key=${task.id} task=${task} selectable=${selectable}

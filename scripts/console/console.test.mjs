@@ -62,6 +62,47 @@ describe("web console", () => {
     await page.context().close();
   });
 
+  it("folds a task's consecutive progress events into one timeline row that follows the latest", async () => {
+    // Held queued until the page streams, so the events arrive one by one, live.
+    await pause("sleep", true);
+    const id = await submit("sleep", { ms: 2000, steps: 40 });
+    const page = await browser.page();
+    await signIn(page, ADMIN_TOKEN, `#/tasks/${id}`);
+    await page.getByTestId("task-state").filter({ hasText: "queued" }).waitFor({ timeout: TIMEOUT });
+    await page.getByTestId("stream-status").filter({ hasText: "live" }).waitFor({ timeout: TIMEOUT });
+    await pause("sleep", false);
+    const progress = page.getByTestId("timeline").getByRole("listitem").filter({ hasText: "task.progress" });
+    await page.getByTestId("stream-status").filter({ hasText: "ended" }).waitFor({ timeout: TIMEOUT });
+    await page.getByTestId("task-state").filter({ hasText: "succeeded" }).waitFor({ timeout: TIMEOUT });
+    assert.equal(await progress.count(), 1, await page.getByTestId("timeline").innerText());
+    const row = await progress.innerText();
+    assert.match(row, /40 progress events/, row);
+    assert.match(row, /"progress":100/, row);
+    assert.equal(await page.getByTestId("timeline").getByText("task.succeeded", { exact: true }).count(), 1);
+    await screenshot(page, "task-progress-folded");
+    await page.context().close();
+  });
+
+  it("wraps a long attempt error inside a 1280 px wide page", async () => {
+    const id = await submit("sleep", { ms: 1, fail: "permanent" });
+    await eventually("the task failed", async () => (await state(id)) === "failed");
+    const long = "the upstream answered 502 Bad Gateway after 30 s, retrying would not help".repeat(4);
+    sql(`UPDATE tasklane.task_attempts SET error_message = '${long}' WHERE task_id = '${id}'`);
+    const page = await browser.page({ width: 1280, height: 800 });
+    await signIn(page, ADMIN_TOKEN, `#/tasks/${id}`);
+    const cell = page.getByRole("region", { name: "Attempts" }).getByRole("cell").filter({ hasText: "502 Bad Gateway" });
+    await cell.waitFor({ timeout: TIMEOUT });
+    const width = await page.evaluate(() => document.documentElement.clientWidth);
+    const { left, right, clipped } = await cell.evaluate((td) => {
+      const box = td.getBoundingClientRect();
+      return { left: box.left, right: box.right, clipped: td.scrollWidth > td.clientWidth };
+    });
+    assert.ok(left >= 0 && right <= width, `the Error cell spans ${left}..${right} px of ${width}`);
+    assert.equal(clipped, false, "the Error cell's text is cut");
+    await screenshot(page, "task-attempt-error-1280x800");
+    await page.context().close();
+  });
+
   it("retries a failed task from its page and follows the new attempt", async () => {
     const id = await submit("sleep", { ms: 1, fail: "permanent" });
     await eventually("the task failed", async () => (await state(id)) === "failed");
@@ -167,6 +208,24 @@ describe("web console", () => {
       assert.ok(overflow <= 0, `${hash} is ${overflow}px wider than the phone`);
       await screenshot(page, `${heading.toLowerCase()}-390x844`);
     }
+    await page.context().close();
+  });
+
+  it("shows the task list's State column on a phone", async () => {
+    await submit("noop", {}, "phone-list-with-a-long-scope-name");
+    const page = await browser.page({ width: 390, height: 844 });
+    await signIn(page, ADMIN_TOKEN, "#/tasks");
+    const states = page.getByTestId("row-state");
+    await states.first().waitFor({ timeout: TIMEOUT });
+    const width = await page.evaluate(() => document.documentElement.clientWidth);
+    const cells = await states.evaluateAll((badges) => badges.map((badge) => {
+      const box = badge.closest("td").getBoundingClientRect();
+      return [box.left, box.right];
+    }));
+    assert.ok(cells.length > 0);
+    const outside = cells.filter(([left, right]) => left < 0 || right > width);
+    assert.deepEqual(outside, [], `State cells outside 0..${width} px`);
+    await screenshot(page, "tasks-states-390x844");
     await page.context().close();
   });
 

@@ -26,6 +26,7 @@ ensure_clients_venv() {
     if [[ -x "$CLIENTS_VENV/bin/python" && "$(cat "$CLIENTS_VENV/.pins" 2>/dev/null)" == "${CLIENTS_PINS[*]}" ]]; then
         return 0
     fi
+    echo "installing the pinned Python tools into $CLIENTS_VENV (once, and when the pins change)" >&2
     rm -rf "$CLIENTS_VENV"
     mkdir -p "$tools" || return 1
     python3 -m venv "$CLIENTS_VENV" || return 1
