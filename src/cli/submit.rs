@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::client::{Endpoint, Failure};
 use super::output;
-use super::table::cell;
+use super::table::{self, cell};
 
 /// The most items one `POST /v1/tasks/batch` takes.
 const BATCH_LIMIT: usize = crate::service::MAX_BATCH;
@@ -96,7 +96,7 @@ impl SubmitArgs {
             .endpoint
             .call(Method::POST, &path, Some(&Value::Object(body)))
             .await?;
-        self.endpoint.print(&task, super::tasks::print_task);
+        self.endpoint.print(&task, table::print_task);
         Ok(())
     }
 }

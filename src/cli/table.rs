@@ -34,3 +34,13 @@ pub fn cell(value: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// One task, a field a line (its links left out): how `tasks get` and `tasks submit`
+/// show a task.
+pub fn print_task(task: &Value) {
+    for (key, value) in task.as_object().into_iter().flatten() {
+        if key != "links" {
+            output::line(format_args!("{key:<14} {}", cell(value)));
+        }
+    }
+}

@@ -95,7 +95,7 @@ impl TasksCommand {
                 let task = endpoint
                     .call(Method::GET, &task_path(&id, ""), None)
                     .await?;
-                endpoint.print(&task, print_task);
+                endpoint.print(&task, table::print_task);
                 Ok(())
             }
             TasksCommand::Events {
@@ -127,14 +127,14 @@ impl TasksCommand {
                 let task = endpoint
                     .call(Method::POST, &task_path(&id, "/cancel"), None)
                     .await?;
-                endpoint.print(&task, print_task);
+                endpoint.print(&task, table::print_task);
                 Ok(())
             }
             TasksCommand::Retry { id, endpoint } => {
                 let task = endpoint
                     .call(Method::POST, &task_path(&id, "/retry"), None)
                     .await?;
-                endpoint.print(&task, print_task);
+                endpoint.print(&task, table::print_task);
                 Ok(())
             }
         }
@@ -267,12 +267,4 @@ fn print_attempts(page: &Value) {
         ],
         &rows,
     );
-}
-
-pub(super) fn print_task(task: &Value) {
-    for (key, value) in task.as_object().into_iter().flatten() {
-        if key != "links" {
-            output::line(format_args!("{key:<14} {}", cell(value)));
-        }
-    }
 }
