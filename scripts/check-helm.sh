@@ -154,8 +154,8 @@ kv_validate() {
     [ "$rc" -eq 0 ] && ! grep -qE "^(WARN|ERROR)" <<<"$log"
 }
 
-# Schema validation. The CRD_KINDS (Prometheus Operator's ServiceMonitor, KEDA's
-# ScaledObject and TriggerAuthentication) have no schema in kubernetes-validate: they are
+# Schema validation. The CRD_KINDS (Prometheus Operator's ServiceMonitor and
+# PrometheusRule, KEDA's ScaledObject and TriggerAuthentication) have no schema in kubernetes-validate: they are
 # split out here by name, listed in the output, and checked structurally below.
 for name in "${RENDERS[@]}"; do
     "$PY" - "$WORK/$name.yaml" "$WORK/$name.core.yaml" "${CRD_KINDS[@]}" >"$WORK/out" 2>&1 <<'PY'

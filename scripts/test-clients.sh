@@ -146,9 +146,10 @@ quickstart_typescript_installs() {
     local app="$QS/typescript-folder" tarball="$QS/typescript-tarball" postgres
     # A clone's copy of the folder: what git has, no node_modules, no dist.
     mkdir -p "$app" "$tarball"
-    git ls-files -co --exclude-standard -- clients/typescript | tar -cf - -T - | tar -xf - -C "$app" || return 1
+    git ls-files -c -- clients/typescript | tar -cf - -T - | tar -xf - -C "$app" || return 1
     # The doc's "postgres or pg for the SQL API", at the version the package tests with.
-    postgres="postgres@$(node -p 'require("./clients/typescript/package.json").devDependencies.postgres')"
+    postgres="postgres@$(node -p 'require("./clients/typescript/package.json").devDependencies.postgres')" || return 1
+    [[ $postgres == postgres@?* ]] || return 1
     echo '{ "name": "quickstart", "private": true, "type": "module" }' | tee "$app/package.json" >"$tarball/package.json"
     (cd "$app" && run_logged typescript-folder-install bash -euc "$(doc_blocks 'TypeScript quick start' sh)") || return 1
     (cd "$app" && run_logged typescript-folder-postgres npm install --no-audit --no-fund "$postgres") || return 1

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use tasklane::cli::output::line;
+use tasklane::cli::output::{banner, line};
 use tasklane::config::ServeConfig;
 use tasklane::http::{HttpConfig, HttpServer};
 use tasklane::server::{self, Replica};
@@ -216,7 +216,7 @@ async fn dev(mut config: ServeConfig, mock_llm: bool, telemetry: &Telemetry) -> 
     let _mock = match mock_llm {
         true => {
             let mock = tasklane::mockllm::demo::start_for(&mut types).await?;
-            line(format_args!(
+            banner(format_args!(
                 "mock LLM at {} (every route of the task types points there)",
                 mock.base_url()
             ));
@@ -250,11 +250,11 @@ async fn dev(mut config: ServeConfig, mock_llm: bool, telemetry: &Telemetry) -> 
         name: Some("dev".into()),
     };
     let token = tasklane::service::tokens::create(&config.database_url, &spec).await?;
-    line(format_args!(
+    banner(format_args!(
         "admin token for app \"dev\" (http://{}):",
         config.listen
     ));
-    line(&token.secret);
+    banner(&token.secret);
     print_cli_hint(&config.database_url, &shown_url);
     serve_types(config, types, telemetry).await
 }
@@ -265,18 +265,18 @@ fn print_cli_hint(database_url: &str, shown_url: &str) {
     let binary = std::env::current_exe()
         .map(|path| path.display().to_string())
         .unwrap_or_else(|_| "tasklane".into());
-    line("To create more tokens while this runs:");
+    banner("To create more tokens while this runs:");
     if std::env::var("TASKLANE_DATABASE_URL").is_ok_and(|url| url != database_url) {
-        line("  unset TASKLANE_DATABASE_URL");
+        banner("  unset TASKLANE_DATABASE_URL");
     }
     if shown_url == database_url {
-        line(format_args!("  export DATABASE_URL='{database_url}'"));
+        banner(format_args!("  export DATABASE_URL='{database_url}'"));
     } else {
-        line(format_args!(
+        banner(format_args!(
             "  export DATABASE_URL='{shown_url}'  # with your password for ***"
         ));
     }
-    line(format_args!(
+    banner(format_args!(
         "  {binary} token create --app APP --perm submit,read"
     ));
 }

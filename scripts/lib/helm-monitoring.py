@@ -110,7 +110,13 @@ for n, (title, expr) in enumerate(targets):
     for var, value in VARIABLES.items():
         expr = expr.replace(var, value)
     records.append({"record": f"dashboard:target_{n}", "expr": expr})
-left = [e for _, e in targets if re.search(r"\$\w+", e.replace("$__rate_interval", "").replace("$namespace", "").replace("$task_type", ""))]
+def without_defined(expr):
+    for name in list(VARIABLES) + ["$namespace", "$task_type"]:
+        expr = expr.replace(name, "")
+    return expr
+
+
+left = [e for _, e in targets if re.search(r"\$\w+", without_defined(e))]
 check(f"dashboard: {len(targets)} targets use only the variables it defines", targets and not left, left)
 names = {v["name"] for v in committed["templating"]["list"]}
 check("dashboard: variables datasource, namespace, task_type", names == {"datasource", "namespace", "task_type"}, names)

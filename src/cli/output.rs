@@ -1,8 +1,10 @@
-//! Everything the binary prints on stdout (the API commands, `openapi`, `token`, `dev`'s
-//! banner) goes through [`line`], because `println!` panics when the reader has gone
-//! (`tasklane tasks list --json | head -c 50`): a closed stdout
-//! ends the command quietly with status 0, as it does for every Unix tool, since the
-//! reader took what it wanted. Any other write failure (a full disk) is an error.
+//! Everything the binary prints on stdout goes through here, because `println!` panics
+//! when the reader has gone (`tasklane tasks list --json | head -c 50`). For a command
+//! that prints and ends (the API commands, `openapi`, `token`), [`line`] ends it quietly
+//! with status 0 on a closed stdout: the reader took what it wanted. Any other write
+//! failure (a full disk) is an error. A server's banner (`dev`) goes through [`banner`],
+//! which stops printing instead: the server keeps running, and its shutdown (which stops
+//! the private PostgreSQL it started) stays ordered.
 
 use std::fmt::Display;
 use std::io::{ErrorKind, Write};
@@ -16,6 +18,13 @@ pub fn line(text: impl Display) {
     if let Err(error) = writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
         exit_on(error);
     }
+}
+
+/// Writes `text` and a newline to stdout if it is still there; a server's banner is not
+/// worth stopping the server for.
+pub fn banner(text: impl Display) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}").and_then(|()| stdout.flush());
 }
 
 fn exit_on(error: std::io::Error) -> ! {

@@ -13,7 +13,7 @@ use super::output;
 use super::table::{self, cell};
 
 /// The most items one `POST /v1/tasks/batch` takes.
-const BATCH_LIMIT: usize = crate::service::MAX_BATCH;
+const BATCH_LIMIT: usize = crate::task::bounds::MAX_BATCH;
 
 #[derive(Debug, clap::Args)]
 pub struct SubmitArgs {
@@ -117,8 +117,9 @@ fn input_of(input: Option<&str>) -> Result<Value, Failure> {
     serde_json::from_str(&text).map_err(|e| Failure::Usage(format!("{from}: not JSON: {e}")))
 }
 
-/// Every non-blank line as JSON; the first that is not names its line number.
-fn read_lines(reader: impl BufRead) -> Result<Vec<Value>, Failure> {
+/// Every non-blank line as JSON, with its line number (what the result rows name); the
+/// first that is not JSON names its line number.
+fn read_lines(reader: impl BufRead) -> Result<Vec<(usize, Value)>, Failure> {
     let mut bodies = Vec::new();
     for (index, line) in reader.lines().enumerate() {
         let line = line.map_err(|e| Failure::Usage(format!("stdin: cannot read it: {e}")))?;
@@ -127,7 +128,7 @@ fn read_lines(reader: impl BufRead) -> Result<Vec<Value>, Failure> {
         }
         let body = serde_json::from_str(&line)
             .map_err(|e| Failure::Usage(format!("stdin line {}: not JSON: {e}", index + 1)))?;
-        bodies.push(body);
+        bodies.push((index + 1, body));
     }
     if bodies.is_empty() {
         return Err(Failure::Usage("--batch: no submit bodies on stdin".into()));
@@ -137,23 +138,32 @@ fn read_lines(reader: impl BufRead) -> Result<Vec<Value>, Failure> {
 
 /// Sends `bodies` in chunks of [`BATCH_LIMIT`], prints one row per item (a chunk's rows
 /// before a later chunk fails), and fails with 1 when any item was refused.
-async fn submit_batch(endpoint: &Endpoint, bodies: Vec<Value>) -> Result<(), Failure> {
+async fn submit_batch(endpoint: &Endpoint, bodies: Vec<(usize, Value)>) -> Result<(), Failure> {
     let total = bodies.len();
     let mut refused = 0;
     if !endpoint.json {
-        output::line(format_args!("{:<4}  {:<6}  ID OR CODE", "ITEM", "STATUS"));
+        output::line(format_args!("{:<4}  {:<6}  ID OR CODE", "LINE", "STATUS"));
     }
-    for (chunk_index, chunk) in bodies.chunks(BATCH_LIMIT).enumerate() {
+    for chunk in bodies.chunks(BATCH_LIMIT) {
+        let tasks: Vec<&Value> = chunk.iter().map(|(_, body)| body).collect();
         let answer = endpoint
             .call(
                 Method::POST,
                 "/v1/tasks/batch",
-                Some(&json!({ "tasks": chunk })),
+                Some(&json!({ "tasks": tasks })),
             )
             .await?;
-        let items = answer["items"].as_array().cloned().unwrap_or_default();
-        for (offset, item) in items.iter().enumerate() {
-            let number = chunk_index * BATCH_LIMIT + offset + 1;
+        // One item per task sent, in order; anything else cannot be reported per line.
+        let items = match answer["items"].as_array() {
+            Some(items) if items.len() == chunk.len() => items,
+            _ => {
+                return Err(Failure::Unavailable {
+                    url: endpoint.url.clone(),
+                    reason: format!("the batch answer does not hold {} items", chunk.len()),
+                })
+            }
+        };
+        for ((number, _), item) in chunk.iter().zip(items) {
             let accepted = matches!(item["status"].as_u64(), Some(200 | 202));
             refused += usize::from(!accepted);
             match endpoint.json {
@@ -192,7 +202,7 @@ mod tests {
     #[test]
     fn batch_lines_skip_blanks_and_a_bad_line_is_named_by_number() {
         let good = read_lines("{\"a\":1}\n\n{\"b\":2}\n".as_bytes()).unwrap();
-        assert_eq!(good, [json!({"a": 1}), json!({"b": 2})]);
+        assert_eq!(good, [(1, json!({"a": 1})), (3, json!({"b": 2}))]);
         let bad = read_lines("{\"a\":1}\n{oops\n".as_bytes()).unwrap_err();
         assert!(
             matches!(&bad, Failure::Usage(m) if m.starts_with("stdin line 2: not JSON")),

@@ -3,9 +3,9 @@
 
 pub mod admission_history;
 pub mod attempt_deadlines;
+pub mod cluster_sampler;
 pub mod deadlines;
 pub mod pruner;
-pub mod queue_depth;
 pub mod replicas;
 pub mod rescuer;
 pub mod sampled_gauges;

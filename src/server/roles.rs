@@ -11,9 +11,9 @@ use uuid::Uuid;
 use crate::config::ServeConfig;
 use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
 use crate::maintenance::attempt_deadlines::AttemptDeadlineSweeper;
+use crate::maintenance::cluster_sampler::{self, ClusterSampler};
 use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::pruner::Pruner;
-use crate::maintenance::queue_depth::{self, QueueDepthSampler};
 use crate::maintenance::rescuer::Rescuer;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
 use crate::service::{Tasklane, Wakeup};
@@ -82,9 +82,9 @@ impl Maintenance<'_> {
             interval: statistics::INTERVAL,
         };
         services.spawn(keeper.run(shutdown.clone()));
-        let sampler = QueueDepthSampler::new(
+        let sampler = ClusterSampler::new(
             config.database_url.clone(),
-            queue_depth::INTERVAL,
+            cluster_sampler::INTERVAL,
             &telemetry.meter(),
         );
         services.spawn(sampler.run(shutdown.clone()));

@@ -70,7 +70,7 @@ pub struct Tasklane {
     max_input_bytes: usize,
     /// Group commit of single submits, when started ([`Tasklane::with_submit_coalescing`]).
     coalescer: Option<submit_coalesce::Coalescer>,
-    /// This replica's deliverer, to which batch settles hand the notifications they
+    /// This replica's deliverer, to which batch completes hand the notifications they
     /// claim ([`Tasklane::with_webhook_handoff`]).
     handoff: Option<crate::webhooks::handoff::Handoff>,
 }
@@ -105,7 +105,7 @@ impl Tasklane {
         self
     }
 
-    /// The same service handing the notifications its batch settles write to this
+    /// The same service handing the notifications its batch completes write to this
     /// replica's deliverer, claimed in the settle (see `webhooks::handoff`).
     pub fn with_webhook_handoff(mut self, handoff: crate::webhooks::handoff::Handoff) -> Self {
         self.handoff = Some(handoff);

@@ -92,8 +92,7 @@ impl Tasklane {
     }
 }
 
-/// Most items one batch submit takes.
-pub const MAX_BATCH: usize = 1000;
+pub use crate::task::bounds::MAX_BATCH;
 
 /// How many times, in all, a batch statement is tried when it deadlocks (or fails to
 /// serialize) against another batch.

@@ -20,7 +20,7 @@ use super::lease::LeaseError;
 use super::DbError;
 use crate::task::outcome::Completion;
 
-/// How the notifications a batch settle writes are claimed for the caller's deliverer.
+/// How the notifications a batch complete writes are claimed for the caller's deliverer.
 #[derive(Debug, Clone, Copy)]
 pub struct NotificationClaim<'a> {
     /// Every claimed row's claim token.
@@ -42,7 +42,7 @@ pub struct ClaimedNotification {
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
-/// What a batch settle answers.
+/// What a batch complete answers.
 #[derive(Debug)]
 pub struct CompletedBatch {
     /// Per completion, in `batch` order.

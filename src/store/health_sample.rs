@@ -1,6 +1,6 @@
 //! The cluster's health as the metrics sampler reports it: live replicas, emergency
 //! stops in force and circuits not closed. Read by the one elected sampler (see
-//! `maintenance::queue_depth`), so dashboards and alerts see one value per cluster
+//! `maintenance::cluster_sampler`), so dashboards and alerts see one value per cluster
 //! whatever the number of replicas.
 
 use tokio_postgres::Client;

@@ -107,7 +107,7 @@ pub struct Target {
 }
 
 /// Where and how to send to the endpoints `endpoint_ids` (a deleted one is absent):
-/// for the rows a replica's own batch settle claimed (`webhooks::handoff`), which the
+/// for the rows a replica's own batch complete claimed (`webhooks::handoff`), which the
 /// settle returns without their targets.
 pub async fn targets<C: PooledClient + Sync>(
     client: &C,

@@ -5,6 +5,8 @@ use std::ops::RangeInclusive;
 
 /// Keys (scope, effect key, source, usage subject, app): 1..=200 bytes.
 pub const KEY_BYTES: RangeInclusive<usize> = 1..=200;
+/// Most items one batch submit takes.
+pub const MAX_BATCH: usize = 1000;
 pub const PRIORITY: RangeInclusive<i32> = -100..=100;
 pub const MAX_ATTEMPTS: RangeInclusive<i32> = 1..=25;
 pub const PROGRESS: RangeInclusive<i32> = 0..=100;

@@ -64,7 +64,7 @@ impl Instruments {
                 .build(),
             recovered: meter
                 .u64_counter("tasklane.leases.recovered")
-                .with_description("Tasks whose worker was lost, recovered by the restart policy, by reason (expired, cold_start, handed_back)")
+                .with_description("Tasks whose worker was lost, recovered by the restart policy, by reason (expired, handed_back; a cold start logs what it recovered)")
                 .build(),
             pruned: meter
                 .u64_counter("tasklane.tasks.pruned")

@@ -24,8 +24,6 @@ const SPAN_QUEUE: usize = 4096;
 const SPAN_BATCH: usize = 512;
 /// Longest a finished span waits before its batch is sent.
 const SPAN_DELAY: Duration = Duration::from_secs(1);
-/// One export request's timeout.
-const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Pushes every instrument to the metrics endpoint every `interval`. The exporter
 /// resolves the endpoint and headers from the environment itself.
@@ -37,10 +35,10 @@ pub fn metric_reader(
         .with_http()
         .with_http_client(otlp_client::build(
             export.ca_pem.as_deref(),
-            EXPORT_TIMEOUT,
+            export.timeout,
         )?)
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .with_timeout(EXPORT_TIMEOUT)
+        .with_timeout(export.timeout)
         .build()
         .context("build the OTLP metric exporter")?;
     Ok(PeriodicReader::builder(exporter)
@@ -55,10 +53,10 @@ pub fn tracer_provider(export: &Export, resource: Resource) -> anyhow::Result<Sd
         .with_http()
         .with_http_client(otlp_client::build(
             export.ca_pem.as_deref(),
-            EXPORT_TIMEOUT,
+            export.timeout,
         )?)
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-        .with_timeout(EXPORT_TIMEOUT)
+        .with_timeout(export.timeout)
         .build()
         .context("build the OTLP span exporter")?;
     exporter.set_resource(&resource);

@@ -17,6 +17,10 @@ pub const HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 pub const CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
 pub const PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
 pub const METRIC_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
+pub const TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
+/// One export request's timeout unless `OTEL_EXPORTER_OTLP_[SIGNAL_]TIMEOUT` says
+/// otherwise (the specification's default).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Client certificates (mutual TLS) are not implemented; set, they are refused rather
 /// than ignored.
 const CLIENT_AUTH: &[&str] = &[
@@ -51,18 +55,22 @@ impl Signal {
     }
 }
 
-/// One exported signal: where it goes (the origin, for the log) and the extra CA its
-/// collector's certificate may be signed by.
+/// One exported signal: where it goes (the origin, for the log), the extra CA its
+/// collector's certificate may be signed by, and how long one export request may take.
 #[derive(Debug, Clone)]
 pub struct Export {
     pub origin: String,
     pub ca_pem: Option<Vec<u8>>,
+    pub timeout: Duration,
 }
 
 /// `signal`'s export from the environment: `None` when neither its endpoint nor the
 /// base endpoint is set; an error naming the variable when one is wrong.
 pub fn signal(signal: Signal) -> anyhow::Result<Option<Export>> {
     refuse_client_auth()?;
+    if !exporter_chosen(signal)? {
+        return Ok(None);
+    }
     let specific = signal.var("ENDPOINT");
     let endpoint = [specific.as_str(), ENDPOINT]
         .into_iter()
@@ -93,7 +101,46 @@ pub fn signal(signal: Signal) -> anyhow::Result<Option<Export>> {
         Some((var, path)) => Some(read_ca(var, &path)?),
         None => None,
     };
-    Ok(Some(Export { origin, ca_pem }))
+    let timeout = match [signal.var("TIMEOUT"), TIMEOUT.to_owned()]
+        .into_iter()
+        .find_map(|var| non_empty(&var).map(|value| (var, value)))
+    {
+        Some((var, value)) => millis(&var, &value)?,
+        None => DEFAULT_TIMEOUT,
+    };
+    Ok(Some(Export {
+        origin,
+        ca_pem,
+        timeout,
+    }))
+}
+
+/// Whether `OTEL_{TRACES,METRICS}_EXPORTER` and `OTEL_SDK_DISABLED` leave `signal` to
+/// OTLP: `otlp` (or unset) does, `none` or a disabled SDK does not; any other exporter
+/// is not built in, so it is refused rather than ignored.
+fn exporter_chosen(signal: Signal) -> anyhow::Result<bool> {
+    if non_empty("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return Ok(false);
+    }
+    let var = format!("OTEL_{}_EXPORTER", signal.name());
+    match non_empty(&var).as_deref().map(str::trim) {
+        None | Some("otlp") => Ok(true),
+        Some("none") => Ok(false),
+        Some(other) => {
+            anyhow::bail!("{var}={other}: this build exports over OTLP only (otlp or none)")
+        }
+    }
+}
+
+/// A positive number of milliseconds, the unit of every OTLP duration variable.
+fn millis(var: &str, value: &str) -> anyhow::Result<Duration> {
+    let millis = value
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| *ms > 0)
+        .with_context(|| format!("{var}={value} is not a positive number of milliseconds"))?;
+    Ok(Duration::from_millis(millis))
 }
 
 /// `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds, > 0), or tasklane's default.
@@ -101,15 +148,7 @@ pub fn metric_interval() -> anyhow::Result<Duration> {
     let Some(value) = non_empty(METRIC_INTERVAL) else {
         return Ok(DEFAULT_METRIC_INTERVAL);
     };
-    let millis = value
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .filter(|ms| *ms > 0)
-        .with_context(|| {
-            format!("{METRIC_INTERVAL}={value} is not a positive number of milliseconds")
-        })?;
-    Ok(Duration::from_millis(millis))
+    millis(METRIC_INTERVAL, &value)
 }
 
 /// The origin of `value` (the variable `var`'s), or why it is not an http(s) URL with a
@@ -124,6 +163,15 @@ pub fn check_endpoint(var: &str, value: &str) -> anyhow::Result<String> {
     anyhow::ensure!(
         matches!(url.scheme(), "http" | "https"),
         "{var} must be an http:// or https:// URL (OTLP over HTTP); {} is not",
+        url.origin().ascii_serialization()
+    );
+    // The exporter parses the raw value as an `http::Uri`, which is stricter than a URL
+    // (no surrounding whitespace, no characters a URL would percent-encode), and its
+    // error quotes the whole value: refuse here, showing the origin only.
+    anyhow::ensure!(
+        value.parse::<axum::http::Uri>().is_ok(),
+        "{var} is not a valid URI as written (whitespace, or characters that must be \
+         percent-encoded?); its origin is {}",
         url.origin().ascii_serialization()
     );
     Ok(url.origin().ascii_serialization())
@@ -171,6 +219,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("TRACES_ENDPOINT must be"), "{error}");
+        assert!(!error.contains("SECRET"), "{error}");
+        // A mounted secret's trailing newline: a URL once trimmed, not a URI as written.
+        let error = check_endpoint(ENDPOINT, "https://u:SECRET@collector:4318\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not a valid URI as written"), "{error}");
         assert!(!error.contains("SECRET"), "{error}");
     }
 }

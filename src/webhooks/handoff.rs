@@ -1,4 +1,4 @@
-//! The hand-off from a replica's completers to its own deliverer. The batch settle that
+//! The hand-off from a replica's completers to its own deliverer. The batch complete that
 //! makes tasks succeeded (`tasklane.complete_tasks_claiming`) may claim the notifications
 //! it writes, for this replica: the rows are then exactly what the deliverer's claim
 //! would have left (pending, claimed until the claim runs out, the attempt counted), and
@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::store::complete_many::ClaimedNotification;
 
-/// What a batch settle may claim, while it runs (dropped when it ends).
+/// What a batch complete may claim, while it runs (dropped when it ends).
 pub struct Offer {
     /// The claim token of every row the settle claims.
     pub token: Uuid,

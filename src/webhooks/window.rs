@@ -45,7 +45,7 @@ impl Window {
         slots * (rounds.floor() as usize).clamp(MIN_ROUNDS, MAX_ROUNDS)
     }
 
-    /// Whether an endpoint holding `held` rows has filled its window: a batch settle
+    /// Whether an endpoint holding `held` rows has filled its window: a batch complete
     /// then claims none of its rows for this replica (`handoff`).
     pub fn full(&self, held: usize, pace: Option<Duration>) -> bool {
         held >= self.rows(pace)

@@ -195,12 +195,13 @@ async fn batch_submits_every_line_and_reports_each_item() {
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(rows[0], ["ITEM", "STATUS", "ID", "OR", "CODE"]);
-    assert_eq!(rows[2], ["2", "422", "unknown_task_type"]);
+    // Rows name stdin's line numbers, blank lines counted.
+    assert_eq!(rows[0], ["LINE", "STATUS", "ID", "OR", "CODE"]);
+    assert_eq!(rows[2], ["3", "422", "unknown_task_type"]);
     let created: Vec<&str> = [&rows[1], &rows[3]].iter().map(|r| r[2]).collect();
     assert_eq!(
         [rows[1][..2].to_vec(), rows[3][..2].to_vec()],
-        [["1", "202"], ["3", "202"]]
+        [["1", "202"], ["4", "202"]]
     );
     let mut ids: Vec<String> = listed(&client)
         .await

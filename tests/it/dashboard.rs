@@ -54,10 +54,13 @@ fn metric_names(expr: &str) -> BTreeSet<String> {
             let end = expr[at..]
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .map_or(expr.len(), |n| at + n);
-            // A label (`gen_ai_provider_name` in `by (...)`) is followed by `,` `)` `=`
-            // or `!`; a metric by `{`, `[` or `)` after a selector-less name.
+            // A `gen_ai_` word may be a label (`gen_ai_provider_name` in `by (...)`,
+            // followed by `,` `)` `=` or `!`): it is a metric when a selector or a range
+            // follows. No label starts `tasklane_`, so such a word is always a metric,
+            // bare (`max(tasklane_replicas)`) or not.
             let next = expr[end..].trim_start().chars().next();
-            if starts_word && matches!(next, Some('{') | Some('[')) {
+            let metric = prefix == "tasklane_" || matches!(next, Some('{') | Some('['));
+            if starts_word && metric {
                 names.insert(expr[at..end].to_owned());
             }
             from = end;

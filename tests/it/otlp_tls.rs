@@ -244,7 +244,7 @@ async fn both_signals_reach_an_https_receiver_with_the_header_and_resource_and_l
 
 #[tokio::test]
 async fn bad_otel_settings_are_refused_at_start_naming_the_variable_not_the_secret() {
-    let cases: [(&[(&str, &str)], &str); 6] = [
+    let cases: [(&[(&str, &str)], &str); 9] = [
         (
             &[(
                 "OTEL_EXPORTER_OTLP_HEADERS",
@@ -277,6 +277,21 @@ async fn bad_otel_settings_are_refused_at_start_naming_the_variable_not_the_secr
         (
             &[("OTEL_EXPORTER_OTLP_CERTIFICATE", "/nonexistent/ca.pem")],
             "OTEL_EXPORTER_OTLP_CERTIFICATE: read /nonexistent/ca.pem",
+        ),
+        (
+            &[("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "10s")],
+            "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=10s is not a positive number of milliseconds",
+        ),
+        (
+            &[("OTEL_TRACES_EXPORTER", "console")],
+            "OTEL_TRACES_EXPORTER=console: this build exports over OTLP only",
+        ),
+        (
+            &[(
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+                "https://u:tl-SECRET@otel.example:4318/v1/metrics\n",
+            )],
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is not a valid URI as written",
         ),
     ];
     for (settings, says) in cases {

@@ -1,5 +1,5 @@
 //! The deliverer's side of the hand-off (`webhooks::handoff`): the rows this replica's
-//! batch settles claimed for it, read (targets and views in one round trip) and started
+//! batch completes claimed for it, read (targets and views in one round trip) and started
 //! as one round, and the endpoints whose window is full, which a settle must not claim
 //! for.
 
@@ -19,7 +19,7 @@ use crate::webhooks::delivery_attempt::Outcome;
 use crate::webhooks::handoff::{Handed, Inbox};
 
 impl Deliverer {
-    /// Starts the rows handed to this replica (claimed by its batch settles) as one
+    /// Starts the rows handed to this replica (claimed by its batch completes) as one
     /// round, with their targets and their tasks' views read in one round trip. A row
     /// whose endpoint is gone is released (the next claim deletes it with the
     /// endpoint's log); if the reads fail, every row is released.
@@ -94,7 +94,7 @@ impl Deliverer {
         self.start(round, flight, per_endpoint, shutdown);
     }
 
-    /// The endpoints whose window this replica has filled: a batch settle claims none
+    /// The endpoints whose window this replica has filled: a batch complete claims none
     /// of their rows.
     pub(super) fn busy(
         &self,

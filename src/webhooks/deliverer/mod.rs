@@ -4,12 +4,13 @@
 //! runs out (at least once; the receiver sees the same `webhook-id`). It wakes on the
 //! NOTIFY of the statements that write unclaimed rows to the outbox (every replica
 //! LISTENs), polls as the fallback, and bounds the rows held per replica and the
-//! attempts in flight per endpoint. Rows this replica's own batch settles claimed for it
+//! attempts in flight per endpoint. Rows this replica's own batch completes claimed for it
 //! arrive through the hand-off (`webhooks::handoff`; their side here is `handed.rs`) and
 //! are sent the same way, without a claim statement.
 
 mod finished;
 mod handed;
+mod steps;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -25,7 +26,7 @@ use uuid::Uuid;
 
 use super::delivery_attempt::{Outcome, Shared};
 use super::guard::AddressGuard;
-use super::handoff::{Handed, Inbox};
+use super::handoff::Inbox;
 use super::schedule::RetrySchedule;
 use super::sender::Sender;
 use super::window::Window;
@@ -34,7 +35,7 @@ use crate::store::outbox::{self, ClaimLimits, Claimed, Settlement, WEBHOOKS_CHAN
 use crate::task::record::TaskRecord;
 use crate::telemetry::Instruments;
 use finished::{Books, Done};
-use handed::{handed_next, released};
+use handed::handed_next;
 
 /// How a replica delivers.
 #[derive(Debug, Clone)]
@@ -82,7 +83,7 @@ pub struct Deliverer {
     pending: Arc<AtomicI64>,
     oldest: Arc<AtomicI64>,
     _gauges: [ObservableGauge<i64>; 2],
-    /// What this replica's batch settles claimed for it ([`Deliverer::with_handoff`]).
+    /// What this replica's batch completes claimed for it ([`Deliverer::with_handoff`]).
     inbox: Option<Inbox>,
 }
 
@@ -138,7 +139,7 @@ impl Deliverer {
         })
     }
 
-    /// The same deliverer, also sending what this replica's batch settles claim for it
+    /// The same deliverer, also sending what this replica's batch completes claim for it
     /// (the other end of `inbox` goes to the service: `Tasklane::with_webhook_handoff`).
     pub fn with_handoff(mut self, inbox: Inbox) -> Self {
         self.inbox = Some(inbox);
@@ -220,90 +221,6 @@ impl Deliverer {
             }
         }
         self.close(inbox, books).await;
-    }
-
-    /// One claim round: claims up to `free` due rows, reads their tasks and starts the
-    /// attempts. `Some(full)` when the claim ran (`full`: it took all it could); `None`
-    /// when it failed, which is logged once until a claim succeeds again.
-    async fn claim_round(
-        &self,
-        free: usize,
-        books: &mut Books,
-        failing: &mut bool,
-        shutdown: &CancellationToken,
-    ) -> Option<bool> {
-        self.record(&mut books.outcomes).await;
-        let claimed_at = tokio::time::Instant::now();
-        match self.claim(free, &books.per_endpoint, &books.paces).await {
-            Ok((claimed, tasks)) => {
-                if *failing {
-                    tracing::info!("webhook deliveries resumed");
-                    *failing = false;
-                }
-                let full = claimed.len() == free;
-                let claim = Round {
-                    claimed,
-                    tasks,
-                    claimed_at,
-                    handed: false,
-                };
-                self.start(claim, &mut books.flight, &mut books.per_endpoint, shutdown);
-                Some(full)
-            }
-            Err(error) => {
-                if !*failing {
-                    tracing::warn!(error = %format!("{error:#}"), "claim webhook deliveries");
-                    *failing = true;
-                }
-                None
-            }
-        }
-    }
-
-    /// Takes `first` and whatever else the hand-off holds now, and starts their attempts.
-    async fn take_handed(
-        &self,
-        first: Handed,
-        inbox: &mut Option<Inbox>,
-        books: &mut Books,
-        shutdown: &CancellationToken,
-    ) {
-        let mut handed = vec![first];
-        handed.extend(std::iter::from_fn(|| inbox.as_mut()?.try_recv()));
-        let rows = handed.iter().map(|h| h.rows.len()).sum();
-        let Books {
-            flight,
-            per_endpoint,
-            outcomes,
-            ..
-        } = books;
-        self.take(handed, flight, per_endpoint, outcomes, shutdown)
-            .await;
-        if let Some(inbox) = inbox {
-            inbox.holding(
-                books.flight.len(),
-                self.busy(&books.per_endpoint, &books.paces),
-            );
-            inbox.took(rows);
-        }
-    }
-
-    /// At shutdown: what was handed and not taken is released (due again at once), as
-    /// the rows still waiting for a slot are; attempts in flight get a few seconds; the
-    /// outcomes are recorded.
-    async fn close(&self, inbox: Option<Inbox>, mut books: Books) {
-        if let Some(mut inbox) = inbox {
-            for handed in inbox.close(Duration::from_secs(5)).await {
-                books.outcomes.extend(released(&handed));
-            }
-        }
-        let drain = async {
-            while let Some(done) = books.flight.join_next().await {
-                books.finish(done);
-            }
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(5), drain).await;
-        self.record(&mut books.outcomes).await;
     }
 
     /// Records a round's outcomes in one statement. On failure they are dropped: the

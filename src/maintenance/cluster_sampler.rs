@@ -17,19 +17,19 @@ use crate::store::{health_sample, queue_depth};
 /// How often the sampler queries (and a non-sampler tries to become one).
 pub const INTERVAL: Duration = Duration::from_secs(15);
 
-pub struct QueueDepthSampler {
+pub struct ClusterSampler {
     pub database_url: String,
     pub interval: Duration,
     sample: Shared,
     _gauges: Gauges,
 }
 
-impl QueueDepthSampler {
+impl ClusterSampler {
     /// A sampler reporting through `meter`.
     pub fn new(database_url: String, interval: Duration, meter: &Meter) -> Self {
         let sample = Shared::default();
         let gauges = sampled_gauges::register(meter, &sample);
-        QueueDepthSampler {
+        ClusterSampler {
             database_url,
             interval,
             sample,
@@ -46,11 +46,11 @@ impl QueueDepthSampler {
                 Err(error) => {
                     // Said once per failure streak, not every interval.
                     if !failing {
-                        tracing::warn!(error = %format!("{error:#}"), "queue depth sample");
+                        tracing::warn!(error = %format!("{error:#}"), "cluster gauges sample");
                     }
                     failing = true;
                     session = None;
-                    *self.sample.lock().expect("queue sample lock") = Sample::default();
+                    *self.sample.lock().expect("cluster sample lock") = Sample::default();
                 }
             }
             tokio::select! {
@@ -80,7 +80,7 @@ impl QueueDepthSampler {
                 health: Some(health_sample::health(client).await?),
                 circuits: health_sample::open_circuits(client).await?,
             };
-            *self.sample.lock().expect("queue sample lock") = sample;
+            *self.sample.lock().expect("cluster sample lock") = sample;
         }
         Ok(())
     }
