@@ -8,7 +8,9 @@
 -- (nullable), $6 retry delay in ms (nullable: claimable now), $7 the attempt's outcome
 -- (task::attempt::Outcome), $8 route (the claim's wins), $9 route_name, $10 provider,
 -- $11 model, $12 input_tokens, $13 output_tokens, $14 total_tokens, $15 usage_units
--- (all nullable). The attempt is charged $15 units when given, else $14.
+-- (all nullable), $16 the attempt's own error code where it is not the task's (a last
+-- attempt that timed out fails the task as attempts_exhausted; its row says
+-- attempt_timeout), else NULL. The attempt is charged $15 units when given, else $14.
 -- Locks: the task row (already held); the budget_usage stripe it charges.
 WITH moved AS (
     UPDATE tasklane.tasks t
@@ -33,7 +35,8 @@ WITH moved AS (
          output_tokens, total_tokens, usage_units)
     SELECT id, attempts_before + attempt, coalesce(route, $8::text), $9::text, $10::text,
            $11::text, worker_id, replica_id, coalesce(attempt_started_at, now()), now(),
-           $7::text, error_code, error_message, $12::int8, $13::int8, $14::int8,
+           $7::text, coalesce($16::text, error_code), error_message, $12::int8, $13::int8,
+           $14::int8,
            coalesce($15::int8, $14::int8)
     FROM moved
     ON CONFLICT (task_id, attempt) DO NOTHING

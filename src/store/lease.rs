@@ -216,6 +216,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
             &facts.output_tokens,
             &facts.total_tokens,
             &reported.usage_units,
+            &settlement.attempt_code,
         ],
     )
     .await?;

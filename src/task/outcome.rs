@@ -46,6 +46,10 @@ pub struct Settlement {
     pub message: Option<String>,
     /// For `waiting_for_retry`: the delay before it is claimable again.
     pub delay: Option<Duration>,
+    /// The ended attempt's own code where it is not the task's: a last attempt that
+    /// timed out or failed retryably fails the task as `attempts_exhausted`, while its
+    /// attempt row keeps what it ended with (`attempt_timeout`, `handler_error`, ...).
+    pub attempt_code: Option<&'static str>,
 }
 
 /// The facts of the leased row that the decision needs.
@@ -64,6 +68,7 @@ struct Step {
     code: Option<&'static str>,
     message: Option<String>,
     delay: Option<Duration>,
+    attempt_code: Option<&'static str>,
 }
 
 /// Decides how `report` settles the task. A task whose cancellation was requested is
@@ -88,6 +93,7 @@ pub fn settle(
         code: step.code,
         message: step.message,
         delay: step.delay,
+        attempt_code: step.attempt_code,
     })
 }
 
@@ -145,6 +151,7 @@ fn step(transition: Transition, code: Option<&'static str>, message: Option<Stri
         code,
         message,
         delay: None,
+        attempt_code: None,
     }
 }
 
@@ -161,13 +168,17 @@ fn retry_or_exhaust(
     backoff: &Backoff,
 ) -> Step {
     if task.attempt >= task.max_attempts {
-        return failed(codes::ATTEMPTS_EXHAUSTED, message);
+        return Step {
+            attempt_code: Some(code),
+            ..failed(codes::ATTEMPTS_EXHAUSTED, message)
+        };
     }
     Step {
         transition: Transition::RetryLater,
         code: Some(code),
         message: Some(message),
         delay: Some(delay.unwrap_or_else(|| backoff.jittered(task.attempt))),
+        attempt_code: None,
     }
 }
 
@@ -296,8 +307,18 @@ mod tests {
     fn timeouts_retry_with_their_own_code() {
         let s = settle(running(1, 2), Report::TimedOut, &Backoff::default()).unwrap();
         assert_eq!(
-            (s.state, s.code),
-            (TaskState::WaitingForRetry, Some("attempt_timeout"))
+            (s.state, s.code, s.attempt_code),
+            (TaskState::WaitingForRetry, Some("attempt_timeout"), None)
+        );
+        // The last attempt: the task is out of attempts, the attempt itself timed out.
+        let s = settle(running(2, 2), Report::TimedOut, &Backoff::default()).unwrap();
+        assert_eq!(
+            (s.state, s.code, s.attempt_code),
+            (
+                TaskState::Failed,
+                Some("attempts_exhausted"),
+                Some("attempt_timeout")
+            )
         );
     }
 

@@ -426,9 +426,14 @@ async fn in_process_attempts_write_the_handlers_facts_on_success_and_timeout() {
         vec![(
             1,
             "timed_out".into(),
-            Some("attempts_exhausted".into()),
+            Some("attempt_timeout".into()),
             Some(10)
         )]
+    );
+    // The task is out of attempts; its last attempt timed out.
+    assert_eq!(
+        get(&c, hung.id).await.error_code.as_deref(),
+        Some("attempts_exhausted")
     );
     let provider: String = c
         .query_one(
