@@ -198,12 +198,13 @@ impl Checked {
         let delivery = config.delivery()?;
         let submit_groups = config.submit_groups()?;
         let task_types = Arc::new(TaskTypes::new(types));
+        let client_options = config.client_options();
         // Refused whether or not a type calls an upstream: the setting is wrong.
-        drop(config.client_options().builder()?);
+        drop(client_options.builder()?);
         let handlers = Arc::new(HandlerRegistry::with_options(
             &task_types,
             custom,
-            &config.client_options(),
+            &client_options,
         )?);
         Ok(Checked {
             delivery,

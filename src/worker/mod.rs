@@ -100,16 +100,12 @@ impl Worker {
         } else {
             self.tasklane.wakeup().subscribe()
         };
-        let beating = CancellationToken::new();
         let mut running = Running::start(
             &self.tasklane,
             &self.handlers,
             self.config.concurrency,
             self.config.route,
-            beating.clone(),
         );
-        // The heartbeat batcher stops with this loop, however it ends.
-        let _beating = beating.drop_guard();
         let claimant = Claimant {
             worker_id: &self.config.worker_id,
             route: self.config.route,
@@ -120,11 +116,8 @@ impl Worker {
         let mut last_claim: Option<tokio::time::Instant> = None;
         let mut pace = pace::Pace::default();
         while !shutdown.is_cancelled() {
-            let (batch, concurrency) = (self.config.claim_batch, self.config.concurrency);
-            let Some(free) = running
-                .free_slots(backlog, batch, concurrency, &shutdown)
-                .await
-            else {
+            let batch = self.config.claim_batch;
+            let Some(free) = running.free_slots(backlog, batch, &shutdown).await else {
                 break;
             };
             if free == 0 {

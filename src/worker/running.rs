@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::attempt::Attempt;
 use super::completer::{self, Completer};
@@ -21,6 +21,7 @@ const CLAIM_COOLDOWN: Duration = Duration::from_millis(2);
 
 pub(super) struct Running {
     slots: Arc<Semaphore>,
+    concurrency: usize,
     attempts: JoinSet<()>,
     abort: CancellationToken,
     completer: Completer,
@@ -28,19 +29,23 @@ pub(super) struct Running {
     tasklane: Tasklane,
     handlers: Arc<HandlerRegistry>,
     route: Route,
+    /// Stops the heartbeat batcher when the loop's attempts are done with, however the
+    /// loop ends (drained, or its future dropped).
+    _beating: DropGuard,
 }
 
 impl Running {
-    /// `concurrency` slots; the heartbeat batcher runs until `beating` is cancelled.
+    /// `concurrency` slots, and the heartbeat batcher, which runs as long as this does.
     pub fn start(
         tasklane: &Tasklane,
         handlers: &Arc<HandlerRegistry>,
         concurrency: usize,
         route: Route,
-        beating: CancellationToken,
     ) -> Running {
+        let beating = CancellationToken::new();
         Running {
             slots: Arc::new(Semaphore::new(concurrency)),
+            concurrency,
             attempts: JoinSet::new(),
             abort: CancellationToken::new(),
             completer: Completer::start(
@@ -48,10 +53,11 @@ impl Running {
                 completer::DEFAULT_MAX_BATCH,
                 completer::DEFAULT_MAX_IN_FLIGHT,
             ),
-            heartbeats: Heartbeats::start(tasklane.clone(), beating),
+            heartbeats: Heartbeats::start(tasklane.clone(), beating.clone()),
             tasklane: tasklane.clone(),
             handlers: handlers.clone(),
             route,
+            _beating: beating.drop_guard(),
         }
     }
 
@@ -65,7 +71,6 @@ impl Running {
         &mut self,
         backlog: bool,
         claim_batch: usize,
-        concurrency: usize,
         shutdown: &CancellationToken,
     ) -> Option<usize> {
         // Reap finished attempts so the set does not grow.
@@ -76,7 +81,7 @@ impl Running {
                 _ = shutdown.cancelled() => return None,
             }
         }
-        let want = claim_batch.min(concurrency).div_ceil(2);
+        let want = claim_batch.min(self.concurrency).div_ceil(2);
         if backlog && self.slots.available_permits() < want {
             tokio::select! {
                 permits = self.slots.clone().acquire_many_owned(want as u32) => drop(permits),

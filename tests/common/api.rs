@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::eventually;
 use super::in_process::oneshot;
@@ -157,6 +157,22 @@ impl Api {
             }
         })
         .await
+    }
+
+    /// Runs `count` `noop` tasks of scope `s` (keys `k0`, `k1`, ...) to success, then
+    /// resubmits `k0` with another input, refused as `idempotency_conflict`: what the
+    /// submit, attempt and refusal metrics need to have series.
+    pub async fn run_noops_and_a_conflict(&self, count: usize) {
+        for n in 0..count {
+            let answer = self.submit("noop", "s", &format!("k{n}"), json!({})).await;
+            assert_eq!(answer.status, 202, "{:?}", answer.body);
+            let id = answer.body["id"].as_str().unwrap().to_owned();
+            self.wait_for(&id, |t| t["state"] == "succeeded").await;
+        }
+        let refused = self
+            .submit("noop", "s", "k0", json!({"input": {"other": 1}}))
+            .await;
+        assert_eq!(refused.code(), "idempotency_conflict");
     }
 
     /// Reads a task until `done` holds for it (bounded).

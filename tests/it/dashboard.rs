@@ -163,18 +163,7 @@ async fn every_dashboard_metric_and_label_is_in_a_real_replicas_scrape() {
     )
     .await;
     let client = serve.api(&api::token(&db.url, "mail", None, ALL).await);
-    for n in 0..3 {
-        let answer = client
-            .submit("noop", "s", &format!("k{n}"), json!({}))
-            .await;
-        assert_eq!(answer.status, 202, "{:?}", answer.body);
-        let id = answer.body["id"].as_str().unwrap().to_owned();
-        client.wait_for(&id, |t| t["state"] == "succeeded").await;
-    }
-    let refused = client
-        .submit("noop", "s", "k0", json!({"input": {"other": 1}}))
-        .await;
-    assert_eq!(refused.code(), "idempotency_conflict");
+    client.run_noops_and_a_conflict(3).await;
     let chat = openai::submit(&client, "chat", "c1", json!({})).await;
     assert_eq!(openai::terminal(&client, &chat).await["state"], "succeeded");
     // Its failed call opens the route's circuit; the loop below waits for the gauges.

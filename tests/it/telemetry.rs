@@ -199,18 +199,7 @@ async fn metrics_pass_promtool_and_carry_the_task_instruments() {
         .expect("submit a remote task");
     let serve = Serve::start(&db.url, Options::default()).await;
     let client = serve.api(&api::token(&db.url, "mail", None, ALL).await);
-    for n in 0..3 {
-        let answer = client
-            .submit("noop", "s", &format!("k{n}"), json!({}))
-            .await;
-        assert_eq!(answer.status, 202, "{:?}", answer.body);
-        let id = answer.body["id"].as_str().unwrap().to_owned();
-        client.wait_for(&id, |t| t["state"] == "succeeded").await;
-    }
-    let refused = client
-        .submit("noop", "s", "k0", json!({"input": {"other": 1}}))
-        .await;
-    assert_eq!(refused.code(), "idempotency_conflict");
+    client.run_noops_and_a_conflict(3).await;
 
     let text = common::eventually(Duration::from_secs(30), "the queue depth gauge", || async {
         let text = scrape(&serve.base).await;
