@@ -126,7 +126,7 @@ async fn configure(c: &tokio_postgres::Client, scenario: Scenario) -> anyhow::Re
 /// Claims and completes from `workers` loops until nothing is claimable or `seconds`
 /// pass; returns completions per second.
 async fn complete(
-    pool: &deadpool_postgres::Pool,
+    pool: &tasklane::store::Pool,
     workers: usize,
     seconds: u64,
 ) -> anyhow::Result<f64> {

@@ -91,6 +91,14 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_POOL_SIZE", default_value_t = 16)]
     pub pool_size: usize,
 
+    /// The longest a statement of this replica may run, in ms (0: no bound). PostgreSQL
+    /// cancels one that runs longer (`statement_timeout` on every pooled connection),
+    /// and a connection that then still sends nothing while a statement waits for its
+    /// answer (a black-holed network path, a hung server) is closed 2 s later and
+    /// replaced. A request waits for a free connection at most twice this long.
+    #[arg(long, env = "TASKLANE_STATEMENT_TIMEOUT_MS", default_value_t = 10_000)]
+    pub statement_timeout_ms: u64,
+
     /// Submit groups this replica writes at once (group commit): concurrent `POST
     /// /v1/tasks` queue while that many groups are being written and go in the next one,
     /// each answered as alone; a submit that finds a group free goes at once. 0 writes
@@ -280,6 +288,11 @@ impl ServeConfig {
 
     pub fn poll_interval(&self) -> Duration {
         Duration::from_millis(self.poll_interval_ms)
+    }
+
+    /// The statement bound of the pools (none: unbounded).
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        Some(Duration::from_millis(self.statement_timeout_ms)).filter(|t| !t.is_zero())
     }
 
     /// The submit groups in force (0: every submit alone); more than the pool holds is

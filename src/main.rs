@@ -4,8 +4,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tasklane::cli::output::{banner, line};
 use tasklane::config::ServeConfig;
+use tasklane::http::starting::Starting;
 use tasklane::http::{HttpConfig, HttpServer};
-use tasklane::server::{self, Replica};
+use tasklane::server;
 use tasklane::task::types_file::{TaskTypesFile, DEMO_TASK_TYPES};
 use tasklane::task::TaskType;
 use tasklane::telemetry::Telemetry;
@@ -183,14 +184,23 @@ async fn serve_types(
     types: Vec<TaskType>,
     telemetry: &Telemetry,
 ) -> anyhow::Result<()> {
-    let replica = Replica::start_with_types(&config, types, Default::default(), telemetry).await?;
+    let starting = Starting::start(&config.listen, telemetry.clone()).await?;
+    let replica = tokio::select! {
+        replica = server::start_when_the_database_takes_it(&config, types, telemetry, |why| {
+            starting.waiting_for(why)
+        }) => replica?,
+        _ = server::terminated() => {
+            tracing::info!("stopped while waiting for the database");
+            return Ok(());
+        }
+    };
     // Every role answers /healthz, /readyz and /metrics; /v1/ only with role api.
-    let http = HttpServer::start(
+    let http = HttpServer::start_on(
+        starting.hand_over().await?,
         &HttpConfig::of(&config),
         replica.tasklane.clone(),
         telemetry.clone(),
-    )
-    .await?;
+    )?;
     server::terminated().await;
     tracing::info!("shutting down");
     let drain = std::time::Duration::from_millis(config.readiness_drain_ms);

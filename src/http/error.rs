@@ -68,8 +68,9 @@ pub enum ApiError {
     Validation(Invalid),
     #[error("unknown task type {0:?}")]
     UnknownTaskType(String),
-    #[error("not ready")]
-    NotReady,
+    /// Why this replica cannot serve now.
+    #[error("not ready: {0}")]
+    NotReady(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -163,7 +164,7 @@ impl ApiError {
             }
             Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "validation_failed"),
             UnknownTaskType(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_task_type"),
-            NotReady => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+            NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -237,7 +238,8 @@ impl From<ServiceError> for ApiError {
             ServiceError::DeliveryNotFound => ApiError::Missing("no such delivery".into()),
             ServiceError::EndpointDisabled => ApiError::EndpointDisabled,
             ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
-            error @ (ServiceError::Pool(_) | ServiceError::Db(_)) => {
+            error
+            @ (ServiceError::Pool(_) | ServiceError::Unreachable(_) | ServiceError::Db(_)) => {
                 ApiError::Internal(anyhow::Error::new(error))
             }
         }
@@ -326,7 +328,7 @@ mod tests {
             ApiError::UnknownParameter(String::new()),
             ApiError::invalid("f", "m"),
             ApiError::UnknownTaskType(String::new()),
-            ApiError::NotReady,
+            ApiError::NotReady(String::new()),
             ApiError::Internal(anyhow::anyhow!("x")),
         ];
         let mut codes: Vec<&str> = errors.iter().map(|e| e.status_and_code().1).collect();

@@ -16,6 +16,7 @@ pub mod error;
 pub mod extract;
 pub mod metrics;
 pub mod openapi;
+pub mod starting;
 pub mod watch;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -327,6 +328,17 @@ impl HttpServer {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("bind {listen}"))?;
+        HttpServer::start_on(listener, config, tasklane, telemetry)
+    }
+
+    /// Serves `tasklane` on `listener` (already bound: see [`starting`]), as
+    /// [`HttpServer::start`] does.
+    pub fn start_on(
+        listener: tokio::net::TcpListener,
+        config: &HttpConfig,
+        tasklane: Tasklane,
+        telemetry: crate::telemetry::Telemetry,
+    ) -> anyhow::Result<Self> {
         let local_addr = listener.local_addr()?;
         let state = AppState::new(config, tasklane, telemetry);
         let listener_stop = CancellationToken::new();

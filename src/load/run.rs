@@ -204,7 +204,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
 
 fn submit_path(
     config: &LoadConfig,
-    pool: &deadpool_postgres::Pool,
+    pool: &crate::store::Pool,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Path> {
     match config.submit.as_str() {

@@ -16,7 +16,7 @@ const BATCH: i64 = 5000;
 pub const INTERVAL: Duration = Duration::from_secs(60);
 
 pub struct AdmissionHistoryPruner {
-    pub pool: deadpool_postgres::Pool,
+    pub pool: crate::store::Pool,
     pub interval: Duration,
 }
 

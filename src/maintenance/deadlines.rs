@@ -10,7 +10,7 @@ use crate::store::recover;
 const BATCH: i64 = 500;
 
 pub struct DeadlineSweeper {
-    pub pool: deadpool_postgres::Pool,
+    pub pool: crate::store::Pool,
     pub interval: Duration,
 }
 

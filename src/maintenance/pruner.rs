@@ -24,7 +24,7 @@ pub const DEFAULT_BATCH: i64 = 100;
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
 pub struct Pruner {
-    pub pool: deadpool_postgres::Pool,
+    pub pool: crate::store::Pool,
     /// Pause between passes once a pass was not full.
     pub interval: Duration,
     /// Most tasks one pass deletes.

@@ -14,7 +14,7 @@ use crate::store::replicas;
 const COLD_START_BATCH: i64 = 1000;
 
 pub struct ReplicaRegistry {
-    pub pool: deadpool_postgres::Pool,
+    pub pool: crate::store::Pool,
     pub id: Uuid,
     pub name: String,
     /// A replica is presumed dead this long after its last heartbeat.

@@ -12,7 +12,7 @@ use crate::store::recover::{self, Lost};
 const BATCH: i64 = 100;
 
 pub struct Rescuer {
-    pub pool: deadpool_postgres::Pool,
+    pub pool: crate::store::Pool,
     pub interval: Duration,
     pub wakeup: Wakeup,
     pub instruments: crate::telemetry::Instruments,
@@ -37,7 +37,7 @@ impl Rescuer {
 
 /// Recovers one batch of `lost` in its own transaction; returns how many tasks it moved.
 pub async fn rescue(
-    pool: &deadpool_postgres::Pool,
+    pool: &crate::store::Pool,
     lost: &Lost<'_>,
     limit: i64,
 ) -> anyhow::Result<usize> {

@@ -19,7 +19,7 @@ pub const INTERVAL: Duration = Duration::from_secs(1);
 pub const LEAST_CHANGES: i64 = 1_000;
 
 pub struct StatisticsKeeper {
-    pub pool: deadpool_postgres::Pool,
+    pub pool: crate::store::Pool,
     pub interval: Duration,
 }
 

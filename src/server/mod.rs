@@ -28,7 +28,7 @@ mod roles;
 use pool_gauges::{pool_gauges, PoolGauges};
 
 /// Builds the connection pool of a replica (TLS as the URL's `sslmode` says).
-pub fn pool(database_url: &str, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
+pub fn pool(database_url: &str, size: usize) -> anyhow::Result<crate::store::Pool> {
     Database::from_url(database_url)?.pool(size)
 }
 
@@ -51,6 +51,34 @@ pub fn load_task_types_file(path: &std::path::Path) -> anyhow::Result<Vec<TaskTy
             Ok(types)
         })
         .with_context(|| format!("task types in {}", path.display()))
+}
+
+/// Starts a replica (see [`Replica::start_with_types`]), waiting while its database
+/// does not take it for a reason that passes by itself (too many connections, a server
+/// starting, in recovery or unreachable): each try that fails so is logged and said to
+/// `waiting` (for `/readyz`), and the next comes after a wait that doubles up to 10 s.
+/// A refusal that needs a person (a password, a certificate, a bad setting) ends it.
+pub async fn start_when_the_database_takes_it(
+    config: &ServeConfig,
+    types: Vec<TaskType>,
+    telemetry: &Telemetry,
+    waiting: impl Fn(String),
+) -> anyhow::Result<Replica> {
+    let mut wait = Duration::from_millis(500);
+    loop {
+        match Replica::start_with_types(config, types.clone(), Default::default(), telemetry).await
+        {
+            Ok(replica) => return Ok(replica),
+            Err(error) if crate::store::connect::gone::passing(&error) => {
+                let why = format!("{error:#}");
+                tracing::warn!(error = %why, retry_in_ms = wait.as_millis() as u64, "the database does not take this replica yet; waiting");
+                waiting(format!("the database ({why})"));
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(10));
+            }
+            Err(error) => return Err(error),
+        }
+    }
 }
 
 /// A replica that has started its services.
@@ -89,7 +117,8 @@ impl Replica {
         telemetry: &Telemetry,
     ) -> anyhow::Result<Replica> {
         let checked = Checked::new(config, types, custom)?;
-        let database = Database::from_url(&config.database_url)?;
+        let database = Database::from_url(&config.database_url)?
+            .with_statement_timeout(config.statement_timeout());
         let pool = prepare_database(config, &database, &checked.task_types).await?;
         telemetry
             .instruments()
@@ -222,7 +251,7 @@ async fn prepare_database(
     config: &ServeConfig,
     database: &Database,
     task_types: &TaskTypes,
-) -> anyhow::Result<deadpool_postgres::Pool> {
+) -> anyhow::Result<crate::store::Pool> {
     if !config.no_migrate {
         crate::store::migrate::run(&config.database_url).await?;
     } else {
@@ -244,7 +273,7 @@ async fn prepare_database(
 fn service(
     config: &ServeConfig,
     database: &Database,
-    pool: deadpool_postgres::Pool,
+    pool: crate::store::Pool,
     checked: &Checked,
     wakeup: &Wakeup,
     telemetry: &Telemetry,

@@ -8,8 +8,8 @@ pub(super) struct PoolGauges {
 
 pub(super) fn pool_gauges(
     meter: &opentelemetry::metrics::Meter,
-    main: &deadpool_postgres::Pool,
-    claims: &deadpool_postgres::Pool,
+    main: &crate::store::Pool,
+    claims: &crate::store::Pool,
 ) -> PoolGauges {
     use opentelemetry::KeyValue;
     let pools = [("main", main.clone()), ("claims", claims.clone())];

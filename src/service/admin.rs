@@ -53,14 +53,16 @@ impl Tasklane {
     }
 
     /// Whether this process can do its work: its claim loops (if any) run, the
-    /// database answers and its schema is the one this binary expects.
-    pub async fn is_ready(&self) -> bool {
+    /// database answers, takes writes and has the schema this binary expects; why not
+    /// otherwise.
+    pub async fn readiness(&self) -> Result<(), String> {
         if !self.liveness.all_running() {
-            return false;
+            return Err("a claim loop of this replica stopped".into());
         }
-        match self.pool.get().await {
-            Ok(client) => store::migrate::is_current(store::client(&client)).await,
-            Err(_) => false,
-        }
+        let client =
+            self.pool.get().await.map_err(|error| {
+                format!("no database connection: {}", ServiceError::from(error))
+            })?;
+        store::migrate::check_writable_and_current(store::client(&client)).await
     }
 }

@@ -56,9 +56,13 @@ pub enum ServiceError {
     /// The endpoint was disabled by a 410; PUT it again to enable it.
     #[error("the endpoint is disabled (its receiver answered 410); PUT it again first")]
     EndpointDisabled,
-    /// No connection could be had from the pool.
+    /// No connection could be had from the pool: every one was busy for too long.
     #[error("database pool: {0}")]
     Pool(String),
+    /// No connection could be made: the server did not answer or refused (the message
+    /// names the host and the setting to look at).
+    #[error("database unreachable: {0}")]
+    Unreachable(String),
     #[error("database: {0}")]
     Db(#[from] DbError),
 }
@@ -67,7 +71,10 @@ impl ServiceError {
     /// Whether the caller was refused (the request was understood and said no to), as
     /// opposed to the service failing to answer.
     pub fn is_refusal(&self) -> bool {
-        !matches!(self, ServiceError::Pool(_) | ServiceError::Db(_))
+        !matches!(
+            self,
+            ServiceError::Pool(_) | ServiceError::Unreachable(_) | ServiceError::Db(_)
+        )
     }
 
     /// PostgreSQL's SQLSTATE of a database error, for logs: `Display` of a server error
@@ -99,15 +106,21 @@ impl ServiceError {
             WebhookNotFound | DeliveryNotFound => "not_found",
             EndpointDisabled => "endpoint_disabled",
             Pool(_) => "pool_exhausted",
+            Unreachable(_) => "database_unreachable",
             Db(_) => "database_error",
         }
     }
 }
 
-impl From<deadpool_postgres::PoolError> for ServiceError {
-    fn from(error: deadpool_postgres::PoolError) -> Self {
+impl From<crate::store::connect::PoolError> for ServiceError {
+    fn from(error: crate::store::connect::PoolError) -> Self {
+        use deadpool::managed::PoolError;
         match error {
-            deadpool_postgres::PoolError::Backend(error) => ServiceError::Db(error),
+            // A refusal keeps PostgreSQL's SQLSTATE for the logs (too many connections).
+            PoolError::Backend(error) => match error.0.downcast::<tokio_postgres::Error>() {
+                Ok(refused) => ServiceError::Db(refused),
+                Err(other) => ServiceError::Unreachable(format!("{other:#}")),
+            },
             other => ServiceError::Pool(other.to_string()),
         }
     }

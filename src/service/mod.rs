@@ -16,6 +16,7 @@ mod admin;
 mod budget;
 pub mod circuits;
 mod error;
+mod gone;
 mod lifecycle;
 pub mod liveness;
 mod submit;
@@ -60,9 +61,9 @@ use crate::telemetry::Instruments;
 /// wake-up signal. Cloning shares all three.
 #[derive(Clone)]
 pub struct Tasklane {
-    pool: deadpool_postgres::Pool,
+    pool: crate::store::Pool,
     /// Where claims run ([`Tasklane::with_claim_pool`]); `pool` when none was given.
-    claims: deadpool_postgres::Pool,
+    claims: crate::store::Pool,
     task_types: Arc<TaskTypes>,
     wakeup: Wakeup,
     liveness: Liveness,
@@ -79,7 +80,7 @@ impl Tasklane {
     /// A service on `pool` for `task_types`; submits larger than `max_input_bytes` of
     /// input are refused.
     pub fn new(
-        pool: deadpool_postgres::Pool,
+        pool: crate::store::Pool,
         task_types: Arc<TaskTypes>,
         wakeup: Wakeup,
         max_input_bytes: usize,
@@ -114,7 +115,7 @@ impl Tasklane {
 
     /// The same service running its claims on `claims` (see
     /// [`crate::store::connect::Database::claim_pool`]).
-    pub fn with_claim_pool(mut self, claims: deadpool_postgres::Pool) -> Self {
+    pub fn with_claim_pool(mut self, claims: crate::store::Pool) -> Self {
         self.claims = claims;
         self
     }
@@ -147,21 +148,21 @@ impl Tasklane {
 
     /// The connection pool, for the services of this process that run their own
     /// statements through `store` (maintenance, listeners).
-    pub fn pool(&self) -> &deadpool_postgres::Pool {
+    pub fn pool(&self) -> &crate::store::Pool {
         &self.pool
     }
 
     /// The pool claims run on.
-    pub fn claim_pool(&self) -> &deadpool_postgres::Pool {
+    pub fn claim_pool(&self) -> &crate::store::Pool {
         &self.claims
     }
 
-    async fn connection(&self) -> Result<deadpool_postgres::Object, ServiceError> {
+    async fn connection(&self) -> Result<crate::store::Pooled, ServiceError> {
         Ok(self.pool.get().await?)
     }
 
     /// A connection of the claim pool.
-    async fn claim_connection(&self) -> Result<deadpool_postgres::Object, ServiceError> {
+    async fn claim_connection(&self) -> Result<crate::store::Pooled, ServiceError> {
         Ok(self.claims.get().await?)
     }
 }

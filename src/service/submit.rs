@@ -69,10 +69,14 @@ impl Tasklane {
                 .map(str::to_owned)
         });
         let id = crate::task::new_task_id();
-        let submission = match &self.coalescer {
-            Some(coalescer) => coalescer.submit(id, task).await?,
-            None => submit::submit_pooled(&self.connection().await?, id, &task).await?,
-        };
+        let submission = self
+            .again_when_gone("submit", || async {
+                Ok(match &self.coalescer {
+                    Some(coalescer) => coalescer.submit(id, task.clone()).await?,
+                    None => submit::submit_pooled(&self.connection().await?, id, &task).await?,
+                })
+            })
+            .await?;
         let submitted = match answer(submission) {
             Ok(submitted) => submitted,
             Err(refusal) => {
@@ -164,17 +168,22 @@ impl Tasklane {
         app: &str,
         items: &[(crate::task::TaskId, &NewTask)],
     ) -> Result<Vec<Result<Submitted, ServiceError>>, ServiceError> {
-        let client = self.connection().await?;
-        let mut tries = 0;
-        let decided = loop {
-            tries += 1;
-            match submit_batch::submit_many(&client, items).await {
-                Err(error) if tries < BATCH_TRIES && submit_batch::is_retryable(&error) => {
-                    tracing::debug!(%error, tries, "batch submit ran into another; again");
-                }
-                other => break other?,
-            }
-        };
+        let (client, decided) = self
+            .again_when_gone("submit batch", || async {
+                let client = self.connection().await?;
+                let mut tries = 0;
+                let decided = loop {
+                    tries += 1;
+                    match submit_batch::submit_many(&client, items).await {
+                        Err(error) if tries < BATCH_TRIES && submit_batch::is_retryable(&error) => {
+                            tracing::debug!(%error, tries, "batch submit ran into another; again");
+                        }
+                        other => break other?,
+                    }
+                };
+                Ok((client, decided))
+            })
+            .await?;
         let mut refused: std::collections::BTreeMap<&'static str, i64> = Default::default();
         let answers = decided
             .into_iter()

@@ -60,7 +60,7 @@ impl Coalescer {
     /// Starts the gathering loop on the current runtime, writing at most `groups` (at
     /// least 1) groups at once, each on a connection of `pool`; it ends when every handle
     /// is dropped.
-    pub fn start(pool: deadpool_postgres::Pool, groups: usize) -> Self {
+    pub fn start(pool: crate::store::Pool, groups: usize) -> Self {
         let (queue, waiting) = mpsc::channel(Coalescer::QUEUED);
         tokio::spawn(gather(pool, groups.max(1), waiting));
         Coalescer { queue }
@@ -82,11 +82,7 @@ impl Coalescer {
 
 /// Waits for one of the `groups` flushers to be free, then for a first submit, takes
 /// everything queued behind it and writes that group on a task of its own.
-async fn gather(
-    pool: deadpool_postgres::Pool,
-    groups: usize,
-    mut waiting: mpsc::Receiver<Pending>,
-) {
+async fn gather(pool: crate::store::Pool, groups: usize, mut waiting: mpsc::Receiver<Pending>) {
     let flushers = Arc::new(Semaphore::new(groups));
     loop {
         let Ok(flusher) = flushers.clone().acquire_owned().await else {
@@ -108,16 +104,20 @@ async fn gather(
 }
 
 /// Writes one group and answers each of its submits.
-async fn write(pool: &deadpool_postgres::Pool, mut group: Vec<Pending>) {
+async fn write(pool: &crate::store::Pool, mut group: Vec<Pending>) {
     let client = match pool.get().await {
         Ok(client) => client,
         Err(error) => {
             // Each answered as a single submit would be without a connection.
+            let error = ServiceError::from(error);
             let message = error.to_string();
+            let busy = matches!(error, ServiceError::Pool(_));
             for pending in group {
-                let _ = pending
-                    .answer
-                    .send(Err(ServiceError::Pool(message.clone())));
+                let error = match busy {
+                    true => ServiceError::Pool(message.clone()),
+                    false => ServiceError::Unreachable(message.clone()),
+                };
+                let _ = pending.answer.send(Err(error));
             }
             return;
         }
@@ -172,11 +172,9 @@ mod tests {
     /// pool of no connections.
     #[tokio::test(flavor = "current_thread")]
     async fn the_queue_holds_exactly_its_bound_and_the_next_submit_waits_for_room() {
-        let config: tokio_postgres::Config = "host=127.0.0.1".parse().unwrap();
-        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
-        let pool = deadpool_postgres::Pool::builder(manager)
-            .max_size(0)
-            .build()
+        let pool = crate::store::connect::Database::from_url("host=127.0.0.1")
+            .unwrap()
+            .pool(0)
             .unwrap();
         let coalescer = Coalescer::start(pool, 1);
         // Each submit is polled once: it is queued and waits for its answer. Unconstrained:

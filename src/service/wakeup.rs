@@ -62,7 +62,7 @@ impl Wakeup {
     /// `debounce`, until `shutdown`.
     pub async fn run_notifier(
         self,
-        pool: deadpool_postgres::Pool,
+        pool: crate::store::Pool,
         debounce: Duration,
         shutdown: CancellationToken,
     ) {

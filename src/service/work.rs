@@ -120,10 +120,13 @@ impl Tasklane {
         lease_token: Uuid,
         beat: &Beat,
     ) -> Result<BeatAnswer, ServiceError> {
-        let client = self.connection().await?;
-        let client = store::client(&client);
-        check_owner(client, owner, id).await?;
-        Ok(lease::heartbeat(client, id, lease_token, beat).await?)
+        self.again_when_gone("heartbeat", || async {
+            let client = self.connection().await?;
+            let client = store::client(&client);
+            check_owner(client, owner, id).await?;
+            Ok(lease::heartbeat(client, id, lease_token, beat).await?)
+        })
+        .await
     }
 
     /// Extends the leases of many in-process attempts in one statement (a claim loop's
@@ -133,8 +136,11 @@ impl Tasklane {
         if leases.is_empty() {
             return Ok(Vec::new());
         }
-        let client = self.connection().await?;
-        Ok(lease::extend_many(store::client(&client), leases).await?)
+        self.again_when_gone("extend leases", || async {
+            let client = self.connection().await?;
+            Ok(lease::extend_many(store::client(&client), leases).await?)
+        })
+        .await
     }
 
     /// Settles the attempt as succeeded (also when cancellation was requested
@@ -147,10 +153,13 @@ impl Tasklane {
         lease_token: Uuid,
         success: &Success,
     ) -> Result<(), ServiceError> {
-        let client = self.connection().await?;
-        let client = store::client(&client);
-        check_owner(client, owner, id).await?;
-        Ok(lease::complete(client, id, lease_token, success).await?)
+        self.again_when_gone("complete", || async {
+            let client = self.connection().await?;
+            let client = store::client(&client);
+            check_owner(client, owner, id).await?;
+            Ok(lease::complete(client, id, lease_token, success).await?)
+        })
+        .await
     }
 
     /// Completes a batch in one statement, each answered as [`Tasklane::complete`]
@@ -162,19 +171,23 @@ impl Tasklane {
         &self,
         batch: &[Completion],
     ) -> Result<Vec<Result<(), ServiceError>>, ServiceError> {
-        let client = self.connection().await?;
-        let offer = self.handoff.as_ref().and_then(|h| h.offer());
-        let claim = offer.as_ref().map(|o| complete_many::NotificationClaim {
-            token: o.token,
-            claim_for: o.claim_for,
-            busy: &o.busy,
-        });
-        let settled = complete_many::complete_many(&client, batch, claim).await?;
-        if let (Some(handoff), Some(offer)) = (&self.handoff, offer) {
-            handoff.hand(offer, settled.claimed);
-        }
+        let settled = self
+            .again_when_gone("complete batch", || async {
+                let client = self.connection().await?;
+                let offer = self.handoff.as_ref().and_then(|h| h.offer());
+                let claim = offer.as_ref().map(|o| complete_many::NotificationClaim {
+                    token: o.token,
+                    claim_for: o.claim_for,
+                    busy: &o.busy,
+                });
+                let settled = complete_many::complete_many(&client, batch, claim).await?;
+                if let (Some(handoff), Some(offer)) = (&self.handoff, offer) {
+                    handoff.hand(offer, settled.claimed);
+                }
+                Ok(settled.answers)
+            })
+            .await?;
         Ok(settled
-            .answers
             .into_iter()
             .map(|a| a.map_err(ServiceError::from))
             .collect())
@@ -220,9 +233,13 @@ impl Tasklane {
         reported: Reported,
     ) -> Result<TaskState, ServiceError> {
         let backoff = self.task_types.backoff(task_type);
-        let mut object = self.connection().await?;
-        let client: &mut tokio_postgres::Client = &mut object;
-        let state = lease::settle_with(client, id, lease_token, reported, &backoff).await?;
+        let state = self
+            .again_when_gone("settle", || async {
+                let mut object = self.connection().await?;
+                let client: &mut tokio_postgres::Client = &mut object;
+                Ok(lease::settle_with(client, id, lease_token, reported.clone(), &backoff).await?)
+            })
+            .await?;
         if state == TaskState::WaitingForExternalFallback {
             self.wakeup.wake_fallback();
         }
@@ -271,16 +288,21 @@ impl Tasklane {
     /// expire (a replica shutting down past its grace period); other replicas hear of
     /// it at commit instead of at their next poll.
     pub async fn hand_back(&self, id: Uuid, lease_token: Uuid) -> Result<(), ServiceError> {
-        let mut object = self.connection().await?;
-        let client: &mut tokio_postgres::Client = &mut object;
-        let tx = client.transaction().await?;
-        let lost = Lost::HandedBack {
-            ids: &[id],
-            lease_tokens: &[lease_token],
-        };
-        let recovered = recover::recover(&tx, &lost, 1).await?;
-        store::notify::wake_replicas(&tx).await?;
-        tx.commit().await?;
+        let recovered = self
+            .again_when_gone("hand back", || async {
+                let mut object = self.connection().await?;
+                let client: &mut tokio_postgres::Client = &mut object;
+                let tx = client.transaction().await?;
+                let lost = Lost::HandedBack {
+                    ids: &[id],
+                    lease_tokens: &[lease_token],
+                };
+                let recovered = recover::recover(&tx, &lost, 1).await?;
+                store::notify::wake_replicas(&tx).await?;
+                tx.commit().await?;
+                Ok(recovered)
+            })
+            .await?;
         self.instruments.recovered("handed_back", recovered as u64);
         Ok(())
     }

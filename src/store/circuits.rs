@@ -158,7 +158,7 @@ pub struct CallStart {
 /// probe if its open time is over (for `probe_seconds`) and, when `reserve` names
 /// units and the call may go, reserves them for the attempt holding `lease_token` on
 /// task `id`. Prepared once per connection.
-pub async fn start_call<C: deadpool_postgres::GenericClient>(
+pub async fn start_call<C: super::cached::Cached>(
     client: &C,
     route_name: &str,
     probe_seconds: u32,

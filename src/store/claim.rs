@@ -47,7 +47,7 @@ pub async fn claim_owned<C: GenericClient + Sync>(
 /// per connection (deadpool's cache): the claim loops' hot path and the worker
 /// protocol's, one round trip and no re-parse.
 pub async fn claim_pooled(
-    client: &deadpool_postgres::Object,
+    client: &crate::store::Pooled,
     claimant: &Claimant<'_>,
     slots: Slots,
     owner: Option<&crate::task::owner::Owner>,
@@ -69,7 +69,7 @@ pub async fn claim_pooled(
 /// Like [`claim_pooled`] for an external claimant, taking only tasks waiting for an
 /// external fallback: the external claim of types that run their local routes first.
 pub async fn claim_fallbacks_pooled(
-    client: &deadpool_postgres::Object,
+    client: &crate::store::Pooled,
     claimant: &Claimant<'_>,
     slots: Slots,
     task_types: &[String],

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use deadpool_postgres::GenericClient;
+use super::cached::Cached;
 use uuid::Uuid;
 
 use super::attempts::FactColumns;
@@ -57,7 +57,7 @@ pub struct CompletedBatch {
 /// notifications it wrote are claimed for the caller and returned (except its busy
 /// endpoints'). Sort `batch` by id first when batches may run concurrently (lock
 /// order). An `Err` means nothing of the batch was written.
-pub async fn complete_many<C: GenericClient>(
+pub async fn complete_many<C: Cached>(
     client: &C,
     batch: &[Completion],
     claim: Option<NotificationClaim<'_>>,

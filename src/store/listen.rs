@@ -39,6 +39,14 @@ pub async fn listen<L: Listener>(
     }
 }
 
+/// How often an idle LISTEN connection asks the server for an answer. An idle
+/// connection owes nothing, so one whose network path was cut without a reset (a NAT,
+/// a proxy keeping the client's side open) would otherwise go on "listening" to
+/// nothing; with a question outstanding, the answer watchdog closes it when no answer
+/// comes within [`PING_ANSWER`], and `listen` reconnects.
+const PING_EVERY: Duration = Duration::from_secs(5);
+const PING_ANSWER: Duration = Duration::from_secs(5);
+
 /// How many messages may wait between a connection's driver and its listener. The
 /// listener only hands each one on, so a full channel means it is behind: the driver
 /// then waits, and PostgreSQL keeps the rest in the socket's buffers.
@@ -50,7 +58,7 @@ async fn listen_once<L: Listener>(
     listener: &mut L,
 ) -> anyhow::Result<()> {
     let (client, mut connection) = super::connect::Database::from_url(database_url)?
-        .connect_with_driver()
+        .connect_watched(Some(PING_ANSWER))
         .await?;
     let (messages_tx, mut messages) = tokio::sync::mpsc::channel(MESSAGES_IN_FLIGHT);
     // The driver hands on messages until the first error or the end of the stream, and
@@ -71,12 +79,22 @@ async fn listen_once<L: Listener>(
     let result = async {
         client.batch_execute(&format!("LISTEN {channel}")).await?;
         listener.listening();
-        while let Some(message) = messages.recv().await {
-            if let tokio_postgres::AsyncMessage::Notification(n) = message? {
-                listener.notified(n.payload());
+        let mut ping = tokio::time::interval(PING_EVERY);
+        loop {
+            tokio::select! {
+                message = messages.recv() => match message {
+                    Some(message) => {
+                        if let tokio_postgres::AsyncMessage::Notification(n) = message? {
+                            listener.notified(n.payload());
+                        }
+                    }
+                    None => anyhow::bail!("the LISTEN connection closed"),
+                },
+                _ = ping.tick() => {
+                    client.batch_execute("").await?;
+                }
             }
         }
-        anyhow::bail!("the LISTEN connection closed")
     }
     .await;
     driver.abort();

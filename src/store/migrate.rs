@@ -61,11 +61,31 @@ pub fn latest_version() -> i32 {
         .unwrap_or(0)
 }
 
-/// Whether the database has every migration of this binary (readiness).
-pub async fn is_current<C: tokio_postgres::GenericClient + Sync>(client: &C) -> bool {
-    let sql = format!("SELECT coalesce(max(version), 0) FROM {HISTORY_TABLE}");
-    match client.query_one(sql.as_str(), &[]).await {
-        Ok(row) => row.get::<_, i32>(0) >= latest_version(),
-        Err(_) => false,
+/// Whether the server takes writes and the database has every migration of this
+/// binary (readiness); why not otherwise.
+pub async fn check_writable_and_current<C: tokio_postgres::GenericClient + Sync>(
+    client: &C,
+) -> Result<(), String> {
+    let sql = format!(
+        "SELECT coalesce(max(version), 0), current_setting('transaction_read_only')::bool \
+         FROM {HISTORY_TABLE}"
+    );
+    let row = client
+        .query_one(sql.as_str(), &[])
+        .await
+        .map_err(|error| match error.code() {
+            Some(code) => format!("the database refused the check (SQLSTATE {})", code.code()),
+            None => format!("the database connection failed ({error})"),
+        })?;
+    if row.get::<_, bool>(1) {
+        return Err("the server is read-only (a standby, or writes are switched off)".into());
+    }
+    let version = row.get::<_, i32>(0);
+    match version >= latest_version() {
+        true => Ok(()),
+        false => Err(format!(
+            "the schema is at version {version}, this binary needs {}",
+            latest_version()
+        )),
     }
 }

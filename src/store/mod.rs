@@ -6,6 +6,7 @@ pub mod activity;
 pub mod admission;
 pub mod attempts;
 pub mod budget;
+pub mod cached;
 pub mod cancel;
 pub mod circuits;
 pub mod claim;
@@ -39,6 +40,7 @@ pub mod webhooks;
 pub use lease::LeaseError;
 pub use submit::SubmitError;
 
+pub use connect::{Pool, Pooled};
 pub use tokio_postgres::GenericClient;
 
 /// A connection-level failure or a statement that PostgreSQL refused.
@@ -46,7 +48,7 @@ pub type DbError = tokio_postgres::Error;
 
 /// A deadpool connection as a plain client, so pooled connections can be passed where a
 /// generic client is expected.
-pub fn client(object: &deadpool_postgres::Object) -> &tokio_postgres::Client {
+pub fn client(object: &Pooled) -> &tokio_postgres::Client {
     object
 }
 

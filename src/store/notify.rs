@@ -20,7 +20,7 @@ pub async fn wake_replicas<C: GenericClient + Sync>(client: &C) -> Result<(), Db
 }
 
 /// [`wake_replicas`] on a pooled connection, the statement prepared once per connection.
-pub async fn wake_replicas_pooled(client: &deadpool_postgres::Object) -> Result<(), DbError> {
+pub async fn wake_replicas_pooled(client: &crate::store::Pooled) -> Result<(), DbError> {
     let statement = client
         .prepare_cached(include_str!("../../sql/notify_wakeup.sql"))
         .await?;

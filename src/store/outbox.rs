@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use super::cached::Cached;
 use chrono::{DateTime, Utc};
-use deadpool_postgres::GenericClient as PooledClient;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -57,10 +57,7 @@ pub struct ClaimLimits {
 
 /// Claims due notifications with their targets (see `sql/webhook_claim.sql`). The
 /// statement is prepared once per connection: the deliverer runs it every round.
-pub async fn claim<C: PooledClient + Sync>(
-    client: &C,
-    limits: &ClaimLimits,
-) -> Result<Vec<Claimed>, DbError> {
+pub async fn claim<C: Cached>(client: &C, limits: &ClaimLimits) -> Result<Vec<Claimed>, DbError> {
     let (endpoints, rows): (Vec<Uuid>, Vec<i64>) = limits.allowance.iter().copied().unzip();
     let statement = client
         .prepare_cached(include_str!("../../sql/webhook_claim.sql"))
@@ -109,7 +106,7 @@ pub struct Target {
 /// Where and how to send to the endpoints `endpoint_ids` (a deleted one is absent):
 /// for the rows a replica's own batch complete claimed (`webhooks::handoff`), which the
 /// settle returns without their targets.
-pub async fn targets<C: PooledClient + Sync>(
+pub async fn targets<C: Cached>(
     client: &C,
     endpoint_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Target>, DbError> {
@@ -132,7 +129,7 @@ pub async fn targets<C: PooledClient + Sync>(
 }
 
 /// The tasks `task_ids` as their views (a deleted task is absent).
-pub async fn tasks<C: PooledClient + Sync>(
+pub async fn tasks<C: Cached>(
     client: &C,
     task_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, TaskRecord>, DbError> {
@@ -189,7 +186,7 @@ fn columns(settlement: &Settlement) -> (&'static str, f64, Option<i32>, Option<S
 
 /// Records a round of outcomes `(id, claim_token, settlement)` in one statement;
 /// returns how many claims held.
-pub async fn settle_many<C: PooledClient + Sync>(
+pub async fn settle_many<C: Cached>(
     client: &C,
     outcomes: &mut [(Uuid, Uuid, Settlement)],
 ) -> Result<u64, DbError> {

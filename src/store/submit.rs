@@ -57,7 +57,7 @@ pub async fn submit<C: GenericClient + Sync>(
 /// [`submit`] on a pooled connection, the statement prepared once per connection
 /// (deadpool's cache): the HTTP hot path, one round trip and no re-parse or re-plan.
 pub async fn submit_pooled(
-    client: &deadpool_postgres::Object,
+    client: &crate::store::Pooled,
     id: TaskId,
     task: &NewTask,
 ) -> Result<Submission, SubmitError> {

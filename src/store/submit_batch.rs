@@ -15,7 +15,7 @@ use crate::task::{NewTask, TaskId};
 /// connection (the statement prepared once per connection). The answers are in `tasks`'
 /// order. An `Err` of the whole call means nothing of the batch was written.
 pub async fn submit_many(
-    client: &deadpool_postgres::Object,
+    client: &crate::store::Pooled,
     tasks: &[(TaskId, &NewTask)],
 ) -> Result<Vec<Result<Submission, SubmitError>>, DbError> {
     let columns = Columns::of(tasks);

@@ -52,7 +52,7 @@ pub async fn insert<C: GenericClient + Sync>(
 /// The live (unrevoked) token whose hash is `token_hash`. Every API request asks, so
 /// the statement is prepared once per pooled connection (one round trip, no re-parse).
 pub async fn lookup(
-    client: &deadpool_postgres::Object,
+    client: &crate::store::Pooled,
     token_hash: &[u8],
 ) -> Result<Option<TokenRow>, DbError> {
     let statement = client

@@ -15,7 +15,7 @@ use crate::telemetry::Instruments;
 
 /// What every attempt of this replica shares.
 pub(super) struct Shared {
-    pub(super) pool: deadpool_postgres::Pool,
+    pub(super) pool: crate::store::Pool,
     pub(super) sender: Sender,
     pub(super) schedule: RetrySchedule,
     pub(super) instruments: Instruments,

@@ -21,9 +21,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use sha2::{Digest, Sha256};
 use tasklane::devdb::{self, Server};
+use tasklane::store::Pool;
 
 /// Prefix of per-test database names; the sweep matches `<prefix>_<pid>_<n>`.
 const TEST_DB_PREFIX: &str = "tasklane_test";
@@ -123,19 +123,11 @@ pub fn server_url() -> String {
     shared().server.url().to_owned()
 }
 
-/// A pool of up to `size` connections to `url`.
+/// A pool of up to `size` connections to `url`, made as a replica makes its pool.
 pub fn pool(url: &str, size: usize) -> Pool {
-    let config: tokio_postgres::Config = url.parse().expect("valid database url");
-    let manager = Manager::from_config(
-        config,
-        tokio_postgres::NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Pool::builder(manager)
-        .max_size(size)
-        .build()
+    tasklane::store::connect::Database::from_url(url)
+        .expect("valid database url")
+        .pool(size)
         .expect("build pool")
 }
 
@@ -243,6 +235,7 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
 }
 
 pub mod api;
+pub mod black_hole;
 pub mod fixtures;
 pub mod in_process;
 pub mod serve;

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use deadpool_postgres::Pool;
 use tasklane::service::{Tasklane, Wakeup};
+use tasklane::store::Pool;
 use tasklane::task::{TaskType, TaskTypes};
 use tasklane::worker::{Handler, HandlerRegistry, Worker, WorkerConfig};
 

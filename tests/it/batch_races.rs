@@ -47,7 +47,7 @@ fn batch_of(round: usize, c: usize) -> Vec<(String, NewTask)> {
 /// What one item was answered: (effect key, outcome, task id if any).
 type Answer = (String, &'static str, Option<uuid::Uuid>);
 
-async fn send(pool: &deadpool_postgres::Pool, batch: Vec<(String, NewTask)>) -> Vec<Answer> {
+async fn send(pool: &tasklane::store::Pool, batch: Vec<(String, NewTask)>) -> Vec<Answer> {
     let client = pool.get().await.unwrap();
     let items: Vec<_> = batch
         .iter()

@@ -23,6 +23,7 @@ mod admission_support;
 mod attempts;
 mod batch;
 mod batch_races;
+mod black_hole;
 mod budget_reserve;
 mod call_start;
 mod circuits;

@@ -1,25 +1,35 @@
-//! Every connection tasklane opens to PostgreSQL starts here: the pool, LISTEN,
+//! Every connection tasklane opens to PostgreSQL starts here: the pools, LISTEN,
 //! migrations, the CLI, the load generator and `devdb`. A [`Database`] is a parsed
 //! database URL with its TLS policy (libpq's `sslmode` and `sslrootcert`, see
-//! [`settings`]) and a rustls connector ([`verify`]); building one refuses bad settings
-//! before anything connects, and a failed connection says which setting to look at.
+//! [`settings`]), its TCP settings ([`tcp`]) and a rustls connector ([`verify`]);
+//! building one refuses bad settings before anything connects, and a failed connection
+//! says which setting to look at. Sockets are opened here ([`socket`]) so that a
+//! connection whose server stops answering is found and closed ([`watchdog`]); which
+//! failures mean "the connection is gone" is decided in [`gone`].
 //!
 //! Error messages name hosts, ports and settings, never the URL: it may hold a
 //! password.
 
+pub mod gone;
+mod pool;
 mod settings;
+mod socket;
+mod tcp;
 mod verify;
+mod watchdog;
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use rustls::CertificateError;
 use tokio_postgres::config::Host;
-use tokio_postgres::tls::TlsStream;
-use tokio_postgres::{Client, Connection, Socket};
+use tokio_postgres::{Client, Connection};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+pub use pool::{ConnectError, Manager, Pool, PoolError, Pooled};
 pub use settings::{RootCert, SslMode, TlsSettings};
+pub use tcp::{Keepalive, TcpSettings};
 
 /// How the claim pool's connections plan (`Database::claim_pool`; the plans tests run
 /// the claims under this very string).
@@ -46,7 +56,15 @@ pub struct Database {
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
     settings: TlsSettings,
+    tcp: TcpSettings,
+    /// How long a statement of a pooled connection may run (none: unbounded).
+    statement_timeout: Option<Duration>,
 }
+
+/// How much longer than the statement timeout a connection may stay silent while it
+/// owes an answer: the server's own cancel of a long statement comes first, with its
+/// clear error, and the connection stays.
+const SILENCE_BEYOND_STATEMENT: Duration = Duration::from_secs(2);
 
 impl Database {
     /// Parses `url` (URL or key=value form) and builds its TLS connector. Refused: an
@@ -79,7 +97,20 @@ impl Database {
             config,
             tls,
             settings: split.tls,
+            tcp: split.tcp,
+            statement_timeout: None,
         })
+    }
+
+    /// This database with statements of its pooled connections bounded by `timeout`:
+    /// PostgreSQL cancels one that runs longer (`statement_timeout`) and ends a session
+    /// idle that long inside a transaction, and a connection that then stays silent
+    /// while it owes an answer is closed as gone. Connections
+    /// made one by one ([`Database::connect`]: migrations, LISTEN) are not bounded: a
+    /// migration may rightly run for minutes.
+    pub fn with_statement_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.statement_timeout = timeout.filter(|t| !t.is_zero());
+        self
     }
 
     /// The TLS settings in effect.
@@ -87,16 +118,26 @@ impl Database {
         &self.settings
     }
 
+    /// The TCP settings in effect.
+    pub fn tcp_settings(&self) -> &TcpSettings {
+        &self.tcp
+    }
+
     /// One connection and its driver, for callers that poll the driver themselves
     /// (LISTEN reads notifications from it).
     pub async fn connect_with_driver(
         &self,
-    ) -> anyhow::Result<(
-        Client,
-        Connection<Socket, impl TlsStream + Unpin + Send + 'static>,
-    )> {
-        self.config
-            .connect(self.tls.clone())
+    ) -> anyhow::Result<(Client, Connection<socket::Stream, socket::TlsStream>)> {
+        self.connect_watched(None).await
+    }
+
+    /// Like [`Database::connect_with_driver`], the connection closed once the server
+    /// has sent nothing for `silence` while a statement waits for its answer.
+    pub async fn connect_watched(
+        &self,
+        silence: Option<Duration>,
+    ) -> anyhow::Result<(Client, Connection<socket::Stream, socket::TlsStream>)> {
+        socket::connect(&self.config, &self.tcp, &self.tls, silence)
             .await
             .map_err(|error| self.explain(error))
     }
@@ -112,10 +153,10 @@ impl Database {
         Ok(client)
     }
 
-    /// A pool of up to `size` connections, each made like [`Database::connect`]'s.
-    pub fn pool(&self, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
-        self.pool_builder(size)
-            .build()
+    /// A pool of up to `size` connections, each made like [`Database::connect`]'s and
+    /// bounded by the statement timeout.
+    pub fn pool(&self, size: usize) -> anyhow::Result<Pool> {
+        self.build_pool(size, None)
             .context("build the connection pool")
     }
 
@@ -124,33 +165,40 @@ impl Database {
     /// `$5 IS NULL OR app = $5` need custom plans. Not for a server behind PgBouncer in
     /// transaction mode, where the SETs would stay on a server connection other clients
     /// share.
-    pub fn claim_pool(&self, size: usize) -> anyhow::Result<deadpool_postgres::Pool> {
-        self.pool_builder(size)
-            .post_create(deadpool_postgres::Hook::async_fn(|client, _| {
-                Box::pin(async move {
-                    client
-                        .batch_execute(CLAIM_SESSION)
-                        .await
-                        .map_err(deadpool_postgres::HookError::Backend)
-                })
-            }))
-            .build()
+    pub fn claim_pool(&self, size: usize) -> anyhow::Result<Pool> {
+        self.build_pool(size, Some(CLAIM_SESSION))
             .context("build the claim connection pool")
     }
 
-    fn pool_builder(&self, size: usize) -> deadpool_postgres::PoolBuilder {
-        let manager = deadpool_postgres::Manager::from_config(
-            self.config.clone(),
-            self.tls.clone(),
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-            },
+    fn build_pool(&self, size: usize, session: Option<&str>) -> anyhow::Result<Pool> {
+        let mut setup: Vec<String> = session.map(str::to_owned).into_iter().collect();
+        if let Some(timeout) = self.statement_timeout {
+            setup.push(format!("SET statement_timeout = {}", timeout.as_millis()));
+            // A transaction whose client vanished between two statements (a cut
+            // network path) would hold its row locks until the server's TCP keepalive
+            // gives up, hours by default, blocking whoever recovers its tasks.
+            setup.push(format!(
+                "SET idle_in_transaction_session_timeout = {}",
+                timeout.as_millis()
+            ));
+        }
+        let silence = self
+            .statement_timeout
+            .map(|timeout| timeout + SILENCE_BEYOND_STATEMENT);
+        let manager = Manager::new(
+            self.clone(),
+            (!setup.is_empty()).then(|| setup.join("; ")),
+            silence,
         );
-        deadpool_postgres::Pool::builder(manager).max_size(size)
+        Ok(Pool::builder(manager)
+            .max_size(size)
+            .runtime(deadpool::Runtime::Tokio1)
+            .wait_timeout(pool::wait_timeout(self.statement_timeout))
+            .build()?)
     }
 
     /// Context for a failed connection that points at the setting to change.
-    fn explain(&self, error: tokio_postgres::Error) -> anyhow::Error {
+    fn explain(&self, error: anyhow::Error) -> anyhow::Error {
         let at = self.hosts();
         let mode = self.settings.mode;
         let what = match certificate_error(&error) {
@@ -172,7 +220,7 @@ impl Database {
             ),
             None => format!("connect to PostgreSQL at {at} (sslmode={mode})"),
         };
-        anyhow::Error::new(error).context(what)
+        error.context(what)
     }
 
     /// `host:port` of every host, for messages (never user or password).
@@ -201,9 +249,8 @@ pub async fn connect(url: &str) -> anyhow::Result<Client> {
 
 /// The certificate problem rustls reported somewhere in `error`'s chain (tokio-rustls
 /// wraps it in an io::Error, whose `source` skips it, hence `get_ref`).
-fn certificate_error(error: &tokio_postgres::Error) -> Option<CertificateError> {
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = next {
+fn certificate_error(error: &anyhow::Error) -> Option<CertificateError> {
+    for e in error.chain() {
         let rustls_error = e.downcast_ref::<rustls::Error>().or_else(|| {
             e.downcast_ref::<std::io::Error>()
                 .and_then(|io| io.get_ref())
@@ -212,15 +259,19 @@ fn certificate_error(error: &tokio_postgres::Error) -> Option<CertificateError> 
         if let Some(rustls::Error::InvalidCertificate(problem)) = rustls_error {
             return Some(problem.clone());
         }
-        next = e.source();
     }
     None
 }
 
 /// pg_hba found no entry for the connection (SQLSTATE 28000), which with `hostssl`-only
 /// rules is what a plain connection meets.
-fn refused_plain(error: &tokio_postgres::Error) -> bool {
-    error.code() == Some(&tokio_postgres::error::SqlState::INVALID_AUTHORIZATION_SPECIFICATION)
+fn refused_plain(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .filter_map(|e| e.downcast_ref::<tokio_postgres::Error>())
+        .any(|e| {
+            e.code() == Some(&tokio_postgres::error::SqlState::INVALID_AUTHORIZATION_SPECIFICATION)
+        })
 }
 
 #[cfg(test)]

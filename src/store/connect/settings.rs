@@ -1,13 +1,17 @@
-//! The TLS settings of a database URL, read as libpq reads them: `sslmode` and
-//! `sslrootcert`, taken out of the URL (`postgres://...?sslmode=...`) or the key=value
-//! string (`host=... sslmode=...`) before the rest goes to tokio-postgres, which knows
-//! only disable/prefer/require and refuses unknown keys. Pure: no file is read here.
+//! The settings of a database URL that tasklane reads itself, as libpq reads them:
+//! `sslmode` and `sslrootcert` here, the TCP settings in [`super::tcp`]. They are taken
+//! out of the URL (`postgres://...?sslmode=...`) or the key=value string
+//! (`host=... sslmode=...`) before the rest goes to tokio-postgres, which knows only
+//! disable/prefer/require, reads some TCP settings in other units and refuses unknown
+//! keys. Pure: no file is read here.
 //!
 //! Nothing here ever echoes the URL: it may hold a password.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+
+use super::tcp::{TcpSettings, KEYS as TCP_KEYS};
 
 /// libpq's `sslmode`, all five values that matter for a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -109,17 +113,19 @@ impl TlsSettings {
     }
 }
 
-/// A database URL split into its TLS settings and the rest, for tokio-postgres.
+/// A database URL split into the settings read here and the rest, for tokio-postgres.
 #[derive(Debug)]
 pub struct Split {
     pub tls: TlsSettings,
+    pub tcp: TcpSettings,
     /// The URL or key=value string without `sslmode` and `sslrootcert`.
     pub rest: String,
 }
 
-/// Takes `sslmode` and `sslrootcert` out of `url` (the last occurrence wins, as in
-/// libpq) and checks them: an unknown mode, an empty path, and `sslrootcert=system`
-/// with a mode weaker than verify-full (libpq refuses that too) are errors.
+/// Takes `sslmode`, `sslrootcert` and the TCP settings out of `url` (the last occurrence
+/// wins, as in libpq) and checks them: an unknown mode, an empty path,
+/// `sslrootcert=system` with a mode weaker than verify-full (libpq refuses that too) and
+/// a TCP setting that is not a number are errors.
 pub fn split(url: &str) -> Result<Split, String> {
     let (pairs, rest) = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         split_url(url)?
@@ -128,12 +134,16 @@ pub fn split(url: &str) -> Result<Split, String> {
     };
     let mut mode = None;
     let mut root_cert = RootCert::Default;
-    for (key, value) in pairs {
+    let mut tcp = Vec::new();
+    for (key, value) in &pairs {
         if key == "sslmode" {
             mode = Some(value.parse::<SslMode>()?);
             continue;
         }
-        // The only other key taken out: sslrootcert.
+        if key != "sslrootcert" {
+            tcp.push((key.as_str(), value.as_str()));
+            continue;
+        }
         root_cert = match value.as_str() {
             "system" => RootCert::System,
             "" => return Err("sslrootcert in the database URL is empty".into()),
@@ -152,11 +162,14 @@ pub fn split(url: &str) -> Result<Split, String> {
     };
     Ok(Split {
         tls: TlsSettings { mode, root_cert },
+        tcp: TcpSettings::from_pairs(tcp)?,
         rest,
     })
 }
 
-const OURS: [&str; 2] = ["sslmode", "sslrootcert"];
+fn is_ours(key: &str) -> bool {
+    ["sslmode", "sslrootcert"].contains(&key) || TCP_KEYS.contains(&key)
+}
 
 /// The URL form: `sslmode`/`sslrootcert` pairs out of the query, percent-decoded.
 fn split_url(url: &str) -> Result<(Vec<(String, String)>, String), String> {
@@ -168,7 +181,7 @@ fn split_url(url: &str) -> Result<(Vec<(String, String)>, String), String> {
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let key = decode(key)?;
-        if OURS.contains(&key.as_str()) {
+        if is_ours(&key) {
             ours.push((key, decode(value)?));
         } else {
             kept.push(pair);
@@ -225,7 +238,7 @@ fn split_key_values(text: &str) -> Result<(Vec<(String, String)>, String), Strin
         while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
         let value = key_value_value(&mut chars)?;
         let end = chars.peek().map_or(text.len(), |(i, _)| *i);
-        if OURS.contains(&key.as_str()) {
+        if is_ours(&key) {
             ours.push((key, value));
         } else {
             kept.push(text[start..end].trim_end().to_owned());
@@ -274,10 +287,14 @@ mod tests {
 
     #[test]
     fn url_form_loses_our_keys_and_keeps_the_rest() {
-        let s = split("postgres://u:p%40ss@h:5432/db?application_name=x&sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&connect_timeout=3").unwrap();
+        let s = split("postgres://u:p%40ss@h:5432/db?application_name=x&sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&connect_timeout=3&target_session_attrs=read-write").unwrap();
         assert_eq!(
             s.rest,
-            "postgres://u:p%40ss@h:5432/db?application_name=x&connect_timeout=3"
+            "postgres://u:p%40ss@h:5432/db?application_name=x&target_session_attrs=read-write"
+        );
+        assert_eq!(
+            s.tcp.connect_timeout,
+            Some(std::time::Duration::from_secs(3))
         );
         assert_eq!(
             s.tls,
@@ -291,10 +308,14 @@ mod tests {
     #[test]
     fn key_value_form_loses_our_keys_and_keeps_the_rest() {
         let s = split(
-            "host=h password='a b\\'c' sslmode = verify-ca sslrootcert='/x y/ca.pem' dbname=d",
+            "host=h password='a b\\'c' sslmode = verify-ca sslrootcert='/x y/ca.pem' dbname=d tcp_user_timeout=1500",
         )
         .unwrap();
         assert_eq!(s.rest, "host=h password='a b\\'c' dbname=d");
+        assert_eq!(
+            s.tcp.tcp_user_timeout,
+            Some(std::time::Duration::from_millis(1500))
+        );
         assert_eq!(
             s.tls,
             tls(SslMode::VerifyCa, RootCert::File("/x y/ca.pem".into()))

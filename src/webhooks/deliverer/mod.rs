@@ -89,7 +89,7 @@ pub struct Deliverer {
 
 impl Deliverer {
     pub fn new(
-        pool: deadpool_postgres::Pool,
+        pool: crate::store::Pool,
         config: DeliveryConfig,
         meter: &Meter,
         instruments: Instruments,
@@ -347,7 +347,7 @@ impl Deliverer {
 /// The views of tasks `task_ids` as an app token reads them, with their attempts' usage
 /// and provenance: two statements sent together, answered in one round trip.
 async fn views(
-    client: &deadpool_postgres::Client,
+    client: &crate::store::Pooled,
     mut task_ids: Vec<Uuid>,
 ) -> anyhow::Result<HashMap<Uuid, TaskRecord>> {
     task_ids.sort_unstable();

@@ -282,7 +282,7 @@ async fn function_statement(c: &tokio_postgres::Client, name: &str) -> String {
 async fn the_claim_pool_plans_generically_and_the_main_pool_does_not() {
     let db = common::test_db().await;
     let database = tasklane::store::connect::Database::from_url(&db.url).unwrap();
-    let mode = |pool: deadpool_postgres::Pool| async move {
+    let mode = |pool: tasklane::store::Pool| async move {
         let client = pool.get().await.unwrap();
         let row = client.query_one("SHOW plan_cache_mode", &[]).await.unwrap();
         row.get::<_, String>(0)

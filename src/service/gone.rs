@@ -1,0 +1,84 @@
+//! Running an operation again on a fresh connection when its connection was gone: which
+//! failures count, and why each is safe to run again, is decided in
+//! `store::connect::gone`. Only operations whose statements are fenced use this: a
+//! submit (its key finds a first run's task), a lease's heartbeat, an attempt's
+//! settlement or hand-back (its lease token refuses a second one). A failover, a
+//! switchover's read-only moment or a connection cut then costs these operations a wait,
+//! never a failed task or an error to a caller that a second later would have succeeded.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{ServiceError, Tasklane};
+use crate::store::connect::gone::{self, Gone};
+
+/// How long an operation keeps trying fresh connections: long enough for a managed
+/// PostgreSQL's failover (seconds to tens of seconds), short of a lease's expiry.
+const TRY_FOR: Duration = Duration::from_secs(20);
+/// The first wait before running again; it doubles up to [`LONGEST_WAIT`].
+const FIRST_WAIT: Duration = Duration::from_millis(50);
+const LONGEST_WAIT: Duration = Duration::from_secs(1);
+
+impl Tasklane {
+    /// Runs `operation` (named `what` in logs) until it succeeds, fails for another
+    /// reason than a gone connection, or [`TRY_FOR`] has passed. When the server was
+    /// found read-only, the connections made to it so far are not used again.
+    pub(super) async fn again_when_gone<T, F, Fut>(
+        &self,
+        what: &'static str,
+        mut operation: F,
+    ) -> Result<T, ServiceError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let started = Instant::now();
+        let mut wait = FIRST_WAIT;
+        loop {
+            let error = match operation().await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            let Some(how) = error.gone() else {
+                return Err(error);
+            };
+            if started.elapsed() + wait > TRY_FOR {
+                return Err(error);
+            }
+            if error.wrong_server() {
+                self.pool.manager().forget_connections();
+                self.claims.manager().forget_connections();
+            }
+            // Once per operation: a cut network path fails every operation in flight.
+            if wait == FIRST_WAIT {
+                tracing::warn!(
+                    operation = what,
+                    sqlstate = error.sqlstate(),
+                    %error,
+                    unanswered = how == Gone::Unanswered,
+                    "the database connection is gone or its server refused it (read-only, shutting down, too many connections); running the operation again on a fresh connection until it works, for up to 20 s"
+                );
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(LONGEST_WAIT);
+        }
+    }
+}
+
+impl ServiceError {
+    /// Whether this error means the connection was gone (see `store::connect::gone`).
+    fn gone(&self) -> Option<Gone> {
+        match self {
+            ServiceError::Db(error) => gone::gone(error),
+            // No connection could be made: the operation never reached a server.
+            ServiceError::Unreachable(_) => Some(Gone::Refused),
+            _ => None,
+        }
+    }
+
+    fn wrong_server(&self) -> bool {
+        matches!(self, ServiceError::Db(error) if gone::wrong_server(error))
+    }
+}

@@ -1,0 +1,120 @@
+//! A TCP proxy between a replica and PostgreSQL that can black-hole its traffic the way
+//! a NAT or load balancer that lost a connection's state does: the connections open at
+//! the cut stop forwarding for good, without a close or a reset (the peer's kernel still
+//! takes the bytes: only an answer that never comes tells the client), and connections
+//! made while the proxy is cut are taken and never forwarded. Healing forwards new
+//! connections again; the old ones stay dead, as they would.
+
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// A running proxy to one address.
+pub struct BlackHoleProxy {
+    /// The loopback port it listens on.
+    pub port: u16,
+    state: Arc<State>,
+    stop: CancellationToken,
+}
+
+#[derive(Default)]
+struct State {
+    /// Cancelled at a cut: the connections forwarding under it stop. A new one after a
+    /// heal.
+    cut: Mutex<CancellationToken>,
+    holing: std::sync::atomic::AtomicBool,
+    /// Sockets kept open and unread: the dead connections.
+    graveyard: Mutex<Vec<TcpStream>>,
+    /// When each connection was accepted.
+    accepted: Mutex<Vec<Instant>>,
+}
+
+impl BlackHoleProxy {
+    /// Listens on a free loopback port, forwarding to `upstream` (`host:port`).
+    pub async fn start(upstream: String) -> BlackHoleProxy {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(State::default());
+        let stop = CancellationToken::new();
+        tokio::spawn(accept(listener, upstream, state.clone(), stop.clone()));
+        BlackHoleProxy { port, state, stop }
+    }
+
+    /// From now on nothing passes: open connections go silent, new ones are held.
+    pub fn cut(&self) {
+        self.state
+            .holing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.state.cut.lock().unwrap().cancel();
+    }
+
+    /// New connections are forwarded again; those cut stay dead.
+    pub fn heal(&self) {
+        *self.state.cut.lock().unwrap() = CancellationToken::new();
+        self.state
+            .holing
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// When the connections accepted after `since` were accepted.
+    pub fn accepted_since(&self, since: Instant) -> Vec<Instant> {
+        let accepted = self.state.accepted.lock().unwrap();
+        accepted.iter().copied().filter(|at| *at > since).collect()
+    }
+}
+
+impl Drop for BlackHoleProxy {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        self.state.cut.lock().unwrap().cancel();
+    }
+}
+
+async fn accept(
+    listener: TcpListener,
+    upstream: String,
+    state: Arc<State>,
+    stop: CancellationToken,
+) {
+    loop {
+        let (client, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(_) => continue,
+            },
+            _ = stop.cancelled() => return,
+        };
+        state.accepted.lock().unwrap().push(Instant::now());
+        if state.holing.load(std::sync::atomic::Ordering::SeqCst) {
+            state.graveyard.lock().unwrap().push(client);
+            continue;
+        }
+        let cut = state.cut.lock().unwrap().clone();
+        tokio::spawn(forward(client, upstream.clone(), cut, state.clone()));
+    }
+}
+
+async fn forward(
+    mut client: TcpStream,
+    upstream: String,
+    cut: CancellationToken,
+    state: Arc<State>,
+) {
+    let Ok(mut server) = TcpStream::connect(&upstream).await else {
+        return;
+    };
+    tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+        _ = cut.cancelled() => {
+            let mut graveyard = state.graveyard.lock().unwrap();
+            graveyard.push(client);
+            graveyard.push(server);
+        }
+    }
+}
