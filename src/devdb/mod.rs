@@ -18,8 +18,10 @@
 //! [`databases`] adds what tests need on top of any server: a migrated template
 //! database built once per schema and cheap copies of it per test; [`sweep`] removes
 //! copies left behind by crashed runs and templates of old schemas, so nothing a
-//! crashed run made outlives it.
+//! crashed run made outlives it. [`BlackHoleProxy`] stands between a client and a
+//! server to cut their traffic the way a lost NAT mapping does.
 
+mod black_hole;
 mod cluster;
 mod databases;
 mod launcher;
@@ -30,6 +32,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+pub use black_hole::BlackHoleProxy;
 pub use cluster::{ClusterOptions, PrivateCluster};
 pub use databases::{
     create_database_from_template, drop_database, hold_template, prepare_template,

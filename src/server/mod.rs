@@ -282,7 +282,7 @@ fn service(
     // (local, and the routed external one beside it) and two for remote workers'.
     // Not behind PgBouncer (`--listen-notify false` is its setting): in transaction
     // mode a session's SET would stay on a server connection other clients share.
-    let claims_size = config.claimers.max(1) * 2 + 2;
+    let claims_size = config.claim_pool_size();
     let claims = match config.listen_notify {
         true => database.claim_pool(claims_size)?,
         false => database.pool(claims_size)?,

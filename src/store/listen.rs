@@ -77,7 +77,8 @@ async fn listen_once<L: Listener>(
         }
     });
     let result = async {
-        client.batch_execute(&format!("LISTEN {channel}")).await?;
+        let listen = format!("LISTEN {channel}");
+        client.batch_execute(&listen).await?;
         listener.listening();
         let mut ping = tokio::time::interval(PING_EVERY);
         loop {
@@ -90,8 +91,10 @@ async fn listen_once<L: Listener>(
                     }
                     None => anyhow::bail!("the LISTEN connection closed"),
                 },
+                // LISTEN again is a no-op that needs an answer, and keeps the
+                // session's last statement (what pg_stat_activity shows) the LISTEN.
                 _ = ping.tick() => {
-                    client.batch_execute("").await?;
+                    client.batch_execute(&listen).await?;
                 }
             }
         }

@@ -68,8 +68,20 @@ pub async fn oldest_age(client: &Client) -> Result<Vec<OldestAge>, DbError> {
         .collect()
 }
 
+/// How long the sampler's connection may stay silent while it owes an answer: its
+/// statements are small, and a black-holed one would otherwise stop the gauges for good.
+const SAMPLER_SILENCE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// A dedicated connection for the sampler (its session holds the election lock), TLS
 /// as the URL says.
 pub async fn connect(database_url: &str) -> anyhow::Result<Client> {
-    super::connect::connect(database_url).await
+    let (client, connection) = super::connect::Database::from_url(database_url)?
+        .connect_watched(Some(SAMPLER_SILENCE))
+        .await?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::debug!(%error, "sampler connection ended");
+        }
+    });
+    Ok(client)
 }

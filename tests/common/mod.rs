@@ -235,7 +235,6 @@ fn hash_tree(hasher: &mut Sha256, root: &Path, dir: &Path) -> anyhow::Result<()>
 }
 
 pub mod api;
-pub mod black_hole;
 pub mod fixtures;
 pub mod in_process;
 pub mod serve;

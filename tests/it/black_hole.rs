@@ -12,10 +12,10 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::api::{self, ALL};
-use common::black_hole::BlackHoleProxy;
 use common::eventually;
 use common::serve::{Options, Serve};
 use serde_json::json;
+use tasklane::devdb::BlackHoleProxy;
 
 const TYPES: &str = r#"
 [[task_type]]

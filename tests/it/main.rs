@@ -45,6 +45,7 @@ mod http_cluster;
 mod http_lifecycle;
 mod lifecycle;
 mod load_report;
+mod managed_postgres;
 mod openai;
 mod operations;
 mod otlp_tls;

@@ -20,10 +20,22 @@ pub type Pooled = deadpool::managed::Object<Manager>;
 pub type PoolError = deadpool::managed::PoolError<ConnectError>;
 
 /// Why a new connection could not be made; its `Display` names the host and the
-/// setting to look at, never the URL.
-#[derive(Debug, thiserror::Error)]
-#[error("{0:#}")]
+/// setting to look at, never the URL, and its `source` is the cause (a refusal of
+/// PostgreSQL's, with its SQLSTATE, is found along it).
+#[derive(Debug)]
 pub struct ConnectError(pub anyhow::Error);
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
 
 impl ConnectError {
     /// PostgreSQL's refusal, when the server refused (too many connections, starting

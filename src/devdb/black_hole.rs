@@ -1,11 +1,11 @@
-//! A TCP proxy between a replica and PostgreSQL that can black-hole its traffic the way
-//! a NAT or load balancer that lost a connection's state does: the connections open at
-//! the cut stop forwarding for good, without a close or a reset (the peer's kernel still
-//! takes the bytes: only an answer that never comes tells the client), and connections
-//! made while the proxy is cut are taken and never forwarded. Healing forwards new
-//! connections again; the old ones stay dead, as they would.
-
-#![allow(dead_code)]
+//! A TCP proxy between a replica and PostgreSQL that can black-hole its traffic, for the
+//! fault tests and the benchmark of how fast a cut connection is found. It cuts the way
+//! a proxy or load balancer that lost the server's side of its connections does: the
+//! connections open at the cut stop forwarding for good, without a close or a reset
+//! (this side's kernel still takes the bytes, so TCP sees nothing wrong: only an answer
+//! that never comes tells the client), and connections made while the proxy is cut are
+//! taken and never forwarded. Healing forwards new connections again; the old ones stay
+//! dead.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -51,12 +51,12 @@ impl BlackHoleProxy {
         self.state
             .holing
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        self.state.cut.lock().unwrap().cancel();
+        self.state.cut.lock().expect("not poisoned").cancel();
     }
 
     /// New connections are forwarded again; those cut stay dead.
     pub fn heal(&self) {
-        *self.state.cut.lock().unwrap() = CancellationToken::new();
+        *self.state.cut.lock().expect("not poisoned") = CancellationToken::new();
         self.state
             .holing
             .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -64,7 +64,7 @@ impl BlackHoleProxy {
 
     /// When the connections accepted after `since` were accepted.
     pub fn accepted_since(&self, since: Instant) -> Vec<Instant> {
-        let accepted = self.state.accepted.lock().unwrap();
+        let accepted = self.state.accepted.lock().expect("not poisoned");
         accepted.iter().copied().filter(|at| *at > since).collect()
     }
 }
@@ -72,7 +72,7 @@ impl BlackHoleProxy {
 impl Drop for BlackHoleProxy {
     fn drop(&mut self) {
         self.stop.cancel();
-        self.state.cut.lock().unwrap().cancel();
+        self.state.cut.lock().expect("not poisoned").cancel();
     }
 }
 
@@ -90,12 +90,16 @@ async fn accept(
             },
             _ = stop.cancelled() => return,
         };
-        state.accepted.lock().unwrap().push(Instant::now());
+        state
+            .accepted
+            .lock()
+            .expect("not poisoned")
+            .push(Instant::now());
         if state.holing.load(std::sync::atomic::Ordering::SeqCst) {
-            state.graveyard.lock().unwrap().push(client);
+            state.graveyard.lock().expect("not poisoned").push(client);
             continue;
         }
-        let cut = state.cut.lock().unwrap().clone();
+        let cut = state.cut.lock().expect("not poisoned").clone();
         tokio::spawn(forward(client, upstream.clone(), cut, state.clone()));
     }
 }
@@ -112,7 +116,7 @@ async fn forward(
     tokio::select! {
         _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
         _ = cut.cancelled() => {
-            let mut graveyard = state.graveyard.lock().unwrap();
+            let mut graveyard = state.graveyard.lock().expect("not poisoned");
             graveyard.push(client);
             graveyard.push(server);
         }
