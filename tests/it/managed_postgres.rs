@@ -59,12 +59,12 @@ async fn cluster(settings: &[(&str, &str)], name: &str) -> (PrivateCluster, Stri
     (cluster, url)
 }
 
+/// Lines kept by a task and read by the test.
+type Kept = Arc<Mutex<Vec<String>>>;
+
 /// Submits a short task every 20 ms until stopped, keeping the acknowledged ids and
 /// the answers that were not acknowledgements.
-fn submit_flow(
-    api: Api,
-    stop: CancellationToken,
-) -> (Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>) {
+fn submit_flow(api: Api, stop: CancellationToken) -> (Kept, Kept) {
     let acknowledged = Arc::new(Mutex::new(Vec::new()));
     let refused = Arc::new(Mutex::new(Vec::new()));
     let (ids, other) = (acknowledged.clone(), refused.clone());
