@@ -1,8 +1,8 @@
 //! The connection pools: deadpool over connections made by [`Database`] (so every
 //! pooled connection has the TCP settings and the answer watchdog), a session set up
 //! once per connection, and a way to stop reusing every connection a pool holds when
-//! one of them shows that its server is the wrong one (a read-only server after a
-//! failover: the others were made to the same server).
+//! one of them shows that they are all likely gone or wrong: one found closed, or its
+//! server found read-only after a failover (the others were made to the same server).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -115,6 +115,11 @@ impl deadpool::managed::Manager for Manager {
         metrics: &Metrics,
     ) -> RecycleResult<ConnectError> {
         if client.is_closed() {
+            // What closed it (a cut network path, a restart, a failover) has most
+            // likely closed the connections made beside it, or will: each found only
+            // when a statement waits on it in vain. Made again now, they cost a
+            // connect each instead.
+            self.forget_connections();
             return Err(RecycleError::message("the connection closed"));
         }
         if self.forgotten(metrics) {
