@@ -18,7 +18,7 @@ ALTER TABLE tasklane.tasks
 GRANT USAGE ON SCHEMA tasklane TO tasklane_app;
 
 
--- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql, migrations/V14__task_queue.sql, migrations/V17__lease_token_only_while_running.sql, migrations/V18__lease_token_validated.sql, migrations/V19__tasks_fillfactor_25.sql
+-- table tasks: migrations/V1__core.sql, migrations/V3__admission.sql, migrations/V7__task_traceparent.sql, migrations/V9__task_attempts.sql, migrations/V14__task_queue.sql, migrations/V17__lease_token_only_while_running.sql, migrations/V18__lease_token_validated.sql, migrations/V19__tasks_fillfactor_25.sql, migrations/V35__circuit_wait.sql
 CREATE TABLE tasklane.tasks (
     id uuid NOT NULL,
     app text NOT NULL,
@@ -65,6 +65,7 @@ CREATE TABLE tasklane.tasks (
     attempt_started_at timestamp with time zone,
     attempt_deadline_at timestamp with time zone,
     attempts_before integer DEFAULT 0 NOT NULL,
+    circuit_wait_since timestamp with time zone,
     CONSTRAINT tasks_lease_only_while_running CHECK (((lease_token IS NULL) OR (state = ANY (ARRAY['running'::text, 'cancelling'::text])))),
     CONSTRAINT tasks_on_restart_check CHECK ((on_restart = ANY (ARRAY['fail'::text, 'retry'::text, 'resume'::text]))),
     CONSTRAINT tasks_privacy_check CHECK ((privacy = ANY (ARRAY['local_only'::text, 'external_allowed'::text]))),

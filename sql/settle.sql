@@ -11,6 +11,9 @@
 -- (all nullable), $16 the attempt's own error code where it is not the task's (a last
 -- attempt that timed out fails the task as attempts_exhausted; its row says
 -- attempt_timeout), else NULL. The attempt is charged $15 units when given, else $14.
+-- $17 deferred: the attempt made no call because every route it may use has its circuit
+-- open; it does not count (attempt goes back by one, no attempt row), its event says
+-- `deferred`, and the task's circuit wait starts now unless it already runs.
 -- Locks: the task row (already held); the budget_usage stripe it charges.
 WITH moved AS (
     UPDATE tasklane.tasks t
@@ -18,7 +21,9 @@ WITH moved AS (
         run_at = now() + coalesce($6::bigint, 0) * interval '1 millisecond',
         finished_at = CASE WHEN $3 IN ('succeeded', 'failed', 'cancelled') THEN now() END,
         lease_token = NULL, lease_expires_at = NULL, snapshot = NULL,
-        event_seq = t.event_seq + 1
+        event_seq = t.event_seq + 1,
+        attempt = t.attempt - CASE WHEN $17::bool THEN 1 ELSE 0 END,
+        circuit_wait_since = CASE WHEN $17::bool THEN coalesce(t.circuit_wait_since, now()) END
     WHERE t.id = $1 AND t.lease_token = $2 AND t.state IN ('running', 'cancelling')
     RETURNING t.id, t.event_seq, t.state, t.attempt, t.error_code, t.error_message, t.app,
               t.usage_subject, t.attempts_before, t.route, t.worker_id, t.replica_id,
@@ -26,7 +31,8 @@ WITH moved AS (
 ), event AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.' || state,
-           jsonb_strip_nulls(jsonb_build_object('attempt', attempt, 'code', error_code))
+           jsonb_strip_nulls(jsonb_build_object('attempt', attempt, 'code', error_code,
+                                                'deferred', CASE WHEN $17::bool THEN true END))
     FROM moved
 ), attempt AS (
     INSERT INTO tasklane.task_attempts
@@ -39,6 +45,7 @@ WITH moved AS (
            $14::int8,
            coalesce($15::int8, $14::int8)
     FROM moved
+    WHERE NOT $17::bool
     ON CONFLICT (task_id, attempt) DO NOTHING
 ), charge AS (
     INSERT INTO tasklane.budget_usage AS u (app, usage_subject, day, stripe, units)

@@ -16,7 +16,7 @@ WITH moved AS (
         error_code = NULL, error_message = NULL, usage_units = NULL,
         provider = NULL, model = NULL, route = NULL,
         lease_token = NULL, lease_expires_at = NULL, worker_id = NULL, replica_id = NULL,
-        progress = NULL, phase = NULL, snapshot = NULL,
+        progress = NULL, phase = NULL, snapshot = NULL, circuit_wait_since = NULL,
         event_seq = t.event_seq + 1
     WHERE t.id = $1 AND t.app = $2 AND ($3::text IS NULL OR t.scope_id = $3)
       AND t.state IN ('failed', 'cancelled')

@@ -2,9 +2,9 @@
 //! shows routing, fallback and the circuit breaker within a minute. The demo's local
 //! model (`llama3.2`) is "warming up": its first [`WARMUP_FAILURES`] calls answer 503,
 //! which opens the local route's circuit (3 failures); `external_allowed` tasks fall
-//! back to the external model meanwhile; `local_only` ones are retried until their
-//! attempts run out (most fail `no_fallback_allowed` while the circuit is open). Once
-//! the circuit's open time has passed, one probe finds the local model up and closes it.
+//! back to the external model meanwhile; `local_only` ones wait for the circuit without
+//! spending attempts (deferred). Once the circuit's open time has passed, one probe
+//! finds the local model up and closes it, and every waiting task answers locally.
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use super::{MockLlm, Reply};
 use crate::task::TaskType;
 
 /// Calls the demo's local model fails before it answers.
-pub const WARMUP_FAILURES: usize = 8;
+pub const WARMUP_FAILURES: usize = 4;
 
 /// Starts the mock on loopback and points every route of `types` at it (keys dropped:
 /// the mock takes none). Models other than the demo's answer at once.

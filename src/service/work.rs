@@ -233,11 +233,15 @@ impl Tasklane {
         reported: Reported,
     ) -> Result<TaskState, ServiceError> {
         let backoff = self.task_types.backoff(task_type);
+        let rules = crate::task::outcome::Rules {
+            backoff: &backoff,
+            circuit_wait: self.task_types.circuit_wait(task_type),
+        };
         let state = self
             .again_when_gone("settle", || async {
                 let mut object = self.connection().await?;
                 let client: &mut tokio_postgres::Client = &mut object;
-                Ok(lease::settle_with(client, id, lease_token, reported.clone(), &backoff).await?)
+                Ok(lease::settle_with(client, id, lease_token, reported.clone(), rules).await?)
             })
             .await?;
         if state == TaskState::WaitingForExternalFallback {

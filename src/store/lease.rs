@@ -4,6 +4,8 @@
 //! state test there makes the plan quadratic. Zero rows is [`LeaseError::Lost`] or
 //! [`LeaseError::Gone`], never "not found".
 
+use std::time::Duration;
+
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -12,7 +14,7 @@ use super::DbError;
 use crate::task::attempt::{Facts, Outcome};
 use crate::task::backoff::Backoff;
 use crate::task::lease::{Beat, BeatAnswer, Lease, LeaseStatus};
-use crate::task::outcome::{self, Leased, Report};
+use crate::task::outcome::{self, Leased, Report, Rules};
 use crate::task::outcome::{Reported, Success};
 use crate::task::{Privacy, Route, TaskState};
 
@@ -152,17 +154,22 @@ pub async fn settle<C: GenericClient + Sync>(
         facts: Facts::default(),
         usage_units: None,
     };
-    settle_with(client, id, lease_token, reported, backoff).await
+    let rules = Rules {
+        backoff,
+        circuit_wait: Duration::from_secs(crate::task::task_type::DEFAULT_CIRCUIT_WAIT_SECONDS),
+    };
+    settle_with(client, id, lease_token, reported, rules).await
 }
 
-/// [`settle`] with the attempt's facts. An attempt past its server-side deadline ends
-/// as timed out whatever the report says (its facts are kept).
+/// [`settle`] with the attempt's facts and the type's rules. An attempt past its
+/// server-side deadline ends as timed out whatever the report says (its facts are
+/// kept).
 pub async fn settle_with<C: GenericClient + Sync>(
     client: &mut C,
     id: Uuid,
     lease_token: Uuid,
     reported: Reported,
-    backoff: &Backoff,
+    rules: Rules<'_>,
 ) -> Result<TaskState, LeaseError> {
     let tx = client.transaction().await?;
     let Some(row) = tx
@@ -187,6 +194,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
         } else {
             Route::Local
         },
+        circuit_waited: Duration::from_secs_f64(row.try_get::<_, f64>("circuit_waited")?.max(0.0)),
     };
     let report = if row.try_get("overdue")? {
         Report::TimedOut
@@ -194,7 +202,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
         reported.report
     };
     let timed_out = report == Report::TimedOut;
-    let settlement = outcome::settle(leased, report, backoff)?;
+    let settlement = outcome::settle(leased, report, rules)?;
     let outcome = Outcome::of_settlement(timed_out, settlement.state);
     let delay_ms = settlement.delay.map(|d| d.as_millis() as i64);
     let facts = FactColumns::of(&reported.facts);
@@ -217,6 +225,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
             &facts.total_tokens,
             &reported.usage_units,
             &settlement.attempt_code,
+            &settlement.deferred,
         ],
     )
     .await?;

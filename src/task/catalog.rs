@@ -42,6 +42,17 @@ impl TaskTypes {
         self.get(name).map(TaskType::backoff).unwrap_or_default()
     }
 
+    /// How long tasks of `name` may wait for open circuits in a row (the default for a
+    /// type this process does not know).
+    pub fn circuit_wait(&self, name: &str) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.get(name)
+                .map_or(super::task_type::DEFAULT_CIRCUIT_WAIT_SECONDS, |t| {
+                    t.circuit_wait_seconds
+                }),
+        )
+    }
+
     /// Whether any of `names` claims through a resource slot pool.
     pub fn any_needs_slots(&self, names: &[String]) -> bool {
         names

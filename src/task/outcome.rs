@@ -33,6 +33,10 @@ pub enum Report {
     Fallback { reason: String },
     /// The worker stopped because cancellation was requested.
     Cancelled,
+    /// No call was made: every route the attempt may use has its circuit open. The
+    /// attempt does not count; the task waits `wait` (the routes' earliest reopening),
+    /// for at most the type's circuit wait in a row.
+    Deferred { message: String, wait: Duration },
 }
 
 /// What to write: the new state, its error code and message, and when it may run again.
@@ -50,6 +54,8 @@ pub struct Settlement {
     /// timed out or failed retryably fails the task as `attempts_exhausted`, while its
     /// attempt row keeps what it ended with (`attempt_timeout`, `handler_error`, ...).
     pub attempt_code: Option<&'static str>,
+    /// The attempt made no call and does not count (see [`Report::Deferred`]).
+    pub deferred: bool,
 }
 
 /// The facts of the leased row that the decision needs.
@@ -60,6 +66,9 @@ pub struct Leased {
     pub max_attempts: u32,
     pub privacy: Privacy,
     pub route: Route,
+    /// How long the task has waited for open circuits, since its first deferral in a
+    /// row (zero when it is not waiting).
+    pub circuit_waited: Duration,
 }
 
 /// A settlement before the table has named its target state.
@@ -69,6 +78,16 @@ struct Step {
     message: Option<String>,
     delay: Option<Duration>,
     attempt_code: Option<&'static str>,
+    deferred: bool,
+}
+
+/// The type's rules a settlement applies.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    pub backoff: &'a Backoff,
+    /// The longest a task waits for open circuits in a row before it fails
+    /// `no_fallback_allowed`.
+    pub circuit_wait: Duration,
 }
 
 /// Decides how `report` settles the task. A task whose cancellation was requested is
@@ -78,7 +97,7 @@ struct Step {
 pub fn settle(
     task: Leased,
     report: Report,
-    backoff: &Backoff,
+    rules: Rules<'_>,
 ) -> Result<Settlement, IllegalTransition> {
     if !task.state.is_leased() {
         return Err(IllegalTransition {
@@ -86,7 +105,7 @@ pub fn settle(
             transition: Transition::Fail,
         });
     }
-    let step = decide(task, report, backoff);
+    let step = decide(task, report, rules);
     Ok(Settlement {
         state: task.state.apply(step.transition)?,
         transition: step.transition,
@@ -94,13 +113,15 @@ pub fn settle(
         message: step.message,
         delay: step.delay,
         attempt_code: step.attempt_code,
+        deferred: step.deferred,
     })
 }
 
 /// The transition a report asks for, with what it records. Which of them the leased
 /// state allows is left to the table (a `cancelled` report from a running task, whose
 /// cancel nobody requested, is refused there).
-fn decide(task: Leased, report: Report, backoff: &Backoff) -> Step {
+fn decide(task: Leased, report: Report, rules: Rules<'_>) -> Step {
+    let backoff = rules.backoff;
     if task.state == TaskState::Cancelling {
         return step(Transition::AckCancel, None, None);
     }
@@ -139,10 +160,40 @@ fn decide(task: Leased, report: Report, backoff: &Backoff) -> Step {
                 // counts one): the task is out of attempts, as a retry would be.
                 failed(codes::ATTEMPTS_EXHAUSTED, message)
             } else {
-                step(Transition::Fallback, None, Some(message))
+                // The task waits for an external worker with no error of its own; the
+                // attempt that left the local routes keeps why.
+                Step {
+                    attempt_code: leading_code(&reason),
+                    ..step(Transition::Fallback, None, Some(message))
+                }
+            }
+        }
+        Report::Deferred { message, wait } => {
+            let message = bounds::truncate(&message, bounds::ERROR_MESSAGE_BYTES).to_owned();
+            if task.circuit_waited >= rules.circuit_wait {
+                let message = format!(
+                    "waited {} s for the circuits of the routes this task may use: {message}",
+                    task.circuit_waited.as_secs()
+                );
+                return failed(codes::NO_FALLBACK_ALLOWED, message);
+            }
+            Step {
+                transition: Transition::RetryLater,
+                code: Some(codes::CIRCUIT_OPEN),
+                message: Some(message),
+                delay: Some(wait.min(MAX_RETRY_AFTER)),
+                attempt_code: None,
+                deferred: true,
             }
         }
     }
+}
+
+/// The stable code a reason starts with as `[code] ...` (how the `openai` executor
+/// says why it left the local routes).
+fn leading_code(reason: &str) -> Option<&'static str> {
+    let code = reason.strip_prefix('[')?.split_once(']')?.0;
+    stable_code(code)
 }
 
 fn step(transition: Transition, code: Option<&'static str>, message: Option<String>) -> Step {
@@ -152,6 +203,7 @@ fn step(transition: Transition, code: Option<&'static str>, message: Option<Stri
         message,
         delay: None,
         attempt_code: None,
+        deferred: false,
     }
 }
 
@@ -179,6 +231,7 @@ fn retry_or_exhaust(
         message: Some(message),
         delay: Some(delay.unwrap_or_else(|| backoff.jittered(task.attempt))),
         attempt_code: None,
+        deferred: false,
     }
 }
 
@@ -253,6 +306,14 @@ mod tests {
             max_attempts,
             privacy: Privacy::LocalOnly,
             route: Route::Local,
+            circuit_waited: Duration::ZERO,
+        }
+    }
+
+    fn rules(backoff: &Backoff) -> Rules<'_> {
+        Rules {
+            backoff,
+            circuit_wait: Duration::from_secs(3600),
         }
     }
 
@@ -268,12 +329,12 @@ mod tests {
     #[test]
     fn retryable_errors_wait_until_attempts_run_out() {
         let backoff = Backoff::default();
-        let s = settle(running(1, 3), error(true), &backoff).unwrap();
+        let s = settle(running(1, 3), error(true), rules(&backoff)).unwrap();
         assert_eq!(s.state, TaskState::WaitingForRetry);
         assert_eq!(s.code, Some("handler_error"));
         assert_eq!(s.message.as_deref(), Some("[boom] it broke"));
         assert!(s.delay.unwrap() <= backoff.ceiling(1));
-        let s = settle(running(3, 3), error(true), &backoff).unwrap();
+        let s = settle(running(3, 3), error(true), rules(&backoff)).unwrap();
         assert_eq!(
             (s.state, s.code),
             (TaskState::Failed, Some("attempts_exhausted"))
@@ -282,7 +343,7 @@ mod tests {
 
     #[test]
     fn permanent_errors_fail_at_once() {
-        let s = settle(running(1, 3), error(false), &Backoff::default()).unwrap();
+        let s = settle(running(1, 3), error(false), rules(&Backoff::default())).unwrap();
         assert_eq!(
             (s.state, s.code),
             (TaskState::Failed, Some("permanent_error"))
@@ -297,21 +358,26 @@ mod tests {
             retryable: true,
             retry_after: Some(Duration::from_secs(secs)),
         };
-        let s = settle(running(1, 3), report(7), &Backoff::default()).unwrap();
+        let s = settle(running(1, 3), report(7), rules(&Backoff::default())).unwrap();
         assert_eq!(s.delay, Some(Duration::from_secs(7)));
-        let s = settle(running(1, 3), report(10_000_000), &Backoff::default()).unwrap();
+        let s = settle(
+            running(1, 3),
+            report(10_000_000),
+            rules(&Backoff::default()),
+        )
+        .unwrap();
         assert_eq!(s.delay, Some(MAX_RETRY_AFTER));
     }
 
     #[test]
     fn timeouts_retry_with_their_own_code() {
-        let s = settle(running(1, 2), Report::TimedOut, &Backoff::default()).unwrap();
+        let s = settle(running(1, 2), Report::TimedOut, rules(&Backoff::default())).unwrap();
         assert_eq!(
             (s.state, s.code, s.attempt_code),
             (TaskState::WaitingForRetry, Some("attempt_timeout"), None)
         );
         // The last attempt: the task is out of attempts, the attempt itself timed out.
-        let s = settle(running(2, 2), Report::TimedOut, &Backoff::default()).unwrap();
+        let s = settle(running(2, 2), Report::TimedOut, rules(&Backoff::default())).unwrap();
         assert_eq!(
             (s.state, s.code, s.attempt_code),
             (
@@ -327,18 +393,68 @@ mod tests {
         let fallback = || Report::Fallback {
             reason: "model overloaded".into(),
         };
-        let s = settle(running(1, 3), fallback(), &Backoff::default()).unwrap();
+        let s = settle(running(1, 3), fallback(), rules(&Backoff::default())).unwrap();
         assert_eq!(
             (s.state, s.code),
             (TaskState::Failed, Some("no_fallback_allowed"))
         );
         let mut allowed = running(1, 3);
         allowed.privacy = Privacy::ExternalAllowed;
-        let s = settle(allowed, fallback(), &Backoff::default()).unwrap();
+        let s = settle(allowed, fallback(), rules(&Backoff::default())).unwrap();
         assert_eq!(s.state, TaskState::WaitingForExternalFallback);
         allowed.route = Route::External;
-        let s = settle(allowed, fallback(), &Backoff::default()).unwrap();
+        let s = settle(allowed, fallback(), rules(&Backoff::default())).unwrap();
         assert_eq!(s.state, TaskState::Failed);
+    }
+
+    #[test]
+    fn a_deferred_attempt_waits_uncounted_until_the_circuit_wait_runs_out() {
+        let deferred = || Report::Deferred {
+            message: "every local route's circuit is open (local-a)".into(),
+            wait: Duration::from_secs(20),
+        };
+        // The last attempt too: a deferral is not an attempt.
+        let s = settle(running(3, 3), deferred(), rules(&Backoff::default())).unwrap();
+        assert_eq!(
+            (s.state, s.code, s.deferred, s.delay),
+            (
+                TaskState::WaitingForRetry,
+                Some("circuit_open"),
+                true,
+                Some(Duration::from_secs(20))
+            )
+        );
+        let mut waited = running(1, 3);
+        waited.circuit_waited = Duration::from_secs(3600);
+        let s = settle(waited, deferred(), rules(&Backoff::default())).unwrap();
+        assert_eq!(
+            (s.state, s.code, s.deferred),
+            (TaskState::Failed, Some("no_fallback_allowed"), false)
+        );
+        assert!(s.message.unwrap().contains("waited 3600 s"));
+    }
+
+    #[test]
+    fn a_fallback_attempt_keeps_why_it_left_the_local_routes() {
+        let mut allowed = running(1, 3);
+        allowed.privacy = Privacy::ExternalAllowed;
+        let fallback = Report::Fallback {
+            reason: "[circuit_open] every local route's circuit is open (local-a)".into(),
+        };
+        let s = settle(allowed, fallback, rules(&Backoff::default())).unwrap();
+        assert_eq!(
+            (s.state, s.code, s.attempt_code),
+            (
+                TaskState::WaitingForExternalFallback,
+                None,
+                Some("circuit_open")
+            )
+        );
+        let unnamed = Report::Fallback {
+            reason: "local down".into(),
+        };
+        let s = settle(allowed, unnamed, rules(&Backoff::default())).unwrap();
+        assert_eq!(s.attempt_code, None);
     }
 
     #[test]
@@ -348,7 +464,7 @@ mod tests {
         let fallback = Report::Fallback {
             reason: "local down".into(),
         };
-        let s = settle(last, fallback, &Backoff::default()).unwrap();
+        let s = settle(last, fallback, rules(&Backoff::default())).unwrap();
         assert_eq!(
             (s.state, s.code),
             (TaskState::Failed, Some("attempts_exhausted"))
@@ -369,15 +485,15 @@ mod tests {
             "upstream_quota_exhausted",
             "no_fallback_allowed",
         ] {
-            let s = settle(running(1, 3), report(code, false), &backoff).unwrap();
+            let s = settle(running(1, 3), report(code, false), rules(&backoff)).unwrap();
             assert_eq!((s.state, s.code), (TaskState::Failed, Some(code)));
             assert_eq!(s.message.as_deref(), Some("HTTP 429: slow down"));
         }
         for code in ["upstream_unavailable", "circuit_open"] {
-            let s = settle(running(1, 3), report(code, true), &backoff).unwrap();
+            let s = settle(running(1, 3), report(code, true), rules(&backoff)).unwrap();
             assert_eq!((s.state, s.code), (TaskState::WaitingForRetry, Some(code)));
         }
-        let s = settle(running(1, 3), report("made_up", false), &backoff).unwrap();
+        let s = settle(running(1, 3), report("made_up", false), rules(&backoff)).unwrap();
         assert_eq!(s.code, Some("permanent_error"));
         assert_eq!(s.message.as_deref(), Some("[made_up] HTTP 429: slow down"));
     }
@@ -393,13 +509,13 @@ mod tests {
             Report::Cancelled,
         ] {
             assert_eq!(
-                settle(cancelling, report, &Backoff::default())
+                settle(cancelling, report, rules(&Backoff::default()))
                     .unwrap()
                     .state,
                 TaskState::Cancelled
             );
         }
-        assert!(settle(running(1, 3), Report::Cancelled, &Backoff::default()).is_err());
+        assert!(settle(running(1, 3), Report::Cancelled, rules(&Backoff::default())).is_err());
     }
 
     #[test]
@@ -410,7 +526,7 @@ mod tests {
             retryable: false,
             retry_after: None,
         };
-        let s = settle(running(1, 3), report, &Backoff::default()).unwrap();
+        let s = settle(running(1, 3), report, rules(&Backoff::default())).unwrap();
         assert_eq!(s.message.unwrap().len(), bounds::ERROR_MESSAGE_BYTES);
     }
 
@@ -421,7 +537,7 @@ mod tests {
             task.state = state;
             for report in [error(false), Report::TimedOut, Report::Cancelled] {
                 assert_eq!(
-                    settle(task, report, &Backoff::default()),
+                    settle(task, report, rules(&Backoff::default())),
                     Err(IllegalTransition {
                         from: state,
                         transition: Transition::Fail
@@ -434,13 +550,13 @@ mod tests {
     #[test]
     fn each_settlement_names_the_edge_it_takes() {
         let backoff = Backoff::default();
-        let s = settle(running(1, 3), error(true), &backoff).unwrap();
+        let s = settle(running(1, 3), error(true), rules(&backoff)).unwrap();
         assert_eq!(s.transition, Transition::RetryLater);
-        let s = settle(running(3, 3), error(true), &backoff).unwrap();
+        let s = settle(running(3, 3), error(true), rules(&backoff)).unwrap();
         assert_eq!(s.transition, Transition::Fail);
         let mut cancelling = running(1, 3);
         cancelling.state = TaskState::Cancelling;
-        let s = settle(cancelling, Report::TimedOut, &backoff).unwrap();
+        let s = settle(cancelling, Report::TimedOut, rules(&backoff)).unwrap();
         assert_eq!(
             (s.transition, s.state),
             (Transition::AckCancel, TaskState::Cancelled)

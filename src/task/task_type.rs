@@ -66,7 +66,15 @@ pub struct TaskType {
     /// The `openai` executor's routes, in order: every local one before any external.
     #[serde(default)]
     pub routes: Vec<RouteSpec>,
+    /// How long a task may wait, in a row, for the circuits of every route it may use to
+    /// close: an attempt that finds them all open makes no call and does not count; past
+    /// this wait it fails `no_fallback_allowed`.
+    #[serde(default = "default_circuit_wait_seconds")]
+    pub circuit_wait_seconds: u64,
 }
+
+/// The circuit wait of a type that names none: an hour.
+pub const DEFAULT_CIRCUIT_WAIT_SECONDS: u64 = 3600;
 
 fn default_route() -> Route {
     Route::Local
@@ -92,6 +100,9 @@ fn default_backoff_base_ms() -> u64 {
 fn default_backoff_cap_seconds() -> u64 {
     300
 }
+fn default_circuit_wait_seconds() -> u64 {
+    DEFAULT_CIRCUIT_WAIT_SECONDS
+}
 
 impl TaskType {
     /// A type with every default, for code that registers types programmatically.
@@ -112,6 +123,7 @@ impl TaskType {
             backoff_cap_seconds: default_backoff_cap_seconds(),
             external_allowed: false,
             routes: Vec::new(),
+            circuit_wait_seconds: DEFAULT_CIRCUIT_WAIT_SECONDS,
         }
     }
 

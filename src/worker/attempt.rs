@@ -166,9 +166,13 @@ impl Attempt {
                 retry_after: None,
             },
             RunEnd::Finished(Err(HandlerError::Fallback { reason })) => Report::Fallback { reason },
+            RunEnd::Finished(Err(HandlerError::Deferred { message, wait })) => {
+                Report::Deferred { message, wait }
+            }
             RunEnd::Finished(Err(HandlerError::Cancelled)) => Report::Cancelled,
             RunEnd::TimedOut => Report::TimedOut,
         };
+        let deferred = matches!(report, Report::Deferred { .. });
         let reported = service::Reported {
             report,
             facts,
@@ -178,6 +182,7 @@ impl Attempt {
         Ok(match state {
             TaskState::Cancelled => "cancelled",
             _ if timed_out => "timed_out",
+            TaskState::WaitingForRetry if deferred => "deferred",
             TaskState::WaitingForRetry => "retry",
             TaskState::WaitingForExternalFallback => "fallback",
             TaskState::Succeeded => "succeeded",

@@ -31,6 +31,9 @@ pub enum HandlerError {
     Permanent { code: String, message: String },
     /// The local route cannot do it; an external worker may, if the task allows.
     Fallback { reason: String },
+    /// No call was made: every route the attempt may use has its circuit open. The
+    /// attempt does not count; the task waits `wait` (see `Report::Deferred`).
+    Deferred { message: String, wait: Duration },
     /// The handler stopped because cancellation was requested.
     Cancelled,
 }

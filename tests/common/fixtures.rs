@@ -191,6 +191,16 @@ pub fn fast_backoff() -> Backoff {
     }
 }
 
+/// The settlement rules of a type with `backoff` and the default circuit wait.
+pub fn rules(backoff: &Backoff) -> tasklane::task::outcome::Rules<'_> {
+    tasklane::task::outcome::Rules {
+        backoff,
+        circuit_wait: std::time::Duration::from_secs(
+            tasklane::task::task_type::DEFAULT_CIRCUIT_WAIT_SECONDS,
+        ),
+    }
+}
+
 /// Rows of `table` and of its indexes read by this transaction so far (sequential and
 /// index scans alike).
 pub async fn rows_read<C: tokio_postgres::GenericClient + Sync>(c: &C, table: &str) -> i64 {

@@ -99,9 +99,15 @@ async fn settled_attempts_keep_their_facts_and_charge_their_usage_once() {
     // Attempt 1 fails retryably after the provider reported 7 tokens: they are charged.
     let first = claim_one(&c).await;
     let failed = reported(retryable(), facts("local-vllm", Some(usage(3, 4))));
-    let state = lease::settle_with(&mut c, first.id, first.lease_token, failed, &fast_backoff())
-        .await
-        .unwrap();
+    let state = lease::settle_with(
+        &mut c,
+        first.id,
+        first.lease_token,
+        failed,
+        rules(&fast_backoff()),
+    )
+    .await
+    .unwrap();
     assert_eq!(state, TaskState::WaitingForRetry);
     assert_eq!(charged(&c, "user-9").await, 7);
 
@@ -237,7 +243,7 @@ async fn lost_handed_back_cancelled_and_unit_charged_attempts_are_recorded() {
         local.id,
         local.lease_token,
         reported(reason, facts("local-vllm", None)),
-        &fast_backoff(),
+        rules(&fast_backoff()),
     )
     .await
     .unwrap();
@@ -268,7 +274,7 @@ async fn lost_handed_back_cancelled_and_unit_charged_attempts_are_recorded() {
         claimed.id,
         claimed.lease_token,
         permanent,
-        &fast_backoff(),
+        rules(&fast_backoff()),
     )
     .await
     .unwrap();

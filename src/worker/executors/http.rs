@@ -70,6 +70,7 @@ impl Handler for Http {
             }
             Err(HandlerError::Cancelled) => Some("cancelled"),
             Err(HandlerError::Fallback { .. }) => Some("fallback"),
+            Err(HandlerError::Deferred { .. }) => Some("deferred"),
             Ok(_) => None,
         };
         ctx.tasklane.instruments().genai_call(&GenAiCall {

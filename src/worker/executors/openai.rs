@@ -5,10 +5,15 @@
 //! - a success, or a permanent answer (quota, another 4xx): at once;
 //! - every route failed transiently or was open: on a local attempt of a task whose
 //!   snapshot is `external_allowed` (and a type with external routes), a fallback to
-//!   the external routes; on a `local_only` task of such a type, a retry while attempts
-//!   remain and `no_fallback_allowed` on the last one; otherwise a retry (the last
-//!   failure's code, `circuit_open` when no route was called), which the settlement
-//!   turns into `attempts_exhausted` on the last attempt.
+//!   the external routes, the attempt keeping why (`[code] message`, naming the
+//!   routes);
+//! - every route was open (no call made) and no fallback may be taken: the attempt is
+//!   deferred. It does not count, and the task waits for the earliest reopening (with
+//!   a jitter), up to the type's `circuit_wait_seconds` in a row;
+//! - otherwise, on a `local_only` task of a type with external routes, a retry while
+//!   attempts remain and `no_fallback_allowed` on the last one; otherwise a retry (the
+//!   last failure's code), which the settlement turns into `attempts_exhausted` on the
+//!   last attempt.
 //!
 //! Provenance is recorded before each call and usage after each answer that carries it
 //! (failed ones too). The API key goes only into the request's `Authorization` header
@@ -133,6 +138,7 @@ impl Handler for Openai {
         let kind = ctx.route();
         let mut last: Option<Failure> = None;
         let mut reopens: Option<chrono::DateTime<chrono::Utc>> = None;
+        let mut open: Vec<&str> = Vec::new();
         let mut tried = 0;
         let mut reserved = false;
         for route in self.routes.iter().filter(|r| r.spec.route == kind) {
@@ -156,6 +162,7 @@ impl Handler for Openai {
                 let period = chrono::Duration::seconds(i64::from(spec.open_seconds));
                 let retry_at = retry_at.min(chrono::Utc::now() + period);
                 reopens = Some(reopens.map_or(retry_at, |r| r.min(retry_at)));
+                open.push(&route.spec.name);
                 continue;
             }
             if let Some(answer) = start.reservation {
@@ -217,8 +224,24 @@ impl Handler for Openai {
                 }
             }
         }
-        Err(self.exhausted(&ctx, kind, tried, last, reopens))
+        Err(self.exhausted(
+            &ctx,
+            kind,
+            tried,
+            last,
+            Open {
+                routes: open,
+                reopens,
+            },
+        ))
     }
+}
+
+/// The routes an attempt skipped because their circuit was open, and the earliest time
+/// one of them takes a probe.
+struct Open<'a> {
+    routes: Vec<&'a str>,
+    reopens: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What an attempt reserves of its budget: the request's `max_tokens` (or
@@ -264,8 +287,9 @@ impl Openai {
         kind: Route,
         tried: usize,
         last: Option<Failure>,
-        reopens: Option<chrono::DateTime<chrono::Utc>>,
+        open: Open<'_>,
     ) -> HandlerError {
+        let all_open = last.is_none() && tried > 0;
         let (code, message, retry_after) = match last {
             Some(failure) => (failure.code, failure.message, failure.retry_after),
             None if tried == 0 => (
@@ -275,10 +299,15 @@ impl Openai {
             ),
             None => {
                 // Every route was open: try again when the first one may take a probe.
-                let wait = reopens
+                let wait = open
+                    .reopens
                     .and_then(|at| (at - chrono::Utc::now()).to_std().ok())
                     .map(|d| d.min(upstream::MAX_RETRY_AFTER));
-                let message = format!("every {} route's circuit is open", kind.as_str());
+                let message = format!(
+                    "every {} route's circuit is open ({})",
+                    kind.as_str(),
+                    open.routes.join(", ")
+                );
                 (codes::CIRCUIT_OPEN, message, wait)
             }
         };
@@ -286,6 +315,19 @@ impl Openai {
         if fallback_exists && ctx.task.privacy == Privacy::ExternalAllowed {
             return HandlerError::Fallback {
                 reason: format!("[{code}] {message}"),
+            };
+        }
+        if all_open {
+            // Nothing was called and nothing else may be: the task waits for the
+            // circuits without spending an attempt. Spread over a quarter of the wait
+            // (at least a second), so the tasks waiting on one circuit do not all come
+            // back at the instant it takes its one probe.
+            let wait = retry_after.unwrap_or_default();
+            let spread = (wait / 4).max(Duration::from_secs(1));
+            let jitter = spread.mul_f64(rand::random::<f64>());
+            return HandlerError::Deferred {
+                message,
+                wait: wait + jitter,
             };
         }
         if fallback_exists && ctx.task.attempt >= ctx.task.max_attempts {

@@ -2,6 +2,7 @@
 //! mock on loopback): classification of every kind of answer, routing and fallback,
 //! TLS, cancellation, submit validation and refused configurations.
 
+mod circuit_wait;
 mod classification;
 mod cluster;
 mod config;
