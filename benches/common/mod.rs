@@ -111,35 +111,40 @@ impl Bench {
     /// `SHOW`s of the server settings that matter for these figures, after a label that
     /// says whether the server is durable (the headline figures must be).
     pub async fn settings(&self) -> anyhow::Result<String> {
-        let client = connect(self.server.url()).await?;
-        let mut on = 0;
-        for name in ["fsync", "synchronous_commit", "full_page_writes"] {
-            let row = client.query_one(&format!("SHOW {name}"), &[]).await?;
-            on += usize::from(row.get::<_, String>(0) == "on");
-        }
-        let mut out = vec![if on == 3 {
-            "DURABLE".to_owned()
-        } else {
-            "DURABILITY OFF (a study, not a headline figure)".to_owned()
-        }];
-        for name in [
-            "server_version",
-            "fsync",
-            "synchronous_commit",
-            "full_page_writes",
-            "shared_buffers",
-            "max_connections",
-        ] {
-            let row = client.query_one(&format!("SHOW {name}"), &[]).await?;
-            out.push(format!("{name}={}", row.get::<_, String>(0)));
-        }
-        Ok(out.join(" "))
+        settings(self.server.url()).await
     }
 
     pub async fn stop(self) {
         let _ = std::fs::remove_file(&self.task_types);
         self.server.stop().await;
     }
+}
+
+/// [`Bench::settings`] of the server at `url`.
+pub async fn settings(url: &str) -> anyhow::Result<String> {
+    let client = connect(url).await?;
+    let mut on = 0;
+    for name in ["fsync", "synchronous_commit", "full_page_writes"] {
+        let row = client.query_one(&format!("SHOW {name}"), &[]).await?;
+        on += usize::from(row.get::<_, String>(0) == "on");
+    }
+    let mut out = vec![if on == 3 {
+        "DURABLE".to_owned()
+    } else {
+        "DURABILITY OFF (a study, not a headline figure)".to_owned()
+    }];
+    for name in [
+        "server_version",
+        "fsync",
+        "synchronous_commit",
+        "full_page_writes",
+        "shared_buffers",
+        "max_connections",
+    ] {
+        let row = client.query_one(&format!("SHOW {name}"), &[]).await?;
+        out.push(format!("{name}={}", row.get::<_, String>(0)));
+    }
+    Ok(out.join(" "))
 }
 
 /// A plain connection with its driver spawned.

@@ -2,7 +2,9 @@
 //! removed. By default durability is switched off (`fsync`, `synchronous_commit`,
 //! `full_page_writes`) because the data dies with the process anyway; a cluster that
 //! must behave as users run PostgreSQL (the benchmarks' headline figures, tests that
-//! crash the server and count what survived) asks for [`ClusterOptions::durable`].
+//! crash the server and count what survived) asks for [`ClusterOptions::durable`]. A
+//! cluster can be copied into a streaming standby and the standby promoted
+//! (`standby.rs`), for failover tests.
 
 use std::fs;
 use std::os::unix::process::CommandExt as _;
@@ -13,6 +15,8 @@ use anyhow::Context as _;
 
 use super::launcher::{free_port, run, Launcher, PgBins};
 use super::pid_alive;
+
+mod standby;
 
 const DIR_PREFIX: &str = "tasklane-pg-";
 const START_ATTEMPTS: usize = 5;
@@ -53,6 +57,7 @@ pub struct ClusterOptions {
 #[derive(Debug)]
 pub struct PrivateCluster {
     url: String,
+    port: u16,
     dir: PathBuf,
     pg_ctl: PathBuf,
     launcher: Launcher,
@@ -72,25 +77,7 @@ impl PrivateCluster {
         let bins = PgBins::find()?;
         let launcher = Launcher::detect()?;
         sweep_stale_dirs(&bins.pg_ctl, &launcher);
-
-        let dir = std::env::temp_dir().join(format!(
-            "{DIR_PREFIX}{}-{:016x}",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        fs::create_dir(&dir).with_context(|| format!("create {}", dir.display()))?;
-        // From here on `cluster` owns the directory: any early return drops it, which
-        // removes the directory; the watchdog covers a crash in between.
-        let mut cluster = PrivateCluster {
-            url: String::new(),
-            dir,
-            pg_ctl: bins.pg_ctl,
-            launcher,
-            watchdog: None,
-            stopped: false,
-        };
-        cluster.launcher.hand_over(&cluster.dir)?;
-        cluster.watchdog = Some(cluster.spawn_watchdog()?);
+        let mut cluster = PrivateCluster::new_dir(bins.pg_ctl, launcher)?;
 
         let mut initdb = cluster.launcher.command(&bins.initdb, &cluster.dir);
         initdb.arg("-D").arg(cluster.data_dir()).args([
@@ -105,20 +92,51 @@ impl PrivateCluster {
         ]);
         run(initdb, "initdb")?;
         cluster.write_files(options)?;
+        cluster.start_on_a_free_port(options)?;
+        Ok(cluster)
+    }
 
+    /// A new cluster directory, owned by the server's user and watched, with no data
+    /// directory yet and no server.
+    fn new_dir(pg_ctl: PathBuf, launcher: Launcher) -> anyhow::Result<PrivateCluster> {
+        let dir = std::env::temp_dir().join(format!(
+            "{DIR_PREFIX}{}-{:016x}",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        fs::create_dir(&dir).with_context(|| format!("create {}", dir.display()))?;
+        // From here on `cluster` owns the directory: any early return drops it, which
+        // removes the directory; the watchdog covers a crash in between.
+        let mut cluster = PrivateCluster {
+            url: String::new(),
+            port: 0,
+            dir,
+            pg_ctl,
+            launcher,
+            watchdog: None,
+            stopped: false,
+        };
+        cluster.launcher.hand_over(&cluster.dir)?;
+        cluster.watchdog = Some(cluster.spawn_watchdog()?);
+        Ok(cluster)
+    }
+
+    /// Starts the server of the data directory on a free port and sets the URL.
+    fn start_on_a_free_port(&mut self, options: &ClusterOptions) -> anyhow::Result<()> {
         let mut last_error = None;
         for _ in 0..START_ATTEMPTS {
             // The port is free now but could be taken before postgres binds it; a
             // failed start is retried on another port.
             let port = free_port()?;
-            match cluster.start_on(port, options) {
+            match self.start_on(port, options) {
                 Ok(()) => {
-                    cluster.url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
-                    tracing::info!(dir = %cluster.dir.display(), port, "started private PostgreSQL cluster");
-                    return Ok(cluster);
+                    self.port = port;
+                    self.url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+                    tracing::info!(dir = %self.dir.display(), port, "started private PostgreSQL cluster");
+                    return Ok(());
                 }
                 Err(error) => {
-                    cluster.pg_ctl_stop();
+                    self.pg_ctl_stop();
                     last_error = Some(error);
                 }
             }
@@ -129,6 +147,11 @@ impl PrivateCluster {
     /// `postgres://postgres@127.0.0.1:<port>/postgres`; trust auth, no password.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The TCP port the server listens on (on 127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The directory holding the data directory, socket and server log.

@@ -18,14 +18,17 @@
 //! [`databases`] adds what tests need on top of any server: a migrated template
 //! database built once per schema and cheap copies of it per test; [`sweep`] removes
 //! copies left behind by crashed runs and templates of old schemas, so nothing a
-//! crashed run made outlives it. [`BlackHoleProxy`] stands between a client and a
-//! server to cut their traffic the way a lost NAT mapping does.
+//! crashed run made outlives it. [`Replicated`] pairs a private cluster with a
+//! synchronous streaming standby and fails over to it, for failover tests;
+//! [`BlackHoleProxy`] stands between a client and a server to cut their traffic the way
+//! a proxy that lost the server's side of its connections does.
 
 mod black_hole;
 mod cluster;
 mod databases;
 mod launcher;
 mod redact;
+mod replicated;
 mod sweep;
 
 use std::time::Duration;
@@ -40,6 +43,7 @@ pub use databases::{
 };
 pub use launcher::find_pg_dump;
 pub use redact::redacted_url;
+pub use replicated::{Failover, Replicated};
 pub use sweep::{sweep_old_templates, sweep_stale_test_databases};
 
 /// How long a given `DATABASE_URL` gets to answer before we fall back to a private

@@ -37,6 +37,7 @@ mod dashboard;
 mod database_restart;
 mod docs_examples;
 mod events_notify;
+mod failover;
 mod group_commit;
 mod http_admin;
 mod http_api;
