@@ -14,6 +14,7 @@ pub mod claim;
 pub mod event;
 pub mod lease;
 pub mod outcome;
+pub mod output_schema;
 pub mod owner;
 pub mod record;
 pub mod request;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::backoff::Backoff;
 use super::bounds::{self, Invalid};
+use super::output_schema::OutputSchema;
 use super::restart::RestartPolicy;
 use super::routes::{Privacy, Route, RouteSpec};
 
@@ -66,6 +67,14 @@ pub struct TaskType {
     /// The `openai` executor's routes, in order: every local one before any external.
     #[serde(default)]
     pub routes: Vec<RouteSpec>,
+    /// The JSON Schema every success's `output` must match (`openai` and `remote`
+    /// types): given inline, or read from `output_schema_file` when the file is read.
+    #[serde(default)]
+    pub output_schema: Option<OutputSchema>,
+    /// The JSON file `output_schema` is read from, as written: relative to the
+    /// task-types file's directory (an absolute path as it is).
+    #[serde(default)]
+    pub output_schema_file: Option<std::path::PathBuf>,
 }
 
 fn default_route() -> Route {
@@ -112,6 +121,8 @@ impl TaskType {
             backoff_cap_seconds: default_backoff_cap_seconds(),
             external_allowed: false,
             routes: Vec::new(),
+            output_schema: None,
+            output_schema_file: None,
         }
     }
 
