@@ -66,6 +66,9 @@ pub enum ApiError {
     UnknownParameter(String),
     #[error("{0}")]
     Validation(Invalid),
+    /// A worker's result that does not match its task type's output schema.
+    #[error("{0}")]
+    InvalidOutput(String),
     #[error("unknown task type {0:?}")]
     UnknownTaskType(String),
     #[error("not ready")]
@@ -77,7 +80,7 @@ pub enum ApiError {
 /// Every `code` an error answer can carry, as [`ApiError::status_and_code`] maps them
 /// (admission's refusals included). The documentation's error table is checked against
 /// it, and a unit test checks it against every variant.
-pub const CODES: [&str; 26] = [
+pub const CODES: [&str; 27] = [
     "malformed_json",
     "bad_request",
     "invalid_id",
@@ -101,6 +104,7 @@ pub const CODES: [&str; 26] = [
     "payload_too_large",
     "unknown_field",
     "validation_failed",
+    "invalid_output",
     "unknown_task_type",
     "not_ready",
     "internal",
@@ -162,6 +166,7 @@ impl ApiError {
                 (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field")
             }
             Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "validation_failed"),
+            InvalidOutput(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_output"),
             UnknownTaskType(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_task_type"),
             NotReady => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
@@ -236,6 +241,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::WebhookNotFound => ApiError::Missing("no such webhook endpoint".into()),
             ServiceError::DeliveryNotFound => ApiError::Missing("no such delivery".into()),
             ServiceError::EndpointDisabled => ApiError::EndpointDisabled,
+            ServiceError::InvalidOutput(message) => ApiError::InvalidOutput(message),
             ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
             error @ (ServiceError::Pool(_) | ServiceError::Db(_)) => {
                 ApiError::Internal(anyhow::Error::new(error))
@@ -325,6 +331,7 @@ mod tests {
             ApiError::UnknownField(String::new()),
             ApiError::UnknownParameter(String::new()),
             ApiError::invalid("f", "m"),
+            ApiError::InvalidOutput(String::new()),
             ApiError::UnknownTaskType(String::new()),
             ApiError::NotReady,
             ApiError::Internal(anyhow::anyhow!("x")),
