@@ -66,6 +66,9 @@ pub enum ApiError {
     UnknownParameter(String),
     #[error("{0}")]
     Validation(Invalid),
+    /// A worker's result that does not match its task type's output schema.
+    #[error("{0}")]
+    InvalidOutput(String),
     #[error("unknown task type {0:?}")]
     UnknownTaskType(String),
     /// Why this replica cannot serve now.
@@ -78,7 +81,7 @@ pub enum ApiError {
 /// Every `code` an error answer can carry, as [`ApiError::status_and_code`] maps them
 /// (admission's refusals included). The documentation's error table is checked against
 /// it, and a unit test checks it against every variant.
-pub const CODES: [&str; 26] = [
+pub const CODES: [&str; 27] = [
     "malformed_json",
     "bad_request",
     "invalid_id",
@@ -102,6 +105,7 @@ pub const CODES: [&str; 26] = [
     "payload_too_large",
     "unknown_field",
     "validation_failed",
+    "invalid_output",
     "unknown_task_type",
     "not_ready",
     "internal",
@@ -163,6 +167,7 @@ impl ApiError {
                 (StatusCode::UNPROCESSABLE_ENTITY, "unknown_field")
             }
             Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, "validation_failed"),
+            InvalidOutput(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_output"),
             UnknownTaskType(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_task_type"),
             NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
@@ -237,6 +242,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::WebhookNotFound => ApiError::Missing("no such webhook endpoint".into()),
             ServiceError::DeliveryNotFound => ApiError::Missing("no such delivery".into()),
             ServiceError::EndpointDisabled => ApiError::EndpointDisabled,
+            ServiceError::InvalidOutput(message) => ApiError::InvalidOutput(message),
             ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
             error
             @ (ServiceError::Pool(_) | ServiceError::Unreachable(_) | ServiceError::Db(_)) => {
@@ -327,6 +333,7 @@ mod tests {
             ApiError::UnknownField(String::new()),
             ApiError::UnknownParameter(String::new()),
             ApiError::invalid("f", "m"),
+            ApiError::InvalidOutput(String::new()),
             ApiError::UnknownTaskType(String::new()),
             ApiError::NotReady(String::new()),
             ApiError::Internal(anyhow::anyhow!("x")),

@@ -1,9 +1,10 @@
 //! A scriptable OpenAI-compatible Chat Completions server on loopback, for tests, the
 //! `inflight` benchmark and `tasklane dev --mock-llm`. Answers are scripted per model
 //! (the model a route sets): a queue of [`Reply`]s consumed one per call, then a
-//! default. It counts calls per model, sees clients that hang up before their answer
-//! (a cancelled attempt closes its connection), and serves https with a certificate
-//! the caller brings (tests sign one with a CA of their own).
+//! default. It counts calls per model, keeps each model's last request body, sees
+//! clients that hang up before their answer (a cancelled attempt closes its
+//! connection), and serves https with a certificate the caller brings (tests sign one
+//! with a CA of their own).
 
 pub mod demo;
 mod reply;
@@ -38,6 +39,8 @@ struct Shared {
     calls: Mutex<HashMap<String, u64>>,
     /// The `Authorization` header of each model's last call.
     authorization: Mutex<HashMap<String, Option<String>>>,
+    /// The body of each model's last call.
+    requests: Mutex<HashMap<String, serde_json::Value>>,
     disconnects: AtomicU64,
     answered: AtomicU64,
 }
@@ -132,6 +135,11 @@ impl MockLlm {
             .flatten()
     }
 
+    /// The request body of `model`'s last call.
+    pub fn last_request(&self, model: &str) -> Option<serde_json::Value> {
+        lock(&self.state.requests).get(model).cloned()
+    }
+
     /// Calls whose client hung up before the answer was ready.
     pub fn disconnects(&self) -> u64 {
         self.state.disconnects.load(Ordering::SeqCst)
@@ -188,6 +196,7 @@ async fn chat(State(state): State<Arc<Shared>>, headers: HeaderMap, body: String
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     lock(&state.authorization).insert(model.clone(), authorization);
+    lock(&state.requests).insert(model.clone(), request.clone());
     let reply = lock(&state.scripts)
         .get_mut(&model)
         .and_then(VecDeque::pop_front)

@@ -1,5 +1,6 @@
-//! One scripted answer of the mock: after a latency, a completion with usage, a status
-//! with an OpenAI-style error body and headers, or a body that is not JSON.
+//! One scripted answer of the mock: after a latency, a completion with usage (and a
+//! `finish_reason`, `stop` unless scripted otherwise), a status with an OpenAI-style
+//! error body and headers, or a body that is not JSON.
 
 use std::time::Duration;
 
@@ -17,8 +18,15 @@ pub struct Reply {
 
 #[derive(Debug, Clone)]
 enum Kind {
-    Completion { content: String, usage: (i64, i64) },
-    Status { status: u16, body: String },
+    Completion {
+        content: String,
+        usage: (i64, i64),
+        finish_reason: String,
+    },
+    Status {
+        status: u16,
+        body: String,
+    },
     Malformed,
 }
 
@@ -33,6 +41,7 @@ impl Reply {
         Reply::of(Kind::Completion {
             content: content.to_owned(),
             usage: (input, output),
+            finish_reason: "stop".to_owned(),
         })
     }
 
@@ -75,6 +84,15 @@ impl Reply {
         Reply::of(Kind::Malformed)
     }
 
+    /// The same completion ending with `finish_reason` (`length`: cut at `max_tokens`);
+    /// other replies are left as they are.
+    pub fn finish(mut self, reason: &str) -> Reply {
+        if let Kind::Completion { finish_reason, .. } = &mut self.kind {
+            *finish_reason = reason.to_owned();
+        }
+        self
+    }
+
     /// The same reply after `latency`.
     pub fn after(mut self, latency: Duration) -> Reply {
         self.latency = latency;
@@ -97,7 +115,11 @@ impl Reply {
 
     pub(super) fn respond(&self, model: &str, _request: &serde_json::Value) -> Response {
         let mut response = match &self.kind {
-            Kind::Completion { content, usage } => axum::Json(serde_json::json!({
+            Kind::Completion {
+                content,
+                usage,
+                finish_reason,
+            } => axum::Json(serde_json::json!({
                 "id": format!("chatcmpl-{}", uuid::Uuid::new_v4().simple()),
                 "object": "chat.completion",
                 "created": chrono::Utc::now().timestamp(),
@@ -105,7 +127,7 @@ impl Reply {
                 "choices": [{
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                 }],
                 "usage": {
                     "prompt_tokens": usage.0,

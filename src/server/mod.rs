@@ -42,10 +42,13 @@ pub fn load_task_types(config: &ServeConfig) -> anyhow::Result<Vec<TaskType>> {
 
 /// Reads and checks a task-types file: every refusal names the file, the type and the
 /// field, including a route's API key variable that is not set or key file that
-/// cannot be read (checked here, at start, not at the first call).
+/// cannot be read (checked here, at start, not at the first call), and an output
+/// schema file (read relative to the file's directory) that cannot be read or is not
+/// a valid JSON Schema.
 pub fn load_task_types_file(path: &std::path::Path) -> anyhow::Result<Vec<TaskType>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-    TaskTypesFile::parse(&text)
+    let dir = path.parent().unwrap_or(std::path::Path::new(""));
+    TaskTypesFile::parse_in(&text, dir, |file| std::fs::read_to_string(file))
         .and_then(|types| {
             crate::worker::executors::check_keys(&types)?;
             Ok(types)

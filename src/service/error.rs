@@ -44,6 +44,10 @@ pub enum ServiceError {
     /// The task was deleted: the worker must stop.
     #[error("the task is gone")]
     TaskGone,
+    /// A remote worker's result that is not the structured output the task type's
+    /// output schema asks for; nothing was written.
+    #[error("{0}")]
+    InvalidOutput(String),
     /// A worker's report that the task's state does not allow.
     #[error(transparent)]
     Illegal(#[from] IllegalTransition),
@@ -102,6 +106,7 @@ impl ServiceError {
             NotRetryable => "not_retryable",
             LeaseLost => "lease_lost",
             TaskGone => "task_gone",
+            InvalidOutput(_) => "invalid_output",
             Illegal(_) => "illegal_transition",
             WebhookNotFound | DeliveryNotFound => "not_found",
             EndpointDisabled => "endpoint_disabled",

@@ -16,7 +16,7 @@ use crate::store::query::TaskOwner;
 use crate::store::recover::{self, Lost};
 use crate::store::{self, attempts, claim, complete_many, query};
 use crate::task::outcome::Report;
-use crate::task::{bounds, TaskState};
+use crate::task::{bounds, output, TaskState};
 use crate::telemetry::spans;
 use tracing::Instrument as _;
 
@@ -144,7 +144,9 @@ impl Tasklane {
     }
 
     /// Settles the attempt as succeeded (also when cancellation was requested
-    /// meanwhile: the work is done).
+    /// meanwhile: the work is done). A remote worker's result of a type with an output
+    /// schema must carry the matching value as `output`, else nothing is written
+    /// ([`ServiceError::InvalidOutput`]); the in-process executors check their own.
     #[tracing::instrument(name = "tasklane.settle", skip_all, fields(task = %id))]
     pub async fn complete(
         &self,
@@ -156,10 +158,30 @@ impl Tasklane {
         self.again_when_gone("complete", || async {
             let client = self.connection().await?;
             let client = store::client(&client);
-            check_owner(client, owner, id).await?;
+            if let Some(task) = check_owner(client, owner, id).await? {
+                self.check_output(&task.task_type, &success.result)?;
+            }
             Ok(lease::complete(client, id, lease_token, success).await?)
         })
         .await
+    }
+
+    /// Whether `result` is what `task_type`'s output schema asks for (a type without
+    /// one, or unknown to this replica, takes any result).
+    fn check_output(
+        &self,
+        task_type: &str,
+        result: &serde_json::Value,
+    ) -> Result<(), ServiceError> {
+        let Some(schema) = self
+            .task_types
+            .get(task_type)
+            .and_then(|t| t.output_schema.as_ref())
+        else {
+            return Ok(());
+        };
+        output::check_result(schema, result)
+            .map_err(|invalid| ServiceError::InvalidOutput(invalid.0))
     }
 
     /// Completes a batch in one statement, each answered as [`Tasklane::complete`]

@@ -14,6 +14,8 @@ pub mod claim;
 pub mod event;
 pub mod lease;
 pub mod outcome;
+pub mod output;
+pub mod output_schema;
 pub mod owner;
 pub mod record;
 pub mod request;
@@ -59,10 +61,12 @@ pub mod codes {
     pub const CIRCUIT_OPEN: &str = "circuit_open";
     /// The task's usage subject or background budget is spent.
     pub const BUDGET_EXHAUSTED: &str = "budget_exhausted";
+    /// The answer is not the structured output the type's `output_schema` asks for.
+    pub const INVALID_OUTPUT: &str = "invalid_output";
 
     /// Every code above: what a task's `error.code` can be. The documentation's table of
     /// task error codes is checked against it, so a new code cannot go undocumented.
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 14] = [
         HANDLER_ERROR,
         PERMANENT_ERROR,
         ATTEMPTS_EXHAUSTED,
@@ -76,5 +80,6 @@ pub mod codes {
         UPSTREAM_QUOTA_EXHAUSTED,
         CIRCUIT_OPEN,
         BUDGET_EXHAUSTED,
+        INVALID_OUTPUT,
     ];
 }

@@ -220,6 +220,11 @@ fn retry_or_exhaust(
     backoff: &Backoff,
 ) -> Step {
     if task.attempt >= task.max_attempts {
+        // No attempt gave an answer that matched the output schema: that, not the
+        // generic exhaustion, is what the owner needs to read on the failed task.
+        if code == codes::INVALID_OUTPUT {
+            return failed(code, message);
+        }
         return Step {
             attempt_code: Some(code),
             ..failed(codes::ATTEMPTS_EXHAUSTED, message)
@@ -248,6 +253,7 @@ fn stable_code(code: &str) -> Option<&'static str> {
         codes::UPSTREAM_QUOTA_EXHAUSTED,
         codes::CIRCUIT_OPEN,
         codes::BUDGET_EXHAUSTED,
+        codes::INVALID_OUTPUT,
     ]
     .into_iter()
     .find(|stable| *stable == code)
@@ -384,6 +390,31 @@ mod tests {
                 TaskState::Failed,
                 Some("attempts_exhausted"),
                 Some("attempt_timeout")
+            )
+        );
+    }
+
+    #[test]
+    fn invalid_output_retries_and_fails_the_last_attempt_with_its_own_code() {
+        let report = || Report::Error {
+            code: "invalid_output".into(),
+            message: "the answer is not JSON".into(),
+            retryable: true,
+            retry_after: None,
+        };
+        let s = settle(running(1, 2), report(), &Backoff::default()).unwrap();
+        assert_eq!(
+            (s.state, s.code),
+            (TaskState::WaitingForRetry, Some("invalid_output"))
+        );
+        let s = settle(running(2, 2), report(), &Backoff::default()).unwrap();
+        assert_eq!(
+            (s.state, s.code, s.attempt_code, s.message.as_deref()),
+            (
+                TaskState::Failed,
+                Some("invalid_output"),
+                None,
+                Some("the answer is not JSON")
             )
         );
     }

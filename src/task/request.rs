@@ -90,6 +90,12 @@ impl SubmitRequest {
         bounds::json("input", &self.input)?;
         if task_type.executor == super::task_type::Executor::Openai {
             super::routes::validate_openai_input(&self.input)?;
+            if task_type.output_schema.is_some() && self.input.get("response_format").is_some() {
+                return Err(Invalid::new(
+                    "input.response_format",
+                    "must be absent: the task type's output_schema sets it",
+                ));
+            }
         }
         if self.privacy == Some(Privacy::ExternalAllowed) && !task_type.external_allowed {
             return Err(Invalid::new(
@@ -225,6 +231,24 @@ mod tests {
                 field
             );
         }
+    }
+
+    #[test]
+    fn a_structured_openai_type_refuses_an_input_response_format() {
+        let mut typed = TaskType::new("summarize", Executor::Openai);
+        let schema = serde_json::json!({"type": "object"});
+        typed.output_schema =
+            Some(crate::task::output_schema::OutputSchema::compile(schema).unwrap());
+        let mut r = request();
+        r.input = serde_json::json!({"messages": [{"role": "user", "content": "hi"}]});
+        assert!(r.resolve("mail", &typed, 1024).is_ok());
+        r.input["response_format"] = serde_json::json!({"type": "json_object"});
+        assert_eq!(
+            r.resolve("mail", &typed, 1024).unwrap_err().field,
+            "input.response_format"
+        );
+        typed.output_schema = None;
+        assert!(r.resolve("mail", &typed, 1024).is_ok());
     }
 
     #[test]

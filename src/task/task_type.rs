@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::backoff::Backoff;
 use super::bounds::{self, Invalid};
+use super::output_schema::OutputSchema;
 use super::restart::RestartPolicy;
 use super::routes::{Privacy, Route, RouteSpec};
 
@@ -71,6 +72,14 @@ pub struct TaskType {
     /// this wait it fails `no_fallback_allowed`.
     #[serde(default = "default_circuit_wait_seconds")]
     pub circuit_wait_seconds: u64,
+    /// The JSON Schema every success's `output` must match (`openai` and `remote`
+    /// types): given inline, or read from `output_schema_file` when the file is read.
+    #[serde(default)]
+    pub output_schema: Option<OutputSchema>,
+    /// The JSON file `output_schema` is read from, as written: relative to the
+    /// task-types file's directory (an absolute path as it is).
+    #[serde(default)]
+    pub output_schema_file: Option<std::path::PathBuf>,
 }
 
 /// The circuit wait of a type that names none: an hour.
@@ -124,6 +133,8 @@ impl TaskType {
             external_allowed: false,
             routes: Vec::new(),
             circuit_wait_seconds: DEFAULT_CIRCUIT_WAIT_SECONDS,
+            output_schema: None,
+            output_schema_file: None,
         }
     }
 

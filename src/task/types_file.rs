@@ -1,9 +1,12 @@
 //! The task-types file (`[[task_type]]` tables, TOML): parsing, and every rule a type
 //! must keep before a replica starts with it: bounds (`TaskType::validate`), its routes'
-//! privacy promises, and route names unique across the file (each names one circuit
-//! breaker). Every refusal names the type and the field.
+//! privacy promises, route names unique across the file (each names one circuit
+//! breaker), and a valid output schema. Every refusal names the type and the field.
+
+use std::path::Path;
 
 use super::bounds::Invalid;
+use super::output_schema;
 use super::routes::{Privacy, Route, CIRCUIT_FAILURES, CIRCUIT_OPEN_SECONDS};
 use super::task_type::{Executor, TaskType};
 
@@ -21,10 +24,27 @@ pub struct TaskTypesFile {
 }
 
 impl TaskTypesFile {
+    /// Parses and validates a task-types file that names no schema file (one held in
+    /// memory); see [`TaskTypesFile::parse_in`].
+    pub fn parse(text: &str) -> anyhow::Result<Vec<TaskType>> {
+        TaskTypesFile::parse_in(text, Path::new(""), |_| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "only a task-types file read from disk may name a schema file",
+            ))
+        })
+    }
+
     /// Parses and validates a task-types file; duplicate names are refused. Every
     /// refusal names the type (when it has a name) and the field, e.g.
-    /// `task type "summarize": routes[1].route: unknown variant ...`.
-    pub fn parse(text: &str) -> anyhow::Result<Vec<TaskType>> {
+    /// `task type "summarize": routes[1].route: unknown variant ...`. An
+    /// `output_schema_file` is resolved against `dir` (the file's directory) and read
+    /// with `read`, so the caller does the I/O.
+    pub fn parse_in(
+        text: &str,
+        dir: &Path,
+        read: impl Fn(&Path) -> std::io::Result<String>,
+    ) -> anyhow::Result<Vec<TaskType>> {
         let mut table: toml::Table = toml::from_str(text)?;
         let entries = match table.remove("task_type") {
             None => Vec::new(),
@@ -41,13 +61,14 @@ impl TaskTypesFile {
                 Some(name) => format!("task type {name:?}"),
                 None => format!("task_type[{i}]"),
             };
-            let task_type: TaskType = serde_path_to_error::deserialize(entry).map_err(|e| {
+            let mut task_type: TaskType = serde_path_to_error::deserialize(entry).map_err(|e| {
                 let path = e.path().to_string();
                 anyhow::anyhow!("{name}: {path}: {}", e.into_inner())
             })?;
             task_type
                 .validate()
                 .and_then(|()| validate_routes(&task_type))
+                .and_then(|()| load_output_schema(&mut task_type, dir, &read))
                 .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
             if !seen.insert(task_type.name.clone()) {
                 anyhow::bail!("task type {:?} is defined twice", task_type.name);
@@ -150,6 +171,37 @@ fn validate_routes(task_type: &TaskType) -> Result<(), Invalid> {
             "privacy",
             "a type with only external routes must default to external_allowed",
         ));
+    }
+    Ok(())
+}
+
+/// Checks where a type's output schema may be, and reads it from its file when it has
+/// one: only `openai` types (the executor asks the provider for it) and `remote` types
+/// (their workers' results are checked) have one.
+fn load_output_schema(
+    task_type: &mut TaskType,
+    dir: &Path,
+    read: impl Fn(&Path) -> std::io::Result<String>,
+) -> Result<(), Invalid> {
+    let field = match (&task_type.output_schema, &task_type.output_schema_file) {
+        (None, None) => return Ok(()),
+        (Some(_), Some(_)) => {
+            return Err(Invalid::new(
+                "output_schema_file",
+                "give output_schema or output_schema_file, not both",
+            ))
+        }
+        (Some(_), None) => "output_schema",
+        (None, Some(_)) => "output_schema_file",
+    };
+    if !matches!(task_type.executor, Executor::Openai | Executor::Remote) {
+        return Err(Invalid::new(
+            field,
+            "only openai and remote types take an output schema",
+        ));
+    }
+    if let Some(file) = &task_type.output_schema_file {
+        task_type.output_schema = Some(output_schema::from_file(file, dir, read)?);
     }
     Ok(())
 }
@@ -313,5 +365,84 @@ mod tests {
         );
         assert!(parse_err(&keyed_url).contains("routes[0].base_url"));
         assert!(!parse_err(&keyed_url).contains("secret"));
+    }
+
+    const SCHEMA_HEAD: &str = "[[task_type]]\nname='extract'\nexecutor='remote'\n";
+
+    /// Parses `text` in `/types` with one schema file, `/types/schemas/s.json`.
+    fn parse_with_file(text: &str, file: &str) -> anyhow::Result<Vec<TaskType>> {
+        TaskTypesFile::parse_in(text, Path::new("/types"), |path| {
+            if path == Path::new("/types/schemas/s.json") {
+                Ok(file.to_owned())
+            } else {
+                Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+            }
+        })
+    }
+
+    #[test]
+    fn an_output_schema_is_read_inline_or_from_a_file_beside_the_types_file() {
+        let inline =
+            format!("{SCHEMA_HEAD}[task_type.output_schema]\ntype='object'\nrequired=['a']\n");
+        let types = TaskTypesFile::parse(&inline).unwrap();
+        let schema = types[0].output_schema.as_ref().unwrap();
+        assert!(schema.check(&serde_json::json!({"a": 1})).is_ok());
+        assert!(schema.check(&serde_json::json!({})).is_err());
+
+        let from_file = format!("{SCHEMA_HEAD}output_schema_file='schemas/s.json'\n");
+        let types = parse_with_file(&from_file, r#"{"type": "integer"}"#).unwrap();
+        let schema = types[0].output_schema.as_ref().unwrap();
+        assert_eq!(schema.schema(), &serde_json::json!({"type": "integer"}));
+        let absolute = format!("{SCHEMA_HEAD}output_schema_file='/types/schemas/s.json'\n");
+        assert!(parse_with_file(&absolute, "{}").is_ok());
+    }
+
+    #[test]
+    fn bad_output_schemas_are_refused_by_type_field_and_file() {
+        let err =
+            |text: &str, file: &str| format!("{:#}", parse_with_file(text, file).unwrap_err());
+        let named = |e: &str, field: &str| e.contains("task type \"extract\"") && e.contains(field);
+
+        let e = err(
+            &format!("{SCHEMA_HEAD}[task_type.output_schema]\ntype=5\n"),
+            "",
+        );
+        assert!(
+            named(&e, "output_schema:") && e.contains("not a valid JSON Schema"),
+            "{e}"
+        );
+        let file = format!("{SCHEMA_HEAD}output_schema_file='schemas/s.json'\n");
+        let e = err(&file, "{\"type\": ");
+        assert!(
+            named(&e, "output_schema_file") && e.contains("/types/schemas/s.json: is not JSON"),
+            "{e}"
+        );
+        let e = err(&file, r#"{"minLength": "three"}"#);
+        assert!(
+            named(&e, "output_schema_file") && e.contains("/minLength"),
+            "{e}"
+        );
+        let e = err(
+            &format!("{SCHEMA_HEAD}output_schema_file='missing.json'\n"),
+            "",
+        );
+        assert!(
+            named(&e, "output_schema_file") && e.contains("/types/missing.json: cannot be read"),
+            "{e}"
+        );
+        let both = format!("{SCHEMA_HEAD}output_schema_file='schemas/s.json'\n[task_type.output_schema]\ntype='object'\n");
+        let e = err(&both, "{}");
+        assert!(
+            named(&e, "output_schema_file") && e.contains("not both"),
+            "{e}"
+        );
+        let noop = "[[task_type]]\nname='extract'\nexecutor='noop'\n[task_type.output_schema]\ntype='object'\n";
+        let e = err(noop, "");
+        assert!(
+            named(&e, "output_schema:") && e.contains("openai and remote"),
+            "{e}"
+        );
+        // A file in memory names no schema file.
+        assert!(TaskTypesFile::parse(&file).is_err());
     }
 }

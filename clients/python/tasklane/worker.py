@@ -15,6 +15,11 @@ the handler does decides the settlement, always fenced by the claim's lease toke
   the cancellation is acknowledged;
 - raises anything else: ``fail``, retryable, code ``handler_error``.
 
+For a task type with an output schema, return ``{"output": value, ...}``: a result
+whose ``output`` does not match the schema is refused (``invalid_output``, nothing
+written), and the worker then fails the attempt, retryable, with that code and the
+usage and provenance it set (the last attempt fails the task ``invalid_output``).
+
 When the lease is lost (it expired and another worker took the task, or the task was
 deleted), reporting raises :class:`~tasklane.errors.LeaseLost` in the handler, the
 context's ``lease_lost`` is set, and nothing more is sent for that task. ``stop()`` is
@@ -316,18 +321,9 @@ class Worker:
         with ctx._lock:
             try:
                 if kind == "complete":
-                    body = CompleteBody.from_dict({"lease_token": token, "result": value, **extras})
-                    self.client._call(complete_task, id=ctx.id, body=body)
+                    self._complete(ctx, token, value, extras)
                 elif kind == "fail":
-                    fields = {
-                        "lease_token": token,
-                        "code": value.code,
-                        "message": value.message,
-                        "retryable": value.retryable,
-                    }
-                    if value.retry_after_seconds is not None:
-                        fields["retry_after_seconds"] = value.retry_after_seconds
-                    self.client._call(fail_task, id=ctx.id, body=FailBody.from_dict(fields))
+                    self._fail(ctx, token, value, {})
                 elif kind == "fallback":
                     body = FallbackBody(lease_token=ctx.lease_token, reason=value.reason)
                     self.client._call(fallback_task, id=ctx.id, body=body)
@@ -337,6 +333,32 @@ class Worker:
             except errors.LeaseLost:
                 ctx.lease_lost.set()
                 log.warning("lease on task %s lost before its %s was reported", ctx.id, kind)
+
+    def _complete(self, ctx: TaskContext, token: str, result: Any, extras: dict) -> None:
+        body = CompleteBody.from_dict({"lease_token": token, "result": result, **extras})
+        try:
+            self.client._call(complete_task, id=ctx.id, body=body)
+        except errors.TasklaneError as refused:
+            if refused.code != "invalid_output":
+                raise
+            # The result does not match the type's output schema and nothing was written:
+            # end the attempt now (retried; the last fails the task with this code) rather
+            # than leave the lease to run out. The usage was spent all the same.
+            log.warning("task %s: result refused: %s", ctx.id, refused.detail)
+            fail = Fail("invalid_output", refused.detail[:1000], retryable=True)
+            self._fail(ctx, token, fail, extras)
+
+    def _fail(self, ctx: TaskContext, token: str, fail: Fail, extras: dict) -> None:
+        fields = {
+            "lease_token": token,
+            "code": fail.code,
+            "message": fail.message,
+            "retryable": fail.retryable,
+            **extras,
+        }
+        if fail.retry_after_seconds is not None:
+            fields["retry_after_seconds"] = fail.retry_after_seconds
+        self.client._call(fail_task, id=ctx.id, body=FailBody.from_dict(fields))
 
     def _beat(self, ctx: TaskContext) -> None:
         """Heartbeats every third of the lease until the handler is done."""

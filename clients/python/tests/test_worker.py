@@ -1,6 +1,7 @@
 """The Worker against the live server: a handler's result, failure, progress and
-events; cancellation reaching the handler; a lost lease raised in the handler; a worker
-killed mid-task whose task another worker takes over."""
+events; a result its type's output schema refuses; cancellation reaching the handler; a
+lost lease raised in the handler; a worker killed mid-task whose task another worker
+takes over."""
 
 from __future__ import annotations
 
@@ -62,6 +63,27 @@ def test_a_handler_reports_and_its_result_or_failure_settles(client, scope, work
     failed = client.run("py", scope_id=scope, effect_key="bad", input={"fail": True}, wait=30)
     assert failed.state == "failed"
     assert "[bad_input]" in failed.error.message
+
+
+def test_a_result_that_breaks_the_output_schema_fails_the_attempt(client, scope) -> None:
+    def handler(ctx: TaskContext):
+        ctx.usage = {"input_tokens": 3, "output_tokens": 2}
+        return {"output": {"label": ctx.input["label"]}}
+
+    def run(key: str, label: str):
+        input = {"label": label}
+        return client.run("py_structured", scope_id=scope, effect_key=key, input=input, wait=30)
+
+    worker = Worker(client, ["py_structured"], handler, wait_seconds=1).start()
+    try:
+        good = run("ok", "ham")
+        assert (good.state, good.result) == ("succeeded", {"output": {"label": "ham"}})
+        bad = run("bad", "eggs")
+        assert (bad.state, bad.error.code) == ("failed", "invalid_output")
+        assert "/label" in bad.error.message
+        assert bad.usage.total_tokens == 5
+    finally:
+        worker.stop(timeout=10)
 
 
 def test_cancellation_reaches_the_handler(client, scope, worker_of) -> None:

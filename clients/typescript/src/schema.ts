@@ -3629,7 +3629,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `validation_failed` or `unknown_field` (`field` names it). */
+            /** @description `validation_failed` or `unknown_field` (`field` names it); `invalid_output`: the task type has an output schema and `result.output` does not match it (nothing changed) */
             422: {
                 headers: {
                     [name: string]: unknown;

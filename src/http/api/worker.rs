@@ -190,7 +190,8 @@ fn json_len(value: &serde_json::Value) -> usize {
 #[utoipa::path(post, path = "/v1/worker/tasks/{id}/complete", tag = "worker", operation_id = "complete_task", params(("id" = Uuid, Path)),
     request_body = CompleteBody, security(("bearer" = [])),
     responses((status = 200, description = "the task's state after the settlement", body = Settled), (status = 404, body = Problem),
-        (status = 409, body = Problem), (status = 410, body = Problem), (status = 422, body = Problem)))]
+        (status = 409, body = Problem), (status = 410, body = Problem),
+        (status = 422, description = "`validation_failed` or `unknown_field` (`field` names it); `invalid_output`: the task type has an output schema and `result.output` does not match it (nothing changed)", body = Problem)))]
 pub async fn complete(
     State(state): State<AppState>,
     caller: Allowed<perm::Work>,

@@ -15,6 +15,10 @@
 //!   last failure's code), which the settlement turns into `attempts_exhausted` on the
 //!   last attempt.
 //!
+//! A type with an output schema asks for it (`response_format`, strict); its answer
+//! must then be JSON that matches (`task::output`), else the attempt ends `retry` with
+//! `invalid_output` (the route answered: its circuit counts a success).
+//!
 //! Provenance is recorded before each call and usage after each answer that carries it
 //! (failed ones too). The API key goes only into the request's `Authorization` header
 //! (marked sensitive); error text from upstream bodies is bounded and redacted.
@@ -29,6 +33,7 @@ use crate::admission::RefusalCode;
 use crate::service::circuits::{CircuitSpec, Permit};
 use crate::service::{ServiceError, Success};
 use crate::task::attempt::Provenance;
+use crate::task::output;
 use crate::task::routes::RouteSpec;
 use crate::task::upstream::{self, Failure};
 use crate::task::{codes, Privacy, Route, TaskType};
@@ -200,9 +205,11 @@ impl Handler for Openai {
                         ctx.add_usage(usage);
                     }
                     // Provenance and usage (this call's and any earlier failed call's
-                    // of the attempt) are on the context; the runner writes them.
+                    // of the attempt) are on the context; the runner writes them, so an
+                    // answer refused here is charged all the same.
+                    let result = self.structured(&route.spec, completion.result)?;
                     return Ok(Success {
-                        result: completion.result,
+                        result,
                         usage_units: None,
                         facts: Default::default(),
                     });
@@ -280,6 +287,24 @@ fn reserved_or_stop(answer: Result<(), ServiceError>) -> Result<(), HandlerError
 }
 
 impl Openai {
+    /// The result of an answer: as it came without an output schema; with one, checked
+    /// and carrying the parsed value as `output`, or `invalid_output` (retried; the
+    /// settlement fails the last attempt with it).
+    fn structured(
+        &self,
+        spec: &RouteSpec,
+        result: serde_json::Value,
+    ) -> Result<serde_json::Value, HandlerError> {
+        let Some(schema) = &self.task_type.output_schema else {
+            return Ok(result);
+        };
+        output::completion_output(schema, result).map_err(|invalid| HandlerError::Retryable {
+            code: codes::INVALID_OUTPUT.into(),
+            message: route_message(spec, &invalid.0),
+            retry_after: None,
+        })
+    }
+
     /// What an attempt whose routes all failed transiently or were open ends with.
     fn exhausted(
         &self,
@@ -392,6 +417,12 @@ impl Openai {
     async fn request(&self, ctx: &TaskContext, route: &Prepared, timeout: Duration) -> Call {
         let mut body = ctx.input().as_object().cloned().unwrap_or_default();
         body.insert("model".into(), route.spec.model.clone().into());
+        if let Some(schema) = &self.task_type.output_schema {
+            // Replaces any the input carried: submit refuses one, but the SQL door does
+            // not read inputs.
+            let format = schema.response_format(&self.task_type.name);
+            body.insert("response_format".into(), format);
+        }
         let mut request = self
             .client
             .post(&route.endpoint)

@@ -122,3 +122,46 @@ fn a_key_file_is_read_and_never_shown() {
     );
     assert!(!format!("{types:?}").contains("never-shown"));
 }
+
+#[test]
+fn an_output_schema_file_is_read_beside_the_types_file_and_checked_at_start() {
+    let dir = std::env::temp_dir().join(format!("tasklane-schemas-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(dir.join("schemas")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write(
+        "schemas/label.json",
+        r#"{"type": "object", "required": ["label"]}"#,
+    );
+    write("schemas/bad.json", r#"{"type": "nope"}"#);
+    let types = |schema_file: &str| {
+        let path = dir.join(format!("types-{}.toml", uuid::Uuid::new_v4()));
+        let text = format!(
+            "[[task_type]]\nname = \"extract\"\nexecutor = \"remote\"\noutput_schema_file = \"{schema_file}\"\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+
+    let loaded = load_task_types_file(&types("schemas/label.json")).unwrap();
+    let schema = loaded[0].output_schema.as_ref().expect("the file's schema");
+    assert!(schema.check(&serde_json::json!({"label": 1})).is_ok());
+    assert!(schema.check(&serde_json::json!({})).is_err());
+
+    for (file, says) in [
+        ("schemas/bad.json", "is not a valid JSON Schema"),
+        ("schemas/missing.json", "cannot be read"),
+    ] {
+        let path = types(file);
+        let e = format!("{:#}", load_task_types_file(&path).unwrap_err());
+        let resolved = dir.join(file).display().to_string();
+        assert!(
+            e.contains(&path.display().to_string())
+                && e.contains("task type \"extract\"")
+                && e.contains("output_schema_file")
+                && e.contains(&resolved)
+                && e.contains(says),
+            "{e}"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -1,12 +1,14 @@
 //! The `openai` executor against real HTTP upstreams (the library's OpenAI-compatible
 //! mock on loopback): classification of every kind of answer, routing and fallback,
-//! TLS, cancellation, submit validation and refused configurations.
+//! TLS, cancellation, submit validation, refused configurations, and structured outputs
+//! checked against the type's schema.
 
 mod circuit_wait;
 mod classification;
 mod cluster;
 mod config;
 mod routing;
+mod structured;
 mod tls;
 
 use std::time::Duration;
