@@ -402,12 +402,12 @@ mod tests {
             retryable: true,
             retry_after: None,
         };
-        let s = settle(running(1, 2), report(), &Backoff::default()).unwrap();
+        let s = settle(running(1, 2), report(), rules(&Backoff::default())).unwrap();
         assert_eq!(
             (s.state, s.code),
             (TaskState::WaitingForRetry, Some("invalid_output"))
         );
-        let s = settle(running(2, 2), report(), &Backoff::default()).unwrap();
+        let s = settle(running(2, 2), report(), rules(&Backoff::default())).unwrap();
         assert_eq!(
             (s.state, s.code, s.attempt_code, s.message.as_deref()),
             (
