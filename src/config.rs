@@ -95,7 +95,9 @@ pub struct ServeConfig {
     /// cancels one that runs longer (`statement_timeout` on every pooled connection),
     /// and a connection that then still sends nothing while a statement waits for its
     /// answer (a black-holed network path, a hung server) is closed 2 s later and
-    /// replaced. A request waits for a free connection at most twice this long.
+    /// replaced. A request waits for a free connection at most twice this long. Behind
+    /// PgBouncer (`--listen-notify false`) nothing is set on the session: the
+    /// connection watchdog still applies.
     #[arg(long, env = "TASKLANE_STATEMENT_TIMEOUT_MS", default_value_t = 10_000)]
     pub statement_timeout_ms: u64,
 

@@ -120,8 +120,12 @@ impl Replica {
         telemetry: &Telemetry,
     ) -> anyhow::Result<Replica> {
         let checked = Checked::new(config, types, custom)?;
-        let database = Database::from_url(&config.database_url)?
+        let mut database = Database::from_url(&config.database_url)?
             .with_statement_timeout(config.statement_timeout());
+        if !config.listen_notify {
+            // `--listen-notify false` is the setting for PgBouncer in transaction mode.
+            database = database.behind_transaction_pooler();
+        }
         let pool = prepare_database(config, &database, &checked.task_types).await?;
         telemetry
             .instruments()
@@ -283,13 +287,9 @@ fn service(
 ) -> anyhow::Result<(Tasklane, Option<handoff::Inbox>)> {
     // Claims on their own connections, planned generically: one per claim loop
     // (local, and the routed external one beside it) and two for remote workers'.
-    // Not behind PgBouncer (`--listen-notify false` is its setting): in transaction
-    // mode a session's SET would stay on a server connection other clients share.
+    // Behind PgBouncer the plans are left as they are (see `Database`).
     let claims_size = config.claim_pool_size();
-    let claims = match config.listen_notify {
-        true => database.claim_pool(claims_size)?,
-        false => database.pool(claims_size)?,
-    };
+    let claims = database.claim_pool(claims_size)?;
     let tasklane = Tasklane::new(
         pool,
         checked.task_types.clone(),

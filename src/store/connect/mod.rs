@@ -59,6 +59,9 @@ pub struct Database {
     tcp: TcpSettings,
     /// How long a statement of a pooled connection may run (none: unbounded).
     statement_timeout: Option<Duration>,
+    /// Whether pooled connections may set their session (off behind a pooler in
+    /// transaction mode, where a SET stays on a server connection others share).
+    session_settings: bool,
 }
 
 /// How much longer than the statement timeout a connection may stay silent while it
@@ -99,17 +102,26 @@ impl Database {
             settings: split.tls,
             tcp: split.tcp,
             statement_timeout: None,
+            session_settings: true,
         })
     }
 
     /// This database with statements of its pooled connections bounded by `timeout`:
     /// PostgreSQL cancels one that runs longer (`statement_timeout`) and ends a session
     /// idle that long inside a transaction, and a connection that then stays silent
-    /// while it owes an answer is closed as gone. Connections
-    /// made one by one ([`Database::connect`]: migrations, LISTEN) are not bounded: a
-    /// migration may rightly run for minutes.
+    /// while it owes an answer is closed as gone. Connections made one by one
+    /// ([`Database::connect`]: migrations, LISTEN) are not bounded: a migration may
+    /// rightly run for minutes.
     pub fn with_statement_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.statement_timeout = timeout.filter(|t| !t.is_zero());
+        self
+    }
+
+    /// This database reached through a pooler in transaction mode (PgBouncer): pooled
+    /// connections set nothing on their session (no claim plans, no server-side
+    /// timeouts; the answer watchdog still bounds a statement).
+    pub fn behind_transaction_pooler(mut self) -> Self {
+        self.session_settings = false;
         self
     }
 
@@ -172,7 +184,7 @@ impl Database {
 
     fn build_pool(&self, size: usize, session: Option<&str>) -> anyhow::Result<Pool> {
         let mut setup: Vec<String> = session.map(str::to_owned).into_iter().collect();
-        if let Some(timeout) = self.statement_timeout {
+        if let (Some(timeout), true) = (self.statement_timeout, self.session_settings) {
             setup.push(format!("SET statement_timeout = {}", timeout.as_millis()));
             // A transaction whose client vanished between two statements (a cut
             // network path) would hold its row locks until the server's TCP keepalive
@@ -185,11 +197,8 @@ impl Database {
         let silence = self
             .statement_timeout
             .map(|timeout| timeout + SILENCE_BEYOND_STATEMENT);
-        let manager = Manager::new(
-            self.clone(),
-            (!setup.is_empty()).then(|| setup.join("; ")),
-            silence,
-        );
+        let setup = (self.session_settings && !setup.is_empty()).then(|| setup.join("; "));
+        let manager = Manager::new(self.clone(), setup, silence);
         Ok(Pool::builder(manager)
             .max_size(size)
             .runtime(deadpool::Runtime::Tokio1)
