@@ -74,6 +74,10 @@ pub enum ApiError {
     /// Why this replica cannot serve now.
     #[error("not ready: {0}")]
     NotReady(String),
+    /// The database could not be reached, or was not taking writes, for longer than the
+    /// operation waits (the cause is logged, not answered: it names hosts).
+    #[error("the database is unavailable; ask again shortly")]
+    DatabaseUnavailable,
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -81,7 +85,7 @@ pub enum ApiError {
 /// Every `code` an error answer can carry, as [`ApiError::status_and_code`] maps them
 /// (admission's refusals included). The documentation's error table is checked against
 /// it, and a unit test checks it against every variant.
-pub const CODES: [&str; 27] = [
+pub const CODES: [&str; 28] = [
     "malformed_json",
     "bad_request",
     "invalid_id",
@@ -108,6 +112,7 @@ pub const CODES: [&str; 27] = [
     "invalid_output",
     "unknown_task_type",
     "not_ready",
+    "database_unavailable",
     "internal",
 ];
 
@@ -170,6 +175,7 @@ impl ApiError {
             InvalidOutput(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_output"),
             UnknownTaskType(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_task_type"),
             NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+            DatabaseUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "database_unavailable"),
             Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -244,6 +250,10 @@ impl From<ServiceError> for ApiError {
             ServiceError::EndpointDisabled => ApiError::EndpointDisabled,
             ServiceError::InvalidOutput(message) => ApiError::InvalidOutput(message),
             ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
+            error if error.is_unavailable() => {
+                tracing::warn!(error = %error, sqlstate = error.sqlstate(), "the database is unavailable answering a request");
+                ApiError::DatabaseUnavailable
+            }
             error
             @ (ServiceError::Pool(_) | ServiceError::Unreachable(_) | ServiceError::Db(_)) => {
                 ApiError::Internal(anyhow::Error::new(error))
@@ -336,6 +346,7 @@ mod tests {
             ApiError::InvalidOutput(String::new()),
             ApiError::UnknownTaskType(String::new()),
             ApiError::NotReady(String::new()),
+            ApiError::DatabaseUnavailable,
             ApiError::Internal(anyhow::anyhow!("x")),
         ];
         let mut codes: Vec<&str> = errors.iter().map(|e| e.status_and_code().1).collect();

@@ -6,7 +6,8 @@
 //! `application/problem+json` referencing the `Problem` schema and has a description
 //! (the stable codes of its status, unless the route names its own), every route with a
 //! bearer token can answer 401 and 403, every route that reads a body or a query can
-//! answer 400/413/422, every `/v1/` route 500, and 429/503 carry `Retry-After`.
+//! answer 400/413/422, every `/v1/` route 500 and 503 (the database unavailable), and
+//! 429/503 carry `Retry-After`.
 //! Success answers are the route's own business: their descriptions are not invented
 //! here, and [`problems`] (checked by a test) reports any that is missing, along with
 //! any operation without a stable `operationId`.
@@ -64,7 +65,7 @@ fn finish_operation(path: &str, op: &mut Value) {
         implied.push("422");
     }
     if path.starts_with("/v1/") {
-        implied.push("500");
+        implied.extend(["500", "503"]);
     }
     for status in implied {
         responses
@@ -243,7 +244,7 @@ mod tests {
         let statuses: Vec<&str> = responses.keys().map(String::as_str).collect();
         assert_eq!(
             statuses,
-            ["200", "400", "401", "403", "409", "413", "422", "429", "500"]
+            ["200", "400", "401", "403", "409", "413", "422", "429", "500", "503"]
         );
         assert!(responses["200"].get("description").is_none());
         assert_eq!(responses["409"]["description"], "lease_lost");

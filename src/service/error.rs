@@ -81,6 +81,17 @@ impl ServiceError {
         )
     }
 
+    /// Whether the database could not be had (no connection, none free, or a failure
+    /// that means the connection or its server was gone: see `store::connect::gone`),
+    /// as opposed to a statement that failed.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            ServiceError::Pool(_) | ServiceError::Unreachable(_) => true,
+            ServiceError::Db(error) => crate::store::connect::gone::gone(error).is_some(),
+            _ => false,
+        }
+    }
+
     /// PostgreSQL's SQLSTATE of a database error, for logs: `Display` of a server error
     /// says only "db error", and its message may quote row values.
     pub fn sqlstate(&self) -> Option<&str> {
