@@ -134,7 +134,7 @@ async fn one_run(bench: &common::Bench) -> anyhow::Result<Vec<f64>> {
     let submitted = http
         .post(format!("{base}/v1/tasks"))
         .bearer_auth(&token)
-        .json(&serde_json::json!({"task_type": "tick", "scope_id": "s", "effect_key": "after", "input": {}}))
+        .json(&serde_json::json!({"task_type": "noop", "scope_id": "s", "effect_key": "after", "input": {}}))
         .timeout(Duration::from_secs(60))
         .send()
         .await?

@@ -181,6 +181,8 @@ Takes a dict: root (the chart context), config (the merged config values), roles
 {{- end }}
 - name: TASKLANE_POOL_SIZE
   value: {{ $c.poolSize | int64 | toString | quote }}
+- name: TASKLANE_STATEMENT_TIMEOUT_MS
+  value: {{ $c.statementTimeoutMs | int64 | toString | quote }}
 - name: TASKLANE_SUBMIT_GROUPS
   value: {{ (kindIs "invalid" $c.submitGroups | ternary (min 2 (int64 $c.poolSize)) $c.submitGroups) | int64 | toString | quote }}
 - name: TASKLANE_CLAIMERS
