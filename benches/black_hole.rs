@@ -1,12 +1,16 @@
 //! How fast a replica finds that its connections to PostgreSQL are black-holed, with
-//! the default connection settings, and how fast it works again once the path heals.
-//! One real `tasklane serve` reaches its database through a proxy
-//! (`tasklane::devdb::BlackHoleProxy`) that cuts every connection without a close, and
-//! takes new ones without forwarding them, for [`CUT_FOR`]; then forwards new ones again.
-//! Measured from the cut: the first `/readyz` 503, a pooled statement's failure (a
-//! pool made as the replica makes its own, the statement sent just after the cut),
-//! and the replica's first new connection; from the heal: `/readyz` 200 again and a
-//! task submitted then finished.
+//! the default connection settings, and how fast it works again. One real
+//! `tasklane serve` reaches its database through a proxy
+//! (`tasklane::devdb::BlackHoleProxy`), in two scenarios per run:
+//!
+//! - the open connections cut without a close, new ones forwarded (a load balancer that
+//!   forgot its connections): from the cut, the first `/readyz` 503, the first new
+//!   connection, `/readyz` 200 again, and a task submitted at the cut finished;
+//! - everything cut, new connections taken and never forwarded, for [`CUT_FOR`], then
+//!   healed: from the cut, the first `/readyz` 503, a pooled statement's failure (a pool
+//!   made as the replica makes its own, the statement sent just after the cut) and the
+//!   first new connection tried; from the heal, `/readyz` 200 again and a task
+//!   submitted then finished.
 //!
 //! `cargo bench --bench black_hole` (env: `BENCH_RUNS`, `BENCH_DATABASE_URL`).
 
@@ -31,6 +35,10 @@ async fn main() -> anyhow::Result<()> {
     println!("machine: {}", common::machine());
     println!("{}", bench.settings().await?);
     let names = [
+        "open connections cut: /readyz 503 after the cut",
+        "open connections cut: first new connection after the cut",
+        "open connections cut: /readyz 200 after the cut",
+        "open connections cut: a task submitted at the cut finished",
         "/readyz 503 after the cut",
         "a pooled statement fails after the cut",
         "first new connection after the cut",
@@ -102,6 +110,24 @@ async fn one_run(bench: &common::Bench) -> anyhow::Result<Vec<f64>> {
     )
     .await?
     .secret;
+
+    // The open connections cut, new ones forwarded.
+    let cut = Instant::now();
+    proxy.cut_open_connections();
+    let submitted = tokio::spawn(finish_a_task(
+        http.clone(),
+        base.clone(),
+        token.clone(),
+        "first",
+    ));
+    until_status(&http, &format!("{base}/readyz"), 503).await?;
+    let open_unready = cut.elapsed();
+    until_status(&http, &format!("{base}/readyz"), 200).await?;
+    let open_ready = cut.elapsed();
+    submitted.await??;
+    let open_finished = cut.elapsed();
+    let open_reconnect = first_connection(&proxy, cut)?;
+
     let pool = Database::from_url(&cut_url)?
         .with_statement_timeout(Some(STATEMENT_TIMEOUT))
         .pool(1)?;
@@ -121,20 +147,57 @@ async fn one_run(bench: &common::Bench) -> anyhow::Result<Vec<f64>> {
     let unready = cut.elapsed();
     let detected = statement.await??;
     tokio::time::sleep_until((cut + CUT_FOR).into()).await;
-    let reconnect = proxy
-        .accepted_since(cut)
-        .first()
-        .map(|at| at.duration_since(cut))
-        .ok_or_else(|| anyhow::anyhow!("no new connection during the cut"))?;
+    let reconnect = first_connection(&proxy, cut)?;
 
     proxy.heal();
     let healed = Instant::now();
     until_status(&http, &format!("{base}/readyz"), 200).await?;
     let ready = healed.elapsed();
+    finish_a_task(http, base, token, "after").await?;
+    let finished = healed.elapsed();
+    fleet.stop();
+    drop(client);
+    bench.drop_db(&name).await?;
+    Ok([
+        open_unready,
+        open_reconnect,
+        open_ready,
+        open_finished,
+        unready,
+        detected,
+        reconnect,
+        ready,
+        finished,
+    ]
+    .iter()
+    .map(Duration::as_secs_f64)
+    .collect())
+}
+
+/// How long after `cut` the proxy took its first new connection.
+fn first_connection(proxy: &BlackHoleProxy, cut: Instant) -> anyhow::Result<Duration> {
+    proxy
+        .accepted_since(cut)
+        .first()
+        .map(|at| at.duration_since(cut))
+        .ok_or_else(|| anyhow::anyhow!("no new connection after the cut"))
+}
+
+/// Submits a `noop` task with `key` (the submit itself waits out a dead connection) and
+/// waits until it succeeded.
+async fn finish_a_task(
+    http: reqwest::Client,
+    base: String,
+    token: String,
+    key: &'static str,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let body =
+        serde_json::json!({"task_type": "noop", "scope_id": "s", "effect_key": key, "input": {}});
     let submitted = http
         .post(format!("{base}/v1/tasks"))
         .bearer_auth(&token)
-        .json(&serde_json::json!({"task_type": "noop", "scope_id": "s", "effect_key": "after", "input": {}}))
+        .json(&body)
         .timeout(Duration::from_secs(60))
         .send()
         .await?
@@ -146,27 +209,20 @@ async fn one_run(bench: &common::Bench) -> anyhow::Result<Vec<f64>> {
         let task: serde_json::Value = http
             .get(format!("{base}/v1/tasks/{id}"))
             .bearer_auth(&token)
+            .timeout(Duration::from_secs(60))
             .send()
             .await?
             .json()
             .await?;
         if task["state"] == "succeeded" {
-            break;
+            return Ok(());
         }
         anyhow::ensure!(
-            healed.elapsed() < Duration::from_secs(120),
+            started.elapsed() < Duration::from_secs(120),
             "the task never finished"
         );
         tokio::time::sleep(POLL).await;
     }
-    let finished = healed.elapsed();
-    fleet.stop();
-    drop(client);
-    bench.drop_db(&name).await?;
-    Ok([unready, detected, reconnect, ready, finished]
-        .iter()
-        .map(Duration::as_secs_f64)
-        .collect())
 }
 
 async fn until_status(http: &reqwest::Client, url: &str, want: u16) -> anyhow::Result<()> {

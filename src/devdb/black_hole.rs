@@ -38,8 +38,8 @@ impl BlackHoleProxy {
     pub async fn start(upstream: String) -> BlackHoleProxy {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
-            .expect("bind the proxy");
-        let port = listener.local_addr().unwrap().port();
+            .expect("bind a loopback port");
+        let port = listener.local_addr().expect("a bound address").port();
         let state = Arc::new(State::default());
         let stop = CancellationToken::new();
         tokio::spawn(accept(listener, upstream, state.clone(), stop.clone()));
@@ -52,6 +52,14 @@ impl BlackHoleProxy {
             .holing
             .store(true, std::sync::atomic::Ordering::SeqCst);
         self.state.cut.lock().expect("not poisoned").cancel();
+    }
+
+    /// The connections open now go silent for good; new ones are forwarded (a load
+    /// balancer that forgot its connections but still routes new ones).
+    pub fn cut_open_connections(&self) {
+        let mut cut = self.state.cut.lock().expect("not poisoned");
+        cut.cancel();
+        *cut = CancellationToken::new();
     }
 
     /// New connections are forwarded again; those cut stay dead.
