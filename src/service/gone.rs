@@ -1,8 +1,9 @@
 //! Running an operation again on a fresh connection when its connection was gone: which
 //! failures count, and why each is safe to run again, is decided in
-//! `store::connect::gone`. Only operations whose statements are fenced use this: a
-//! submit (its key finds a first run's task), a lease's heartbeat, an attempt's
-//! settlement or hand-back (its lease token refuses a second one). A failover, a
+//! `store::connect::gone`. Only operations whose statements are fenced or only read use
+//! this: a submit (its key finds a first run's task), a lease's heartbeat, an attempt's
+//! settlement or hand-back (its lease token refuses a second one), and the reads most
+//! callers wait on: the token lookup every request starts with, and a task's read. A failover, a
 //! switchover's read-only moment or a connection cut then costs these operations a wait,
 //! never a failed task or an error to a caller that a second later would have succeeded.
 

@@ -29,13 +29,17 @@ pub struct TaskEvents {
 impl Tasklane {
     /// One task, if `owner` may see it.
     pub async fn get(&self, owner: &Owner, id: Uuid) -> Result<TaskRecord, ServiceError> {
-        let client = self.connection().await?;
-        let client = store::client(&client);
-        let mut task = query::get(client, owner, id)
-            .await?
-            .ok_or(ServiceError::NotFound)?;
-        with_attempts(client, std::slice::from_mut(&mut task)).await?;
-        Ok(task)
+        // A read: safe to run again on a fresh connection (waiters poll through it).
+        self.again_when_gone("read a task", || async {
+            let client = self.connection().await?;
+            let client = store::client(&client);
+            let mut task = query::get(client, owner, id)
+                .await?
+                .ok_or(ServiceError::NotFound)?;
+            with_attempts(client, std::slice::from_mut(&mut task)).await?;
+            Ok(task)
+        })
+        .await
     }
 
     /// The attempts of task `id`, oldest first (a running attempt last), if `owner`

@@ -158,8 +158,14 @@ impl Tasklane {
     /// finds the row by hash; the comparison that decides is constant-time.
     pub async fn authenticate(&self, secret: &str) -> Result<Option<TokenHolder>, ServiceError> {
         let hash = hash_secret(secret);
-        let client = self.connection().await?;
-        let Some(row) = tokens::lookup(&client, &hash).await? else {
+        // Every request asks this first: a read, safe to run again on a fresh connection.
+        let found = self
+            .again_when_gone("authenticate", || async {
+                let client = self.connection().await?;
+                Ok(tokens::lookup(&client, &hash).await?)
+            })
+            .await?;
+        let Some(row) = found else {
             return Ok(None);
         };
         if !bool::from(row.token_hash.as_slice().ct_eq(&hash)) {

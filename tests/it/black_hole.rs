@@ -221,3 +221,65 @@ fn host_and_port(url: &str) -> String {
     let port = config.get_ports().first().copied().unwrap_or(5432);
     format!("{host}:{port}")
 }
+
+/// The issue's own trial: a proxy that stops forwarding on the connections it holds but
+/// forwards new ones (a load balancer that forgot its connections). The replica finds
+/// its connections dead, replaces them, and a submit sent at the cut is acknowledged and
+/// its task runs, without a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_whose_open_connections_go_silent_replaces_them_and_works_on() {
+    let db = common::test_db().await;
+    let upstream = host_and_port(&db.url);
+    let proxy = BlackHoleProxy::start(upstream.clone()).await;
+    let cut_url = db
+        .url
+        .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+    let replica = Serve::start(
+        &cut_url,
+        Options {
+            task_types: Some(TYPES),
+            ..Default::default()
+        },
+    )
+    .await;
+    let api = replica.api(&api::token(&db.url, "silent", None, ALL).await);
+    // Every connection of the replica is open and pooled before the cut.
+    for n in 0..8 {
+        let answer = api
+            .submit(
+                "slow",
+                "s",
+                &format!("warm-{n}"),
+                json!({"input": {"ms": 10}}),
+            )
+            .await;
+        assert_eq!(answer.status, 202, "{:?}", answer.body);
+    }
+    let cut_at = Instant::now();
+    proxy.cut_open_connections();
+    let answer = api
+        .submit("slow", "s", "at-the-cut", json!({"input": {"ms": 10}}))
+        .await;
+    let acknowledged_after = cut_at.elapsed();
+    assert_eq!(answer.status, 202, "{:?}", answer.body);
+    let id = answer.body["id"].as_str().unwrap().to_owned();
+    eventually(
+        WITHIN,
+        "the task submitted at the cut to succeed",
+        || async {
+            let task = api.get(&format!("/v1/tasks/{id}")).await.body;
+            match task["state"].as_str() {
+                Some("succeeded") => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    let finished_after = cut_at.elapsed();
+    assert!(replica.rss_mib() < RSS_BOUND_MIB);
+    println!(
+        "open connections cut: submit acknowledged after {:.1} s, its task finished after {:.1} s",
+        acknowledged_after.as_secs_f64(),
+        finished_after.as_secs_f64()
+    );
+}
