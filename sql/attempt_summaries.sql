@@ -10,7 +10,9 @@ SELECT a.task_id,
        (array_agg(a.provider ORDER BY a.provider IS NULL AND a.route_name IS NULL, a.attempt DESC))[1] AS provider,
        (array_agg(a.model ORDER BY a.provider IS NULL AND a.route_name IS NULL, a.attempt DESC))[1] AS model,
        (array_agg(a.route ORDER BY a.provider IS NULL AND a.route_name IS NULL, a.attempt DESC))[1] AS route,
-       (array_agg(a.route_name ORDER BY a.provider IS NULL AND a.route_name IS NULL, a.attempt DESC))[1] AS route_name
+       (array_agg(a.route_name ORDER BY a.provider IS NULL AND a.route_name IS NULL, a.attempt DESC))[1] AS route_name,
+       (array_agg(a.response_model ORDER BY a.provider IS NULL AND a.route_name IS NULL, a.attempt DESC))[1] AS response_model,
+       (array_agg(a.system_fingerprint ORDER BY a.provider IS NULL AND a.route_name IS NULL, a.attempt DESC))[1] AS system_fingerprint
 FROM tasklane.task_attempts a
 WHERE a.task_id = ANY($1::uuid[])
 GROUP BY a.task_id

@@ -5,7 +5,8 @@
 -- reported. A task being cancelled may still succeed: the work is done.
 -- $1 id, $2 lease_token, $3 result jsonb, $4 usage_units, $5 provider, $6 model,
 -- $7 route (the claim's wins: the server's record of the privacy boundary),
--- $8 route_name, $9 input_tokens, $10 output_tokens, $11 total_tokens (all but $1..$3
+-- $8 route_name, $9 input_tokens, $10 output_tokens, $11 total_tokens, $12 response_model
+-- (the model the provider says answered), $13 system_fingerprint (all but $1..$3
 -- nullable). The attempt is charged $4 units when given, else $11 (one unit a token).
 -- tasks.usage_units is left NULL: the trigger tasks_record_usage charges it only when
 -- an older binary writes it.
@@ -29,10 +30,11 @@ WITH done AS (
     INSERT INTO tasklane.task_attempts
         (task_id, attempt, route, route_name, provider, model, worker_id, replica_id,
          started_at, finished_at, outcome, input_tokens, output_tokens, total_tokens,
-         usage_units)
+         usage_units, response_model, system_fingerprint)
     SELECT id, attempts_before + attempt, coalesce(route, $7::text), $8::text, $5, $6,
            worker_id, replica_id, coalesce(attempt_started_at, finished_at), finished_at,
-           'succeeded', $9::int8, $10::int8, $11::int8, coalesce($4, $11::int8)
+           'succeeded', $9::int8, $10::int8, $11::int8, coalesce($4, $11::int8),
+           $12::text, $13::text
     FROM done
     ON CONFLICT (task_id, attempt) DO NOTHING
 ), charge AS (

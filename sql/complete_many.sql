@@ -7,13 +7,15 @@
 -- usage they reported. Same effect per task as complete.sql, except that the attempt's
 -- deadline is not fenced: only in-process workers batch, and their own timer ends an
 -- attempt at its deadline. The notifications it writes are claimed for this replica's
--- deliverer when $12 is a token (webhooks::handoff), except those of the endpoints $14
+-- deliverer when $14 is a token (webhooks::handoff), except those of the endpoints $16
 -- lists.
 -- $1 ids uuid[], $2 lease_tokens uuid[], $3 results jsonb[], $4 usage_units int8[],
 -- $5 providers text[], $6 models text[], $7 routes text[], $8 route_names text[],
--- $9 input_tokens int8[], $10 output_tokens int8[], $11 total_tokens int8[]: parallel
--- arrays, one element per task; all but the first three may hold NULL elements.
--- $12 claim token (NULL: claim no notification), $13 claim seconds, $14 endpoints not
+-- $9 input_tokens int8[], $10 output_tokens int8[], $11 total_tokens int8[],
+-- $12 response_models text[] (the model the provider says answered),
+-- $13 system_fingerprints text[]: parallel arrays, one element per task; all but the
+-- first three may hold NULL elements.
+-- $14 claim token (NULL: claim no notification), $15 claim seconds, $16 endpoints not
 -- to claim for.
 -- Returns (id, lease_token) of each settled task, delivery_id NULL; a pair missing from
 -- the answer lost its lease or is gone. And (task id, delivery_id, endpoint_id,
@@ -27,4 +29,5 @@
 SELECT * FROM tasklane.complete_tasks_claiming($1::uuid[], $2::uuid[], $3::jsonb[], $4::int8[],
                                                $5::text[], $6::text[], $7::text[], $8::text[],
                                                $9::int8[], $10::int8[], $11::int8[],
-                                               $12::uuid, $13::float8, $14::uuid[])
+                                               $12::text[], $13::text[],
+                                               $14::uuid, $15::float8, $16::uuid[])

@@ -420,7 +420,7 @@ ALTER TABLE ONLY tasklane.scope_fences
     ADD CONSTRAINT scope_fences_pkey PRIMARY KEY (app, scope_id);
 
 
--- table task_attempts: migrations/V9__task_attempts.sql
+-- table task_attempts: migrations/V9__task_attempts.sql, migrations/V36__response_model.sql
 CREATE TABLE tasklane.task_attempts (
     task_id uuid NOT NULL,
     attempt integer NOT NULL,
@@ -439,6 +439,8 @@ CREATE TABLE tasklane.task_attempts (
     output_tokens bigint,
     total_tokens bigint,
     usage_units bigint,
+    response_model text,
+    system_fingerprint text,
     CONSTRAINT task_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'retry'::text, 'fallback'::text, 'failed'::text, 'cancelled'::text, 'lost'::text, 'timed_out'::text])))
 );
 

@@ -14,6 +14,8 @@
 -- $17 deferred: the attempt made no call because every route it may use has its circuit
 -- open; it does not count (attempt goes back by one, no attempt row), its event says
 -- `deferred`, and the task's circuit wait starts now unless it already runs.
+-- $18 response_model (the model the provider says answered), $19 system_fingerprint
+-- (both nullable).
 -- Locks: the task row (already held); the budget_usage stripe it charges.
 WITH moved AS (
     UPDATE tasklane.tasks t
@@ -38,12 +40,12 @@ WITH moved AS (
     INSERT INTO tasklane.task_attempts
         (task_id, attempt, route, route_name, provider, model, worker_id, replica_id,
          started_at, finished_at, outcome, error_code, error_message, input_tokens,
-         output_tokens, total_tokens, usage_units)
+         output_tokens, total_tokens, usage_units, response_model, system_fingerprint)
     SELECT id, attempts_before + attempt, coalesce(route, $8::text), $9::text, $10::text,
            $11::text, worker_id, replica_id, coalesce(attempt_started_at, now()), now(),
            $7::text, coalesce($16::text, error_code), error_message, $12::int8, $13::int8,
            $14::int8,
-           coalesce($15::int8, $14::int8)
+           coalesce($15::int8, $14::int8), $18::text, $19::text
     FROM moved
     WHERE NOT $17::bool
     ON CONFLICT (task_id, attempt) DO NOTHING

@@ -48,8 +48,8 @@ pub struct TaskView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<UsageView>)]
     pub usage: Option<Option<UsageView>>,
-    /// Provider, model, route and route name of the last attempt that recorded them
-    /// (null before any); absent for scope tokens.
+    /// Provider, model, route, route name, response model and system fingerprint of the
+    /// last attempt that recorded them (null before any); absent for scope tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Provenance>)]
     pub provenance: Option<Option<Provenance>>,
@@ -73,6 +73,10 @@ pub struct Provenance {
     pub route: Option<String>,
     /// The configured route's name.
     pub route_name: Option<String>,
+    /// The model the provider says answered (often a dated snapshot of `model`).
+    pub response_model: Option<String>,
+    /// The provider's `system_fingerprint`, when it gave one.
+    pub system_fingerprint: Option<String>,
 }
 
 /// Tokens a provider reported.
@@ -116,6 +120,8 @@ fn attempt_fields(record: &TaskRecord) -> (Option<UsageView>, Option<Provenance>
                 model: summary.model,
                 route: summary.route,
                 route_name: summary.route_name,
+                response_model: summary.response_model,
+                system_fingerprint: summary.system_fingerprint,
             })
         } else if record.provider.is_some() || record.route.is_some() {
             Some(Provenance {
@@ -123,6 +129,8 @@ fn attempt_fields(record: &TaskRecord) -> (Option<UsageView>, Option<Provenance>
                 model: record.model.clone(),
                 route: record.route.clone(),
                 route_name: None,
+                response_model: None,
+                system_fingerprint: None,
             })
         } else {
             None

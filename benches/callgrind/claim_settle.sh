@@ -121,9 +121,17 @@ arrays="(SELECT array_agg(id ORDER BY id) FROM c), (SELECT array_agg(lease_token
     array_fill('local'::text, ARRAY[100]), array_fill(NULL::text, ARRAY[100]),
     array_fill(NULL::int8, ARRAY[100]), array_fill(NULL::int8, ARRAY[100]),
     array_fill(NULL::int8, ARRAY[100])"
-if [[ $(psql -X -At "$url" -c "SELECT to_regproc('tasklane.complete_tasks_claiming') IS NOT NULL") != t ]]; then
+if [[ $(psql -X -At "$url" -c "SELECT count(*) > 0 FROM pg_proc
+        WHERE proname = 'complete_tasks_claiming' AND pronamespace = 'tasklane'::regnamespace") != t ]]; then
     echo "$0: BIN's schema has no tasklane.complete_tasks_claiming (the group commit's function)" >&2
     exit 1
+fi
+# Since V36 the current overload also takes the response models and system fingerprints
+# (the 14-argument one stays for the previous release): count the one BIN calls.
+if [[ $(psql -X -At "$url" -c "SELECT count(*) > 0 FROM pg_proc
+        WHERE proname = 'complete_tasks_claiming' AND pronamespace = 'tasklane'::regnamespace
+          AND pronargs = 16") == t ]]; then
+    arrays="$arrays, array_fill(NULL::text, ARRAY[100]), array_fill(NULL::text, ARRAY[100])"
 fi
 settle_plain="SELECT count(*) FROM tasklane.complete_tasks_claiming($arrays, NULL, 0, '{}')
     WHERE delivery_id IS NULL"

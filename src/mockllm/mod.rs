@@ -22,7 +22,7 @@ use axum::routing::post;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-pub use reply::Reply;
+pub use reply::{answered_by, Reply, SYSTEM_FINGERPRINT};
 
 /// A running mock; it stops when dropped.
 pub struct MockLlm {

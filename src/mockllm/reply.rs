@@ -1,11 +1,22 @@
 //! One scripted answer of the mock: after a latency, a completion with usage (and a
 //! `finish_reason`, `stop` unless scripted otherwise), a status with an OpenAI-style
-//! error body and headers, or a body that is not JSON.
+//! error body and headers, or a body that is not JSON. A completion names the model
+//! that answered as a provider does, a dated snapshot of the one asked for
+//! ([`answered_by`]), and the [`SYSTEM_FINGERPRINT`].
 
 use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse as _, Response};
+
+/// The `system_fingerprint` of every completion.
+pub const SYSTEM_FINGERPRINT: &str = "fp_mockllm";
+
+/// The `model` a completion says answered a call to `model`: its snapshot of
+/// 2026-01-01, as OpenAI answers `gpt-4o` with `gpt-4o-2024-08-06`.
+pub fn answered_by(model: &str) -> String {
+    format!("{model}-2026-01-01")
+}
 
 /// What one call gets.
 #[derive(Debug, Clone)]
@@ -123,7 +134,8 @@ impl Reply {
                 "id": format!("chatcmpl-{}", uuid::Uuid::new_v4().simple()),
                 "object": "chat.completion",
                 "created": chrono::Utc::now().timestamp(),
-                "model": model,
+                "model": answered_by(model),
+                "system_fingerprint": SYSTEM_FINGERPRINT,
                 "choices": [{
                     "index": 0,
                     "message": {"role": "assistant", "content": content},

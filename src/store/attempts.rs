@@ -14,7 +14,8 @@ use crate::task::attempt::{AttemptRecord, AttemptSummary};
 use crate::task::attempt::{Facts, Outcome, Usage};
 
 /// An attempt's facts as the settle statements bind them (`$route, $route_name,
-/// $provider, $model, $input_tokens, $output_tokens, $total_tokens`). The route the
+/// $provider, $model, $input_tokens, $output_tokens, $total_tokens, $response_model,
+/// $system_fingerprint`). The route the
 /// claim recorded wins over the handler's: it is the server's record of the privacy
 /// boundary the attempt ran behind.
 pub(crate) struct FactColumns<'a> {
@@ -25,6 +26,8 @@ pub(crate) struct FactColumns<'a> {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     pub total_tokens: Option<i64>,
+    pub response_model: Option<&'a str>,
+    pub system_fingerprint: Option<&'a str>,
 }
 
 impl<'a> FactColumns<'a> {
@@ -32,6 +35,7 @@ impl<'a> FactColumns<'a> {
     pub fn of(facts: &'a Facts) -> Self {
         let provenance = facts.provenance.as_ref();
         let name = |s: &'a String| Some(s.as_str()).filter(|s| !s.is_empty());
+        let reported = |s: &'a Option<String>| s.as_ref().and_then(name);
         FactColumns {
             route: provenance.map(|p| p.route.as_str()),
             route_name: provenance.and_then(|p| name(&p.route_name)),
@@ -40,6 +44,8 @@ impl<'a> FactColumns<'a> {
             input_tokens: facts.usage.map(|u| u.input_tokens),
             output_tokens: facts.usage.map(|u| u.output_tokens),
             total_tokens: facts.usage.map(|u| u.total_tokens),
+            response_model: provenance.and_then(|p| reported(&p.response_model)),
+            system_fingerprint: provenance.and_then(|p| reported(&p.system_fingerprint)),
         }
     }
 }
@@ -64,6 +70,8 @@ fn attempt_of(row: &Row) -> Result<AttemptRecord, DbError> {
         route_name: row.try_get("route_name")?,
         provider: row.try_get("provider")?,
         model: row.try_get("model")?,
+        response_model: row.try_get("response_model")?,
+        system_fingerprint: row.try_get("system_fingerprint")?,
         started_at: row.try_get("started_at")?,
         finished_at: row.try_get("finished_at")?,
         // The CHECK constraint on task_attempts.outcome admits only our names.
@@ -109,6 +117,8 @@ pub async fn summaries<C: GenericClient + Sync>(
                 model: row.try_get("model")?,
                 route: row.try_get("route")?,
                 route_name: row.try_get("route_name")?,
+                response_model: row.try_get("response_model")?,
+                system_fingerprint: row.try_get("system_fingerprint")?,
             };
             Ok((row.try_get("task_id")?, summary))
         })

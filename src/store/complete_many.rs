@@ -77,6 +77,8 @@ pub async fn complete_many<C: Cached>(
     let inputs: Vec<Option<i64>> = facts.iter().map(|f| f.input_tokens).collect();
     let outputs: Vec<Option<i64>> = facts.iter().map(|f| f.output_tokens).collect();
     let totals: Vec<Option<i64>> = facts.iter().map(|f| f.total_tokens).collect();
+    let response_models: Vec<Option<&str>> = facts.iter().map(|f| f.response_model).collect();
+    let fingerprints: Vec<Option<&str>> = facts.iter().map(|f| f.system_fingerprint).collect();
     let claim_token = claim.map(|c| c.token);
     let claim_seconds = claim.map_or(0.0, |c| c.claim_for.as_secs_f64());
     let busy = claim.map_or(&[][..], |c| c.busy);
@@ -98,6 +100,8 @@ pub async fn complete_many<C: Cached>(
                 &inputs,
                 &outputs,
                 &totals,
+                &response_models,
+                &fingerprints,
                 &claim_token,
                 &claim_seconds,
                 &busy,

@@ -129,6 +129,8 @@ pub async fn complete<C: GenericClient + Sync>(
                 &facts.input_tokens,
                 &facts.output_tokens,
                 &facts.total_tokens,
+                &facts.response_model,
+                &facts.system_fingerprint,
             ],
         )
         .await?;
@@ -226,6 +228,8 @@ pub async fn settle_with<C: GenericClient + Sync>(
             &reported.usage_units,
             &settlement.attempt_code,
             &settlement.deferred,
+            &facts.response_model,
+            &facts.system_fingerprint,
         ],
     )
     .await?;

@@ -31,24 +31,38 @@ impl Usage {
     }
 }
 
-/// Where an attempt ran: the provider and model it called over which route.
+/// Where an attempt ran: the provider and model it called over which route, and what
+/// the provider's answer said produced it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Provenance {
     pub provider: String,
+    /// The model asked for (the route's).
     pub model: String,
     pub route: Route,
     pub route_name: String,
+    /// The model the provider says answered, often a dated snapshot of `model`
+    /// (`gpt-4o-2024-08-06`); `None` until an answer names one.
+    pub response_model: Option<String>,
+    /// The provider's `system_fingerprint` (the backend configuration that answered),
+    /// when it gave one.
+    pub system_fingerprint: Option<String>,
 }
 
 impl Provenance {
-    /// The same provenance with every name cut to [`PROVENANCE_BYTES`].
+    /// The same provenance with every name cut to [`PROVENANCE_BYTES`]. The names an
+    /// answer reported lose their control characters too (PostgreSQL's `text` cannot
+    /// hold U+0000).
     pub fn bounded(self) -> Provenance {
         let cut = |s: String| bounds::truncate(&s, PROVENANCE_BYTES).to_owned();
+        let reported =
+            |s: Option<String>| s.map(|s| cut(s.chars().filter(|c| !c.is_control()).collect()));
         Provenance {
             provider: cut(self.provider),
             model: cut(self.model),
             route: self.route,
             route_name: cut(self.route_name),
+            response_model: reported(self.response_model),
+            system_fingerprint: reported(self.system_fingerprint),
         }
     }
 }
@@ -131,6 +145,9 @@ pub struct AttemptRecord {
     pub route_name: Option<String>,
     pub provider: Option<String>,
     pub model: Option<String>,
+    /// The model the provider says answered, and its system fingerprint.
+    pub response_model: Option<String>,
+    pub system_fingerprint: Option<String>,
     pub started_at: DateTime<Utc>,
     /// `None` while running.
     pub finished_at: Option<DateTime<Utc>>,
@@ -153,6 +170,8 @@ pub struct AttemptSummary {
     pub model: Option<String>,
     pub route: Option<String>,
     pub route_name: Option<String>,
+    pub response_model: Option<String>,
+    pub system_fingerprint: Option<String>,
 }
 
 #[cfg(test)]
@@ -196,11 +215,15 @@ mod tests {
             provider: long.clone(),
             model: "m".into(),
             route: Route::Local,
-            route_name: long,
+            route_name: long.clone(),
+            response_model: Some(long),
+            system_fingerprint: Some("fp_\u{0}1\n2".into()),
         }
         .bounded();
         assert!(cut.provider.len() <= PROVENANCE_BYTES);
         assert!(cut.route_name.len() <= PROVENANCE_BYTES);
+        assert!(cut.response_model.unwrap().len() <= PROVENANCE_BYTES);
         assert_eq!(cut.model, "m");
+        assert_eq!(cut.system_fingerprint.as_deref(), Some("fp_12"));
     }
 }

@@ -33,6 +33,8 @@ pub struct Completion {
     pub usage: Option<Usage>,
     /// The model the upstream says answered (it may differ from the one asked for).
     pub model: Option<String>,
+    /// The upstream's `system_fingerprint` (the backend configuration that answered).
+    pub system_fingerprint: Option<String>,
 }
 
 /// A failed call, as the task records it.
@@ -184,6 +186,10 @@ fn completion_of(json: &serde_json::Value) -> Option<Completion> {
             .get("model")
             .and_then(|m| m.as_str())
             .map(str::to_owned),
+        system_fingerprint: json
+            .get("system_fingerprint")
+            .and_then(|f| f.as_str())
+            .map(str::to_owned),
     })
 }
 
@@ -236,6 +242,7 @@ mod tests {
     fn ok_body() -> Vec<u8> {
         serde_json::json!({
             "model": "m-1",
+            "system_fingerprint": "fp_1",
             "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10,
                       "prompt_tokens_details": {"cached_tokens": 4}}
@@ -263,6 +270,7 @@ mod tests {
         assert_eq!(c.result["finish_reason"], "stop");
         assert_eq!(c.result["usage"]["cached_input_tokens"], 4);
         assert_eq!(c.model.as_deref(), Some("m-1"));
+        assert_eq!(c.system_fingerprint.as_deref(), Some("fp_1"));
     }
 
     #[test]

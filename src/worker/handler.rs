@@ -108,6 +108,20 @@ impl TaskContext {
         self.lock_facts().provenance = Some(provenance.bounded());
     }
 
+    /// Records what the provider's answer says produced it: the model that answered
+    /// (`model` in an OpenAI-compatible answer) and its system fingerprint, beside the
+    /// provenance [`set_provenance`](Self::set_provenance) recorded for the call.
+    pub fn set_answered_by(&self, model: Option<String>, system_fingerprint: Option<String>) {
+        if let Some(provenance) = self.lock_facts().provenance.as_mut() {
+            let answered = Provenance {
+                response_model: model,
+                system_fingerprint,
+                ..provenance.clone()
+            };
+            *provenance = answered.bounded();
+        }
+    }
+
     /// Adds what a provider reported this attempt consumed (whether the call succeeded
     /// or not): it is charged to budgets and summed in the task view.
     pub fn add_usage(&self, usage: Usage) {

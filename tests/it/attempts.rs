@@ -41,6 +41,8 @@ fn facts(route_name: &str, usage: Option<Usage>) -> Facts {
             model: format!("model-of-{route_name}"),
             route: Route::Local,
             route_name: route_name.into(),
+            response_model: Some(format!("answer-of-{route_name}")),
+            system_fingerprint: Some("fp_test".into()),
         }),
         usage,
     }
@@ -130,6 +132,26 @@ async fn settled_attempts_keep_their_facts_and_charge_their_usage_once() {
         ]
     );
     assert_eq!(charged(&c, "user-9").await, 22);
+    // Both statements that ended them kept what the provider said answered.
+    let answered: Vec<(Option<String>, Option<String>)> = c
+        .query(
+            "SELECT response_model, system_fingerprint FROM tasklane.task_attempts
+             WHERE task_id = $1 ORDER BY attempt",
+            &[&task.id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let fingerprint = Some("fp_test".to_owned());
+    assert_eq!(
+        answered,
+        vec![
+            (Some("answer-of-local-vllm".into()), fingerprint.clone()),
+            (Some("answer-of-openai".into()), fingerprint),
+        ]
+    );
     let row = c
         .query_one(
             "SELECT route, route_name, provider, model, worker_id, started_at <= finished_at
@@ -164,6 +186,8 @@ async fn settled_attempts_keep_their_facts_and_charge_their_usage_once() {
     let summary = view.attempts.expect("a read fills the attempt summary");
     assert_eq!(summary.usage, Some(usage(13, 9)));
     assert_eq!(summary.route_name.as_deref(), Some("openai"));
+    assert_eq!(summary.response_model.as_deref(), Some("answer-of-openai"));
+    assert_eq!(summary.system_fingerprint.as_deref(), Some("fp_test"));
 
     // A replay of the identity joins the finished task: no attempt, no charge.
     let again = try_submit(&c, &{
@@ -551,7 +575,8 @@ async fn remote_attempts_report_facts_and_scope_tokens_see_them_redacted() {
         .to_owned();
     let complete = json!({"lease_token": lease, "result": {"ok": true},
         "usage": {"total_tokens": 10},
-        "provenance": {"provider": "openai", "model": "gpt", "route_name": "openai", "route": "external"}});
+        "provenance": {"provider": "openai", "model": "gpt", "route_name": "openai", "route": "external",
+            "response_model": "gpt-2026-01-01", "system_fingerprint": "fp_1"}});
     assert_eq!(
         mail.post(&format!("/v1/worker/tasks/{id}/complete"), &complete)
             .await
@@ -586,6 +611,11 @@ async fn remote_attempts_report_facts_and_scope_tokens_see_them_redacted() {
         (&items[1]["outcome"], &items[1]["route"], &items[1]["model"]),
         (&json!("succeeded"), &json!("local"), &json!("gpt"))
     );
+    assert_eq!(
+        (&items[1]["response_model"], &items[1]["system_fingerprint"]),
+        (&json!("gpt-2026-01-01"), &json!("fp_1"))
+    );
+    assert!(items[0]["response_model"].is_null() && items[0]["system_fingerprint"].is_null());
     assert!(items[1]["error"].is_null());
 
     let view = mail.get(&format!("/v1/tasks/{id}")).await.body;
@@ -595,7 +625,8 @@ async fn remote_attempts_report_facts_and_scope_tokens_see_them_redacted() {
     );
     assert_eq!(
         view["provenance"],
-        json!({"provider": "openai", "model": "gpt", "route": "local", "route_name": "openai"})
+        json!({"provider": "openai", "model": "gpt", "route": "local", "route_name": "openai",
+            "response_model": "gpt-2026-01-01", "system_fingerprint": "fp_1"})
     );
     // A replay shows the same and charges nothing.
     let replay = mail
@@ -609,7 +640,14 @@ async fn remote_attempts_report_facts_and_scope_tokens_see_them_redacted() {
     // provenance in the view.
     let redacted = scoped.get(&format!("/v1/tasks/{id}/attempts")).await.body;
     for item in redacted["items"].as_array().unwrap() {
-        for hidden in ["provider", "model", "route", "route_name"] {
+        for hidden in [
+            "provider",
+            "model",
+            "route",
+            "route_name",
+            "response_model",
+            "system_fingerprint",
+        ] {
             assert!(item.get(hidden).is_none(), "{hidden} shown: {item}");
         }
     }

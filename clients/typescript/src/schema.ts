@@ -674,12 +674,22 @@ export interface components {
             outcome: string;
             /** @description Absent for scope tokens. */
             provider?: string | null;
+            /**
+             * @description The model the provider says answered (often a dated snapshot of `model`), null
+             *     when its answer named none; absent for scope tokens.
+             */
+            response_model?: string | null;
             /** @description `local` or `external`; absent for scope tokens. */
             route?: string | null;
             /** @description Absent for scope tokens. */
             route_name?: string | null;
             /** Format: date-time */
             started_at: string;
+            /**
+             * @description The provider's `system_fingerprint`, null when it gave none; absent for scope
+             *     tokens.
+             */
+            system_fingerprint?: string | null;
             usage?: components["schemas"]["UsageView"] | null;
         };
         /** @description The answers, one per item, in order. */
@@ -1090,19 +1100,30 @@ export interface components {
         Provenance: {
             model?: string | null;
             provider?: string | null;
+            /** @description The model the provider says answered (often a dated snapshot of `model`). */
+            response_model?: string | null;
             /** @description `local` or `external`: the route of the worker that claimed the attempt. */
             route?: string | null;
             /** @description The configured route's name. */
             route_name?: string | null;
+            /** @description The provider's `system_fingerprint`, when it gave one. */
+            system_fingerprint?: string | null;
         };
         /** @description Where the attempt ran. Names are 1..200 bytes. */
         ProvenanceBody: {
             model?: string | null;
             provider?: string | null;
+            /**
+             * @description The model the provider says answered (an OpenAI-compatible answer's `model`,
+             *     often a dated snapshot of the one asked for).
+             */
+            response_model?: string | null;
             /** @description Informational (`local` or `external`): the route is the one the claim recorded. */
             route?: string | null;
             /** @description The configured route's name (it names its circuit breaker). */
             route_name?: string | null;
+            /** @description The provider's `system_fingerprint`, when it gave one. */
+            system_fingerprint?: string | null;
         };
         QueueDepth: {
             /** Format: int64 */

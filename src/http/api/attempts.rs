@@ -1,6 +1,7 @@
 //! `GET /v1/tasks/{id}/attempts`: every attempt of a task, oldest first, with where it
-//! ran, how it ended and what it consumed. Scope tokens see no provider, model, route,
-//! route name or error message.
+//! ran (and what the provider said answered), how it ended and what it consumed. Scope
+//! tokens see no provider, model, response model, system fingerprint, route, route name
+//! or error message.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -36,6 +37,16 @@ pub struct AttemptView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     pub model: Option<Option<String>>,
+    /// The model the provider says answered (often a dated snapshot of `model`), null
+    /// when its answer named none; absent for scope tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub response_model: Option<Option<String>>,
+    /// The provider's `system_fingerprint`, null when it gave none; absent for scope
+    /// tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub system_fingerprint: Option<Option<String>>,
     pub started_at: DateTime<Utc>,
     /// Null while running.
     pub finished_at: Option<DateTime<Utc>>,
@@ -59,6 +70,8 @@ impl AttemptView {
             route_name: shown(record.route_name),
             provider: shown(record.provider),
             model: shown(record.model),
+            response_model: shown(record.response_model),
+            system_fingerprint: shown(record.system_fingerprint),
             started_at: record.started_at,
             finished_at: record.finished_at,
             outcome: record.outcome.as_str().to_owned(),

@@ -145,6 +145,13 @@ pub struct ProvenanceBody {
     #[serde(default)]
     #[schema(pattern = "^(local|external)$")]
     pub route: Option<String>,
+    /// The model the provider says answered (an OpenAI-compatible answer's `model`,
+    /// often a dated snapshot of the one asked for).
+    #[serde(default)]
+    pub response_model: Option<String>,
+    /// The provider's `system_fingerprint`, when it gave one.
+    #[serde(default)]
+    pub system_fingerprint: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -244,6 +251,11 @@ pub fn facts(
             ("provenance.provider", &provenance.provider),
             ("provenance.model", &provenance.model),
             ("provenance.route_name", &provenance.route_name),
+            ("provenance.response_model", &provenance.response_model),
+            (
+                "provenance.system_fingerprint",
+                &provenance.system_fingerprint,
+            ),
         ] {
             if let Some(value) = value {
                 bounds::key(field, value).map_err(ApiError::Validation)?;
@@ -266,6 +278,8 @@ pub fn facts(
                 // Informational: the claim's route is recorded (store::attempts).
                 route,
                 route_name: provenance.route_name.clone().unwrap_or_default(),
+                response_model: provenance.response_model.clone(),
+                system_fingerprint: provenance.system_fingerprint.clone(),
             }
             .bounded(),
         );

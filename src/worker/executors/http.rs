@@ -161,6 +161,8 @@ impl Http {
             model,
             route: self.route,
             route_name: String::new(),
+            response_model: None,
+            system_fingerprint: None,
         };
         Ok(Success {
             result,

@@ -179,6 +179,8 @@ impl Handler for Openai {
                 model: route.spec.model.clone(),
                 route: route.spec.route,
                 route_name: route.spec.name.clone(),
+                response_model: None,
+                system_fingerprint: None,
             });
             let call = self.call(&ctx, route, deadline).await;
             let transient = match &call {
@@ -204,6 +206,7 @@ impl Handler for Openai {
                     if let Some(usage) = completion.usage {
                         ctx.add_usage(usage);
                     }
+                    ctx.set_answered_by(completion.model, completion.system_fingerprint);
                     // Provenance and usage (this call's and any earlier failed call's
                     // of the attempt) are on the context; the runner writes them, so an
                     // answer refused here is charged all the same.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tasklane::mockllm::{MockLlm, Reply};
+use tasklane::mockllm::{answered_by, MockLlm, Reply, SYSTEM_FINGERPRINT};
 
 use super::{local_type, replica, state_code, submit, terminal, until_calls};
 use crate::common::{self, fixtures};
@@ -116,6 +116,19 @@ async fn every_classification_row() {
         json!({"input_tokens": 10, "output_tokens": 5, "total_tokens": 15, "cached_input_tokens": 5})
     );
     assert_eq!(mock.calls("ok"), 1);
+    // The provenance keeps the model asked for and the one the answer says answered.
+    assert_eq!(
+        (
+            &ok["provenance"]["model"],
+            &ok["provenance"]["response_model"],
+            &ok["provenance"]["system_fingerprint"],
+        ),
+        (
+            &json!("ok"),
+            &json!(answered_by("ok")),
+            &json!(SYSTEM_FINGERPRINT)
+        )
+    );
 
     // 500 is transient: retried, then succeeded.
     let flaky = terminal(&api, &id("flaky")).await;
@@ -139,6 +152,12 @@ async fn every_classification_row() {
     );
     assert_eq!(items[0]["route_name"], "flaky-local");
     assert_eq!(items[0]["model"], "flaky");
+    // The 500 named no model; the answer that succeeded did, and its fingerprint.
+    assert!(items[0]["response_model"].is_null(), "{:?}", items[0]);
+    assert_eq!(
+        (&items[1]["response_model"], &items[1]["system_fingerprint"]),
+        (&json!(answered_by("flaky")), &json!(SYSTEM_FINGERPRINT))
+    );
     assert_eq!(items[1]["usage"]["total_tokens"], 15);
     assert_eq!(flaky["usage"]["total_tokens"], 15, "{flaky}");
 

@@ -193,11 +193,12 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
         ),
         (
             "complete_many",
-            // The statement of tasklane.complete_tasks_claiming (V31), which
+            // The statement of tasklane.complete_tasks_claiming (V36), which
             // sql/complete_many.sql calls: its body, its parameters as the statement's.
             &function_statement(&c, "complete_tasks_claiming").await,
-            // Results, then usage, provider, model, route, route name and the tokens;
-            // then a claim of the notifications (none here: no endpoint).
+            // Results, then usage, provider, model, route, route name, the tokens, the
+            // response model and system fingerprint; then a claim of the notifications
+            // (none here: no endpoint).
             [
                 "'{}'::jsonb",
                 "NULL::int8",
@@ -208,6 +209,8 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
                 "NULL::int8",
                 "NULL::int8",
                 "NULL::int8",
+                "NULL::text",
+                "NULL::text",
             ]
             .iter()
             .fold(batch.clone(), |args, value| {
@@ -249,14 +252,17 @@ async fn batch_settle_and_heartbeat_probe_each_task_once() {
 
 /// The statement a PL/pgSQL function `tasklane.{name}` runs by `RETURN QUERY`, its
 /// `p_` parameters numbered as the function's arguments (`$1` for the first), for
-/// planning on its own.
+/// planning on its own. Of overloads, the one with the most arguments: the current one
+/// (an older binary's is kept beside it with fewer).
 async fn function_statement(c: &tokio_postgres::Client, name: &str) -> String {
     let row = c
         .query_one(
             "SELECT prosrc, proargnames, \
                     (SELECT array_agg(format_type(t, NULL) ORDER BY n) \
                      FROM unnest(proargtypes::oid[]) WITH ORDINALITY AS a(t, n)) \
-             FROM pg_proc WHERE oid = ('tasklane.' || $1)::regproc",
+             FROM pg_proc \
+             WHERE proname = $1 AND pronamespace = 'tasklane'::regnamespace \
+             ORDER BY pronargs DESC LIMIT 1",
             &[&name],
         )
         .await

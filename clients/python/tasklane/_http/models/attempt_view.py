@@ -30,8 +30,14 @@ class AttemptView:
         finished_at (datetime.datetime | None | Unset): Null while running.
         model (None | str | Unset): Absent for scope tokens.
         provider (None | str | Unset): Absent for scope tokens.
+        response_model (None | str | Unset): The model the provider says answered (often a dated snapshot of `model`),
+            null
+            when its answer named none; absent for scope tokens.
         route (None | str | Unset): `local` or `external`; absent for scope tokens.
         route_name (None | str | Unset): Absent for scope tokens.
+        system_fingerprint (None | str | Unset): The provider's `system_fingerprint`, null when it gave none; absent for
+            scope
+            tokens.
         usage (None | Unset | UsageView):
     """
 
@@ -42,8 +48,10 @@ class AttemptView:
     finished_at: datetime.datetime | None | Unset = UNSET
     model: None | str | Unset = UNSET
     provider: None | str | Unset = UNSET
+    response_model: None | str | Unset = UNSET
     route: None | str | Unset = UNSET
     route_name: None | str | Unset = UNSET
+    system_fingerprint: None | str | Unset = UNSET
     usage: None | Unset | UsageView = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -85,6 +93,12 @@ class AttemptView:
         else:
             provider = self.provider
 
+        response_model: None | str | Unset
+        if isinstance(self.response_model, Unset):
+            response_model = UNSET
+        else:
+            response_model = self.response_model
+
         route: None | str | Unset
         if isinstance(self.route, Unset):
             route = UNSET
@@ -96,6 +110,12 @@ class AttemptView:
             route_name = UNSET
         else:
             route_name = self.route_name
+
+        system_fingerprint: None | str | Unset
+        if isinstance(self.system_fingerprint, Unset):
+            system_fingerprint = UNSET
+        else:
+            system_fingerprint = self.system_fingerprint
 
         usage: dict[str, Any] | None | Unset
         if isinstance(self.usage, Unset):
@@ -122,10 +142,14 @@ class AttemptView:
             field_dict["model"] = model
         if provider is not UNSET:
             field_dict["provider"] = provider
+        if response_model is not UNSET:
+            field_dict["response_model"] = response_model
         if route is not UNSET:
             field_dict["route"] = route
         if route_name is not UNSET:
             field_dict["route_name"] = route_name
+        if system_fingerprint is not UNSET:
+            field_dict["system_fingerprint"] = system_fingerprint
         if usage is not UNSET:
             field_dict["usage"] = usage
 
@@ -195,6 +219,15 @@ class AttemptView:
 
         provider = _parse_provider(d.pop("provider", UNSET))
 
+        def _parse_response_model(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        response_model = _parse_response_model(d.pop("response_model", UNSET))
+
         def _parse_route(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -212,6 +245,17 @@ class AttemptView:
             return cast(None | str | Unset, data)
 
         route_name = _parse_route_name(d.pop("route_name", UNSET))
+
+        def _parse_system_fingerprint(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        system_fingerprint = _parse_system_fingerprint(
+            d.pop("system_fingerprint", UNSET)
+        )
 
         def _parse_usage(data: object) -> None | Unset | UsageView:
             if data is None:
@@ -238,8 +282,10 @@ class AttemptView:
             finished_at=finished_at,
             model=model,
             provider=provider,
+            response_model=response_model,
             route=route,
             route_name=route_name,
+            system_fingerprint=system_fingerprint,
             usage=usage,
         )
 

@@ -17,14 +17,20 @@ class ProvenanceBody:
     Attributes:
         model (None | str | Unset):
         provider (None | str | Unset):
+        response_model (None | str | Unset): The model the provider says answered (an OpenAI-compatible answer's
+            `model`,
+            often a dated snapshot of the one asked for).
         route (None | str | Unset): Informational (`local` or `external`): the route is the one the claim recorded.
         route_name (None | str | Unset): The configured route's name (it names its circuit breaker).
+        system_fingerprint (None | str | Unset): The provider's `system_fingerprint`, when it gave one.
     """
 
     model: None | str | Unset = UNSET
     provider: None | str | Unset = UNSET
+    response_model: None | str | Unset = UNSET
     route: None | str | Unset = UNSET
     route_name: None | str | Unset = UNSET
+    system_fingerprint: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         model: None | str | Unset
@@ -39,6 +45,12 @@ class ProvenanceBody:
         else:
             provider = self.provider
 
+        response_model: None | str | Unset
+        if isinstance(self.response_model, Unset):
+            response_model = UNSET
+        else:
+            response_model = self.response_model
+
         route: None | str | Unset
         if isinstance(self.route, Unset):
             route = UNSET
@@ -51,6 +63,12 @@ class ProvenanceBody:
         else:
             route_name = self.route_name
 
+        system_fingerprint: None | str | Unset
+        if isinstance(self.system_fingerprint, Unset):
+            system_fingerprint = UNSET
+        else:
+            system_fingerprint = self.system_fingerprint
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -58,10 +76,14 @@ class ProvenanceBody:
             field_dict["model"] = model
         if provider is not UNSET:
             field_dict["provider"] = provider
+        if response_model is not UNSET:
+            field_dict["response_model"] = response_model
         if route is not UNSET:
             field_dict["route"] = route
         if route_name is not UNSET:
             field_dict["route_name"] = route_name
+        if system_fingerprint is not UNSET:
+            field_dict["system_fingerprint"] = system_fingerprint
 
         return field_dict
 
@@ -87,6 +109,15 @@ class ProvenanceBody:
 
         provider = _parse_provider(d.pop("provider", UNSET))
 
+        def _parse_response_model(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        response_model = _parse_response_model(d.pop("response_model", UNSET))
+
         def _parse_route(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -105,11 +136,24 @@ class ProvenanceBody:
 
         route_name = _parse_route_name(d.pop("route_name", UNSET))
 
+        def _parse_system_fingerprint(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        system_fingerprint = _parse_system_fingerprint(
+            d.pop("system_fingerprint", UNSET)
+        )
+
         provenance_body = cls(
             model=model,
             provider=provider,
+            response_model=response_model,
             route=route,
             route_name=route_name,
+            system_fingerprint=system_fingerprint,
         )
 
         return provenance_body
