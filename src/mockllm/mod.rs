@@ -209,7 +209,34 @@ async fn chat(State(state): State<Arc<Shared>>, headers: HeaderMap, body: String
     if !reply.latency.is_zero() {
         tokio::time::sleep(reply.latency).await;
     }
+    if let Some(events) = reply.stream(&model, &request) {
+        return streamed(events, pending);
+    }
     let response = reply.respond(&model, &request);
     pending.done();
     response
+}
+
+/// An event stream of `events`, each after its pause. The call counts as answered
+/// once the last event is written; a client that hangs up before is a disconnect.
+fn streamed(events: Vec<(std::time::Duration, String)>, pending: Pending) -> Response {
+    let state = (events.into_iter(), Some(pending));
+    let body = futures_util::stream::unfold(state, |(mut events, mut pending)| async move {
+        let Some((pause, event)) = events.next() else {
+            if let Some(pending) = pending.take() {
+                pending.done();
+            }
+            return None;
+        };
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+        let bytes = axum::body::Bytes::from(event);
+        Some((Ok::<_, std::convert::Infallible>(bytes), (events, pending)))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(axum::body::Body::from_stream(body))
+        .expect("a static response")
 }

@@ -54,8 +54,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Problem | Status]:
-    """200 when the database answers and the schema is current; 503 otherwise and from
-    the start of a shutdown.
+    """200 when the database answers within the bound, takes writes and has the current
+    schema; 503 otherwise, saying why, and from the start of a shutdown.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -78,8 +78,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> Problem | Status | None:
-    """200 when the database answers and the schema is current; 503 otherwise and from
-    the start of a shutdown.
+    """200 when the database answers within the bound, takes writes and has the current
+    schema; 503 otherwise, saying why, and from the start of a shutdown.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -98,8 +98,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Problem | Status]:
-    """200 when the database answers and the schema is current; 503 otherwise and from
-    the start of a shutdown.
+    """200 when the database answers within the bound, takes writes and has the current
+    schema; 503 otherwise, saying why, and from the start of a shutdown.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -120,8 +120,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> Problem | Status | None:
-    """200 when the database answers and the schema is current; 503 otherwise and from
-    the start of a shutdown.
+    """200 when the database answers within the bound, takes writes and has the current
+    schema; 503 otherwise, saying why, and from the start of a shutdown.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
