@@ -46,8 +46,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * 200 when the database answers and the schema is current; 503 otherwise and from
-         *     the start of a shutdown.
+         * 200 when the database answers within the bound, takes writes and has the current
+         *     schema; 503 otherwise, saying why, and from the start of a shutdown.
          */
         get: operations["readyz"];
         put?: never;
@@ -365,6 +365,23 @@ export interface paths {
         };
         /** Events of one task after a seq, as a JSON page or an event stream. */
         get: operations["list_task_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/{id}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The live output of a task's running model call. */
+        get: operations["stream_task_output"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1037,6 +1054,20 @@ export interface components {
             /** Format: date-time */
             started_at: string;
         };
+        /** @description `data` of an `output.delta` event. */
+        OutputDelta: {
+            /**
+             * Format: int32
+             * @description The attempt whose text this is.
+             */
+            attempt: number;
+            /**
+             * Format: int64
+             * @description Characters (Unicode scalar values) of the attempt's text before this delta.
+             */
+            offset: number;
+            text: string;
+        };
         Overview: {
             /**
              * @description Circuit breakers that counted a failure since their last reset (a route not
@@ -1436,7 +1467,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description ready: the database answers and the schema is current */
+            /** @description ready: the database answers, takes writes and its schema is current */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2710,6 +2741,73 @@ export interface operations {
             };
             /** @description `validation_failed` or `unknown_field` (`field` names it). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    stream_task_output: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `text/event-stream`: `output.delta` events (data: an `OutputDelta`), `output.reset` (data: an `OutputReset`) when another attempt starts, and last the task's terminal event (`task.succeeded`, `task.failed`, `task.cancelled`; data: the task as `GET /v1/tasks/{id}` answers). A finished task answers its terminal event at once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["OutputDelta"];
+                };
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such task for this caller (another owner's task too). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
