@@ -22,7 +22,7 @@ use axum::routing::post;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-pub use reply::Reply;
+pub use reply::{Reply, STAMP_DIGITS};
 
 /// A running mock; it stops when dropped.
 pub struct MockLlm {
@@ -217,6 +217,15 @@ async fn chat(State(state): State<Arc<Shared>>, headers: HeaderMap, body: String
     response
 }
 
+/// Now, as a stamped chunk carries it.
+fn stamp() -> String {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros();
+    format!("{micros:0width$}", width = STAMP_DIGITS)
+}
+
 /// An event stream of `events`, each after its pause. The call counts as answered
 /// once the last event is written; a client that hangs up before is a disconnect.
 fn streamed(events: Vec<(std::time::Duration, String)>, pending: Pending) -> Response {
@@ -231,6 +240,10 @@ fn streamed(events: Vec<(std::time::Duration, String)>, pending: Pending) -> Res
         if !pause.is_zero() {
             tokio::time::sleep(pause).await;
         }
+        let event = match event.contains(reply::STAMP) {
+            true => event.replace(reply::STAMP, &stamp()),
+            false => event,
+        };
         let bytes = axum::body::Bytes::from(event);
         Some((Ok::<_, std::convert::Infallible>(bytes), (events, pending)))
     });

@@ -12,6 +12,11 @@ use std::time::Duration;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse as _, Response};
 
+/// Digits of a [`Reply::stamped`] chunk's time.
+pub const STAMP_DIGITS: usize = 16;
+/// What a stamped chunk carries until it is written (replaced then by the time).
+pub(super) const STAMP: &str = "@@@@stamp@@@@@@@";
+
 /// What one call gets.
 #[derive(Debug, Clone)]
 pub struct Reply {
@@ -122,6 +127,15 @@ impl Reply {
         self.chunks = n.max(1);
         self.every = every;
         self
+    }
+
+    /// A completion of `n` chunks `every` apart, each chunk's content the wall-clock
+    /// time it is written at ([`STAMP_DIGITS`] digits of microseconds since the Unix
+    /// epoch, then `;`): what a latency benchmark needs to time each chunk to its
+    /// observer.
+    pub fn stamped(n: usize, every: Duration) -> Reply {
+        let content = format!("{STAMP};").repeat(n.max(1));
+        Reply::completion(&content, 10, n as i64).chunks(n, every)
     }
 
     /// The same reply as one JSON body even when the request asks for a stream.
