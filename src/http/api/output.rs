@@ -64,6 +64,7 @@ pub async fn task_output(
     let deltas = state.watch.output(id);
     let task = state.tasklane.get(&caller.owner, id).await?;
     let follow = Follow {
+        attempt: task.attempt,
         waiter,
         deltas,
         redacted: caller.is_scoped(),
@@ -94,6 +95,9 @@ struct Follow {
     out: VecDeque<SseEvent>,
     /// The task as last read, not yet looked at.
     task: Option<TaskRecord>,
+    /// The task's attempt as last read: a stored text of an older one was left by a
+    /// replica that died mid-call, and is not shown.
+    attempt: i32,
     /// The stored text so far must be read (at the start, after a change of the task
     /// or a missed delta).
     reread: bool,
@@ -125,8 +129,10 @@ impl Follow {
             if self.reread {
                 self.reread = false;
                 match self.state.tasklane.output_so_far(self.id).await {
-                    Ok(Some((attempt, text))) => self.seen(attempt, 0, &text),
-                    Ok(None) => {}
+                    Ok(Some((attempt, text))) if attempt >= self.attempt => {
+                        self.seen(attempt, 0, &text)
+                    }
+                    Ok(_) => {}
                     Err(error) => tracing::warn!(task = %self.id, %error, "read live output"),
                 }
                 continue;
@@ -136,6 +142,7 @@ impl Follow {
                 next = self.deltas.next() => self.take(next),
                 _ = self.waiter.changed() => match self.state.tasklane.get(&self.owner, self.id).await {
                     Ok(task) => {
+                        self.attempt = task.attempt;
                         self.task = Some(task);
                         self.reread = true;
                     }
