@@ -464,6 +464,19 @@ ALTER TABLE ONLY tasklane.task_events
 CREATE TRIGGER task_events_notify AFTER INSERT ON tasklane.task_events REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION tasklane.notify_task_events();
 
 
+-- table task_output: migrations/V37__live_output.sql
+CREATE UNLOGGED TABLE tasklane.task_output (
+    task_id uuid NOT NULL,
+    attempt integer NOT NULL,
+    text text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT task_output_attempt_check CHECK ((attempt >= 1))
+);
+
+ALTER TABLE ONLY tasklane.task_output
+    ADD CONSTRAINT task_output_pkey PRIMARY KEY (task_id);
+
+
 -- table task_queue: migrations/V14__task_queue.sql
 CREATE TABLE tasklane.task_queue (
     id uuid NOT NULL,

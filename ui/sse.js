@@ -10,7 +10,27 @@ import { authHeaders, ApiError } from "./api.js";
  * aborts. Resolves when the stream ends; rejects on a refusal or a broken connection.
  */
 export async function streamEvents(id, after, onEvent, signal) {
-  const response = await fetch(`/v1/tasks/${encodeURIComponent(id)}/events?after=${after}`, {
+  await stream(`/v1/tasks/${encodeURIComponent(id)}/events?after=${after}`, (block) => {
+    const event = parseBlock(block);
+    if (event) onEvent(event);
+  }, signal);
+}
+
+/**
+ * Streams a task's live output, calling `onEvent({type, data})` for each event
+ * (`output.delta`, `output.reset`, then the terminal event with the task view), until
+ * the server ends the stream or `signal` aborts.
+ */
+export async function streamOutput(id, onEvent, signal) {
+  await stream(`/v1/tasks/${encodeURIComponent(id)}/output`, (block) => {
+    const event = parseTyped(block);
+    if (event) onEvent(event);
+  }, signal);
+}
+
+/** Reads the event stream at `path`, handing each block to `onBlock`. */
+async function stream(path, onBlock, signal) {
+  const response = await fetch(path, {
     headers: authHeaders({ accept: "text/event-stream" }),
     credentials: "omit",
     cache: "no-store",
@@ -35,8 +55,7 @@ export async function streamEvents(id, after, onEvent, signal) {
     while ((end = blockEnd(buffer)) !== null) {
       const block = buffer.slice(0, end.at);
       buffer = buffer.slice(end.at + end.length);
-      const event = parseBlock(block);
-      if (event) onEvent(event);
+      onBlock(block);
     }
   }
 }
@@ -58,4 +77,11 @@ export function parseBlock(block) {
   } catch {
     return null;
   }
+}
+
+/** One block as `{type, data}` (its `event:` and its JSON `data:`), or null. */
+export function parseTyped(block) {
+  const type = block.split(/\r?\n/).find((line) => line.startsWith("event:"));
+  const data = parseBlock(block);
+  return type && data ? { type: type.slice(6).trim(), data } : null;
 }

@@ -1,4 +1,4 @@
-// One task: its view, its attempts, and its event timeline streamed live (SSE read
+// One task: its view, its attempts, its live output, and its event timeline streamed live (SSE read
 // through fetch, since EventSource cannot send the bearer header) until the terminal
 // event, consecutive progress events folded into one row; the view and attempts are
 // re-read as events arrive. Cancel and retry are
@@ -7,6 +7,7 @@
 import { html, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.mjs";
 import { get, isNoRoute, post } from "./api.js";
 import { isTerminal, json, message, time } from "./format.js";
+import { LiveOutput } from "./output.js";
 import { streamEvents } from "./sse.js";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -194,6 +195,7 @@ export function Task({ me, id }) {
         </div>
         <section aria-labelledby="h-view"><h2 id="h-view" class="sr-only">Task</h2><${View} task=${task} /></section>
         <section aria-labelledby="h-attempts"><h2 id="h-attempts">Attempts</h2><${Attempts} attempts=${attempts} /></section>`}
+      <${LiveOutput} id=${id} round=${round} />
       <section aria-labelledby="h-events"><h2 id="h-events">Events</h2><${Timeline} events=${events} status=${status} /></section>
     </main>`;
 }

@@ -54,6 +54,7 @@ const ASSETS: &[Asset] = &[
     asset!("app.js", JS),
     asset!("api.js", JS),
     asset!("sse.js", JS),
+    asset!("output.js", JS),
     asset!("format.js", JS),
     asset!("hooks.js", JS),
     asset!("circuits.js", JS),

@@ -16,6 +16,7 @@ pub mod error;
 pub mod extract;
 pub mod metrics;
 pub mod openapi;
+pub mod output_watch;
 pub mod starting;
 pub mod watch;
 
@@ -34,7 +35,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::service::Tasklane;
-use api::{activity, admin, attempts, events, lifecycle, ops, tasks, webhooks, whoami, worker};
+use api::{
+    activity, admin, attempts, events, lifecycle, ops, output, tasks, webhooks, whoami, worker,
+};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -145,6 +148,7 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(tasks::cancel_task))
         .routes(routes!(tasks::retry_task))
         .routes(routes!(events::task_events))
+        .routes(routes!(output::task_output))
         .routes(routes!(lifecycle::release))
         .routes(routes!(lifecycle::delete_tasks))
         .routes(routes!(lifecycle::lift_fence))

@@ -4,7 +4,9 @@
 //!
 //! - one LISTEN connection on [`EVENTS_CHANNEL`]: a trigger NOTIFYs the tasks whose
 //!   terminal event or worker output a statement wrote, at commit, so `?wait=` answers
-//!   within milliseconds;
+//!   within milliseconds. The same connection listens on [`OUTPUT_CHANNEL`] for live
+//!   output deltas (handed to [`OutputWatch`]): one connection, so a stream hears an
+//!   attempt's last delta before the terminal event committed after it;
 //! - one poll every [`SHARED_POLL`] reading the last event seq of every watched task in
 //!   one query: it carries the other events (queued, running, progress), which are not
 //!   notified because a notifying commit takes a cluster-wide lock, and covers lost
@@ -18,7 +20,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::service::listen::{self, Listener, EVENTS_CHANNEL};
+use super::output_watch::{Deltas, OutputWatch};
+use crate::service::listen::{self, Listener, EVENTS_CHANNEL, OUTPUT_CHANNEL};
 use crate::service::Tasklane;
 
 /// How often the shared poll reads the watched tasks' last event seqs.
@@ -39,6 +42,8 @@ struct Inner {
     tasks: Mutex<HashMap<Uuid, Entry>>,
     /// Bumped when notifications may have been missed (LISTEN (re)established).
     everything: watch::Sender<u64>,
+    /// Live output deltas, by task.
+    output: OutputWatch,
 }
 
 struct Entry {
@@ -66,6 +71,11 @@ impl TaskWatch {
             own: entry.generation.subscribe(),
             everything: self.inner.everything.subscribe(),
         }
+    }
+
+    /// Live output deltas of `task` from now on (see [`OutputWatch::subscribe`]).
+    pub fn output(&self, task: Uuid) -> Deltas {
+        self.inner.output.subscribe(task)
     }
 
     fn notify(&self, task: Uuid) {
@@ -127,7 +137,8 @@ impl TaskWatch {
 
     /// Listens on a dedicated connection until `shutdown`, reconnecting after failures.
     pub async fn run(self, database_url: String, shutdown: CancellationToken) {
-        listen::listen(database_url, EVENTS_CHANNEL, "task events", self, shutdown).await
+        let channels = [EVENTS_CHANNEL, OUTPUT_CHANNEL];
+        listen::listen_all(database_url, &channels, "task events", self, shutdown).await
     }
 }
 
@@ -143,6 +154,13 @@ impl Listener for TaskWatch {
     fn notified(&mut self, payload: &str) {
         for id in payload.split(',').filter_map(|id| Uuid::parse_str(id).ok()) {
             self.notify(id);
+        }
+    }
+
+    fn notified_on(&mut self, channel: &str, payload: &str) {
+        match channel {
+            OUTPUT_CHANNEL => self.inner.output.publish(payload),
+            _ => self.notified(payload),
         }
     }
 }

@@ -88,7 +88,8 @@ pub struct LoadConfig {
 }
 
 enum Path {
-    Sql(Tasklane),
+    // Boxed: the service handle is several times the size of the HTTP submitter.
+    Sql(Box<Tasklane>),
     Http(HttpSubmitter),
 }
 
@@ -219,12 +220,12 @@ fn submit_path(
                 shutdown.clone(),
             ));
             let max_input_bytes = crate::task::bounds::DEFAULT_INPUT_BYTES;
-            Ok(Path::Sql(Tasklane::new(
+            Ok(Path::Sql(Box::new(Tasklane::new(
                 pool.clone(),
                 task_types,
                 wakeup,
                 max_input_bytes,
-            )))
+            ))))
         }
         "http" => {
             let token = config

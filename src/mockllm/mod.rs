@@ -22,7 +22,7 @@ use axum::routing::post;
 use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-pub use reply::{answered_by, Reply, SYSTEM_FINGERPRINT};
+pub use reply::{answered_by, Reply, STAMP_DIGITS, SYSTEM_FINGERPRINT};
 
 /// A running mock; it stops when dropped.
 pub struct MockLlm {
@@ -209,7 +209,47 @@ async fn chat(State(state): State<Arc<Shared>>, headers: HeaderMap, body: String
     if !reply.latency.is_zero() {
         tokio::time::sleep(reply.latency).await;
     }
+    if let Some(events) = reply.stream(&model, &request) {
+        return streamed(events, pending);
+    }
     let response = reply.respond(&model, &request);
     pending.done();
     response
+}
+
+/// Now, as a stamped chunk carries it.
+fn stamp() -> String {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_micros();
+    format!("{micros:0width$}", width = STAMP_DIGITS)
+}
+
+/// An event stream of `events`, each after its pause. The call counts as answered
+/// once the last event is written; a client that hangs up before is a disconnect.
+fn streamed(events: Vec<(std::time::Duration, String)>, pending: Pending) -> Response {
+    let state = (events.into_iter(), Some(pending));
+    let body = futures_util::stream::unfold(state, |(mut events, mut pending)| async move {
+        let Some((pause, event)) = events.next() else {
+            if let Some(pending) = pending.take() {
+                pending.done();
+            }
+            return None;
+        };
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+        let event = match event.contains(reply::STAMP) {
+            true => event.replace(reply::STAMP, &stamp()),
+            false => event,
+        };
+        let bytes = axum::body::Bytes::from(event);
+        Some((Ok::<_, std::convert::Infallible>(bytes), (events, pending)))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(axum::body::Body::from_stream(body))
+        .expect("a static response")
 }

@@ -2,7 +2,12 @@
 //! `finish_reason`, `stop` unless scripted otherwise), a status with an OpenAI-style
 //! error body and headers, or a body that is not JSON. A completion names the model
 //! that answered as a provider does, a dated snapshot of the one asked for
-//! ([`answered_by`]), and the [`SYSTEM_FINGERPRINT`].
+//! ([`answered_by`]), and the [`SYSTEM_FINGERPRINT`]. A completion asked for with
+//! `"stream": true` is streamed as Server-Sent Events (`chat.completion.chunk`s, the
+//! usage in a last chunk when `stream_options.include_usage` asks, then
+//! `data: [DONE]`): in one content chunk, or as scripted with [`Reply::chunks`]; a
+//! reply marked [`Reply::plain`] answers one JSON body all the same, as a provider that
+//! does not stream does.
 
 use std::time::Duration;
 
@@ -18,6 +23,11 @@ pub fn answered_by(model: &str) -> String {
     format!("{model}-2026-01-01")
 }
 
+/// Digits of a [`Reply::stamped`] chunk's time.
+pub const STAMP_DIGITS: usize = 16;
+/// What a stamped chunk carries until it is written (replaced then by the time).
+pub(super) const STAMP: &str = "@@@@stamp@@@@@@@";
+
 /// What one call gets.
 #[derive(Debug, Clone)]
 pub struct Reply {
@@ -25,6 +35,12 @@ pub struct Reply {
     pub latency: Duration,
     kind: Kind,
     headers: Vec<(String, String)>,
+    /// Content chunks of a streamed completion, and the pause before each after the
+    /// first.
+    chunks: usize,
+    every: Duration,
+    /// Answer a stream request with one JSON body.
+    plain: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -116,12 +132,100 @@ impl Reply {
         self
     }
 
+    /// The same completion streamed (when the request asks for a stream) as `n`
+    /// content chunks, `every` apart.
+    pub fn chunks(mut self, n: usize, every: Duration) -> Reply {
+        self.chunks = n.max(1);
+        self.every = every;
+        self
+    }
+
+    /// A completion of `n` chunks `every` apart, each chunk's content the wall-clock
+    /// time it is written at ([`STAMP_DIGITS`] digits of microseconds since the Unix
+    /// epoch, then `;`): what a latency benchmark needs to time each chunk to its
+    /// observer.
+    pub fn stamped(n: usize, every: Duration) -> Reply {
+        let content = format!("{STAMP};").repeat(n.max(1));
+        Reply::completion(&content, 10, n as i64).chunks(n, every)
+    }
+
+    /// The same reply as one JSON body even when the request asks for a stream.
+    pub fn plain(mut self) -> Reply {
+        self.plain = true;
+        self
+    }
+
     fn of(kind: Kind) -> Reply {
         Reply {
             latency: Duration::ZERO,
             kind,
             headers: Vec::new(),
+            chunks: 1,
+            every: Duration::ZERO,
+            plain: false,
         }
+    }
+
+    /// The events of this reply streamed, with the pause before each, when `request`
+    /// asks for a stream and this is a completion that streams.
+    pub(super) fn stream(
+        &self,
+        model: &str,
+        request: &serde_json::Value,
+    ) -> Option<Vec<(Duration, String)>> {
+        let Kind::Completion {
+            content,
+            usage,
+            finish_reason,
+        } = &self.kind
+        else {
+            return None;
+        };
+        if self.plain || request.get("stream") != Some(&serde_json::Value::Bool(true)) {
+            return None;
+        }
+        let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
+        let created = chrono::Utc::now().timestamp();
+        let chunk = |choices: serde_json::Value, usage: Option<serde_json::Value>| {
+            let mut body = serde_json::json!({
+                "id": id, "object": "chat.completion.chunk", "created": created,
+                "model": answered_by(model), "system_fingerprint": SYSTEM_FINGERPRINT,
+                "choices": choices,
+            });
+            if let Some(usage) = usage {
+                body["usage"] = usage;
+            }
+            format!("data: {body}\n\n")
+        };
+        let chars: Vec<char> = content.chars().collect();
+        let n = self.chunks.min(chars.len().max(1));
+        let mut events = Vec::with_capacity(n + 3);
+        for i in 0..n {
+            let piece: String = chars[i * chars.len() / n..(i + 1) * chars.len() / n]
+                .iter()
+                .collect();
+            let mut delta = serde_json::json!({"content": piece});
+            if i == 0 {
+                delta["role"] = "assistant".into();
+            }
+            let pause = if i == 0 { Duration::ZERO } else { self.every };
+            let choices = serde_json::json!([{"index": 0, "delta": delta, "finish_reason": null}]);
+            events.push((pause, chunk(choices, None)));
+        }
+        let end = serde_json::json!([{"index": 0, "delta": {}, "finish_reason": finish_reason}]);
+        events.push((Duration::ZERO, chunk(end, None)));
+        if request.pointer("/stream_options/include_usage") == Some(&serde_json::Value::Bool(true))
+        {
+            let usage = serde_json::json!({
+                "prompt_tokens": usage.0,
+                "completion_tokens": usage.1,
+                "total_tokens": usage.0 + usage.1,
+                "prompt_tokens_details": {"cached_tokens": usage.0 / 2},
+            });
+            events.push((Duration::ZERO, chunk(serde_json::json!([]), Some(usage))));
+        }
+        events.push((Duration::ZERO, "data: [DONE]\n\n".to_owned()));
+        Some(events)
     }
 
     pub(super) fn respond(&self, model: &str, _request: &serde_json::Value) -> Response {

@@ -303,6 +303,11 @@ fn service(
         0 => tasklane,
         groups => tasklane.with_submit_coalescing(groups),
     };
+    // Only a replica that runs attempts has live output to publish.
+    let tasklane = match config.has(Role::Worker) {
+        true => tasklane.with_live_output(),
+        false => tasklane,
+    };
     // A replica that both works and delivers: its batch completes claim the
     // notifications they write for its own deliverer (webhooks::handoff).
     Ok(

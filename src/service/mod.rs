@@ -18,6 +18,7 @@ pub mod circuits;
 mod error;
 mod gone;
 mod lifecycle;
+pub mod live_output;
 pub mod liveness;
 mod submit;
 mod submit_coalesce;
@@ -29,7 +30,8 @@ mod work;
 
 /// Shared LISTEN connections: how a replica hears other replicas' notifications.
 pub mod listen {
-    pub use crate::store::listen::{listen, Listener};
+    pub use crate::store::listen::{listen, listen_all, Listener};
+    pub use crate::store::live_output::OUTPUT_CHANNEL;
     pub use crate::store::EVENTS_CHANNEL;
 }
 
@@ -74,6 +76,8 @@ pub struct Tasklane {
     /// This replica's deliverer, to which batch completes hand the notifications they
     /// claim ([`Tasklane::with_webhook_handoff`]).
     handoff: Option<crate::webhooks::handoff::Handoff>,
+    /// This replica's live output publisher, when started ([`Tasklane::with_live_output`]).
+    live_output: Option<live_output::LiveOutput>,
 }
 
 impl Tasklane {
@@ -95,6 +99,7 @@ impl Tasklane {
             max_input_bytes,
             coalescer: None,
             handoff: None,
+            live_output: None,
         }
     }
 
@@ -111,6 +116,28 @@ impl Tasklane {
     pub fn with_webhook_handoff(mut self, handoff: crate::webhooks::handoff::Handoff) -> Self {
         self.handoff = Some(handoff);
         self
+    }
+
+    /// The same service publishing its model calls' live output (see
+    /// `service::live_output`); starts the publishing loop on the current runtime.
+    pub fn with_live_output(mut self) -> Self {
+        self.live_output = Some(live_output::LiveOutput::start(self.pool.clone()));
+        self
+    }
+
+    /// This replica's live output publisher, if it publishes.
+    pub fn live_output(&self) -> Option<&live_output::LiveOutput> {
+        self.live_output.as_ref()
+    }
+
+    /// The running attempt of task `id` and its text so far, if one is stored. The
+    /// caller has checked that the task is the asker's.
+    pub async fn output_so_far(
+        &self,
+        id: uuid::Uuid,
+    ) -> Result<Option<(i32, String)>, ServiceError> {
+        let client = self.connection().await?;
+        Ok(crate::store::live_output::get(crate::store::client(&client), id).await?)
     }
 
     /// The same service running its claims on `claims` (see

@@ -13,6 +13,11 @@ pub trait Listener: Send {
     fn listening(&mut self);
     /// One notification's payload.
     fn notified(&mut self, payload: &str);
+    /// One notification's payload, on `channel` (of a listener on several).
+    fn notified_on(&mut self, channel: &str, payload: &str) {
+        let _ = channel;
+        self.notified(payload);
+    }
 }
 
 /// Listens on `channel` until `shutdown`, reconnecting a second after any failure
@@ -21,12 +26,24 @@ pub async fn listen<L: Listener>(
     database_url: String,
     channel: &'static str,
     what: &'static str,
+    listener: L,
+    shutdown: CancellationToken,
+) {
+    listen_all(database_url, &[channel], what, listener, shutdown).await
+}
+
+/// Listens on every one of `channels` on one connection until `shutdown`: its
+/// notifications arrive in commit order whatever their channel.
+pub async fn listen_all<L: Listener>(
+    database_url: String,
+    channels: &[&'static str],
+    what: &'static str,
     mut listener: L,
     shutdown: CancellationToken,
 ) {
     loop {
         let result = tokio::select! {
-            result = listen_once(&database_url, channel, &mut listener) => result,
+            result = listen_once(&database_url, channels, &mut listener) => result,
             _ = shutdown.cancelled() => return,
         };
         if let Err(error) = result {
@@ -54,7 +71,7 @@ const MESSAGES_IN_FLIGHT: usize = 64;
 
 async fn listen_once<L: Listener>(
     database_url: &str,
-    channel: &str,
+    channels: &[&'static str],
     listener: &mut L,
 ) -> anyhow::Result<()> {
     let (client, mut connection) = super::connect::Database::from_url(database_url)?
@@ -77,7 +94,7 @@ async fn listen_once<L: Listener>(
         }
     });
     let result = async {
-        let listen = format!("LISTEN {channel}");
+        let listen: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
         client.batch_execute(&listen).await?;
         listener.listening();
         let mut ping = tokio::time::interval(PING_EVERY);
@@ -86,7 +103,7 @@ async fn listen_once<L: Listener>(
                 message = messages.recv() => match message {
                     Some(message) => {
                         if let tokio_postgres::AsyncMessage::Notification(n) = message? {
-                            listener.notified(n.payload());
+                            listener.notified_on(n.channel(), n.payload());
                         }
                     }
                     None => anyhow::bail!("the LISTEN connection closed"),

@@ -18,6 +18,7 @@ pub mod lease;
 pub mod lifecycle;
 pub mod limits;
 pub mod listen;
+pub mod live_output;
 pub mod load_generator;
 pub mod migrate;
 pub mod notify;

@@ -13,6 +13,7 @@ pub mod circuit;
 pub mod claim;
 pub mod event;
 pub mod lease;
+pub mod live;
 pub mod outcome;
 pub mod output;
 pub mod output_schema;
@@ -25,6 +26,7 @@ pub mod state;
 pub mod task_type;
 pub mod types_file;
 pub mod upstream;
+pub mod upstream_stream;
 
 pub use catalog::TaskTypes;
 pub use request::{NewTask, SubmitRequest};

@@ -133,7 +133,7 @@ pub fn retry_delay(retry_after: Option<&str>, retry_after_ms: Option<&str>) -> O
         .map(Duration::from_secs_f64)
 }
 
-fn is_quota(json: &serde_json::Value) -> bool {
+pub(super) fn is_quota(json: &serde_json::Value) -> bool {
     ["/error/code", "/error/type"].iter().any(|p| {
         json.pointer(p)
             .and_then(|c| c.as_str())
@@ -143,7 +143,7 @@ fn is_quota(json: &serde_json::Value) -> bool {
 
 /// OpenAI's `usage`, in the contract's words. `prompt_tokens_details.cached_tokens`
 /// is part of `input_tokens` (OpenAI counts it there) and is shown in the result.
-fn usage_of(json: &serde_json::Value) -> Option<Usage> {
+pub(super) fn usage_of(json: &serde_json::Value) -> Option<Usage> {
     let usage = json.get("usage")?;
     let n = |k: &str| usage.get(k).and_then(|v| v.as_i64()).filter(|n| *n >= 0);
     let input = n("prompt_tokens");
@@ -160,7 +160,8 @@ fn usage_of(json: &serde_json::Value) -> Option<Usage> {
     })
 }
 
-fn completion_of(json: &serde_json::Value) -> Option<Completion> {
+/// A chat completion body's result, usage and model (`None`: not a chat completion).
+pub(super) fn completion_of(json: &serde_json::Value) -> Option<Completion> {
     let choice = json.get("choices")?.get(0)?;
     let message = choice.get("message").filter(|m| m.is_object())?.clone();
     let finish_reason = choice

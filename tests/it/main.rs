@@ -50,6 +50,7 @@ mod managed_postgres;
 mod openai;
 mod operations;
 mod otlp_tls;
+mod output;
 mod pause;
 mod races;
 mod references;

@@ -1,6 +1,7 @@
 """tasklane's Python client.
 
-- :class:`Tasklane`: run (submit or join) tasks and wait for them, get, follow events,
+- :class:`Tasklane`: run (submit or join) tasks and wait for them, get, follow events
+  and live output,
   cancel, release, delete a scope, with typed errors (:mod:`tasklane.errors`).
 - :class:`Worker`: run a handler function as a remote worker (:mod:`tasklane.worker`).
 - :mod:`tasklane.sql`: run, release and delete from the application's own transaction.
@@ -24,6 +25,7 @@ from .errors import (
     Unauthorized,
 )
 from .events import Event
+from .output import Output
 from .worker import Cancelled, Fail, Fallback, TaskContext, Worker
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "Worker",
     "TaskContext",
     "Event",
+    "Output",
     "Cancelled",
     "Fail",
     "Fallback",

@@ -25,6 +25,7 @@ from ._http.client import AuthenticatedClient
 from ._http.models import ReleaseBody, SubmitBody, TaskView
 from ._http.types import UNSET, Response
 from .events import Event, follow
+from .output import Output, follow_output
 
 #: States after which a task never changes again.
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled"})
@@ -173,6 +174,14 @@ class Tasklane:
         is resumed where it stopped (``Last-Event-ID``), up to ``max_reconnects`` times
         in a row."""
         return follow(self, _uuid(task_id), last_event_id or 0, max_reconnects)
+
+    def output(self, task_id: UUID | str, *, max_reconnects: int = 5) -> Iterator[Output]:
+        """The live output of the task's running model call (Server-Sent Events):
+        ``output.delta`` pieces of the attempt's text in order, ``output.reset`` when
+        another attempt starts, and last the task's terminal event (``task`` the task
+        view). A dropped connection is resumed (the text already seen is not repeated),
+        up to ``max_reconnects`` times in a row."""
+        return follow_output(self, _uuid(task_id), max_reconnects)
 
     # -- the one place answers become values or errors -----------------------------
 

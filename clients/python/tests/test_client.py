@@ -71,6 +71,15 @@ def test_events_follow_and_resume(client: tasklane.Tasklane, scope: str) -> None
     assert [e.seq for e in rest] == [s for s in seqs if s > middle]
 
 
+def test_output_of_a_finished_task_is_its_terminal_event(client: tasklane.Tasklane, scope: str) -> None:
+    task = client.run("noop", scope_id=scope, effect_key="out", input={"n": 1}, wait=20)
+    events = list(client.output(task.id))
+    assert [e.type for e in events] == ["task.succeeded"]
+    assert events[0].terminal and events[0].task["id"] == str(task.id)
+    with pytest.raises(tasklane.NotFound):
+        list(client.output("01a22f72-0000-7000-8000-000000000000"))
+
+
 def test_sql_api_in_the_applications_transaction(client: tasklane.Tasklane, server, scope: str) -> None:
     app = server["app"]
     with psycopg.connect(server["database_url"], autocommit=True) as conn:

@@ -11,6 +11,7 @@
 import createClient, { type Client } from "openapi-fetch";
 
 import { TasklaneError, fromResponse } from "./errors.js";
+import { type OutputEvent, readOutput } from "./output.js";
 import type { components, paths } from "./schema.js";
 
 export type TaskView = components["schemas"]["TaskView"];
@@ -75,6 +76,17 @@ export class Tasklane {
 
   cancel(id: string): Promise<TaskView> {
     return this.call(() => this.http.POST("/v1/tasks/{id}/cancel", { params: { path: { id } } }));
+  }
+
+  /**
+   * The live output of the task's running model call, until its terminal event (see
+   * `OutputEvent`).
+   */
+  async *output(id: string): AsyncGenerator<OutputEvent> {
+    const answer = await this.http.GET("/v1/tasks/{id}/output", { params: { path: { id } }, parseAs: "stream" });
+    if (!answer.response.ok) throw fromResponse(answer.response, answer.error);
+    if (!answer.data) return;
+    yield* readOutput(answer.data as ReadableStream<Uint8Array>);
   }
 
   /** Whether a task has this identity (it is released from now on). */

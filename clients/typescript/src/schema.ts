@@ -373,6 +373,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{id}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The live output of a task's running model call. */
+        get: operations["stream_task_output"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{id}/retry": {
         parameters: {
             query?: never;
@@ -1046,6 +1063,20 @@ export interface components {
             name: string;
             /** Format: date-time */
             started_at: string;
+        };
+        /** @description `data` of an `output.delta` event. */
+        OutputDelta: {
+            /**
+             * Format: int32
+             * @description The attempt whose text this is.
+             */
+            attempt: number;
+            /**
+             * Format: int64
+             * @description Characters (Unicode scalar values) of the attempt's text before this delta.
+             */
+            offset: number;
+            text: string;
         };
         Overview: {
             /**
@@ -2907,6 +2938,84 @@ export interface operations {
             };
             /** @description `validation_failed` or `unknown_field` (`field` names it). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unavailable for now; ask again after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    stream_task_output: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `text/event-stream`: `output.delta` events (data: an `OutputDelta`), `output.reset` (data: an `OutputReset`) when another attempt starts, and last the task's terminal event (`task.succeeded`, `task.failed`, `task.cancelled`; data: the task as `GET /v1/tasks/{id}` answers). A finished task answers its terminal event at once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["OutputDelta"];
+                };
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such task for this caller (another owner's task too). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

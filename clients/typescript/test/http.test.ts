@@ -25,6 +25,26 @@ test("run with wait, replay, conflict, release, delete", { skip }, async () => {
   await assert.rejects(client.get(done.id), (e: TasklaneError) => e.code === "not_found" && e.status === 404);
 });
 
+test("a finished task's output is its terminal event; a missing task is a 404", { skip }, async () => {
+  const client = new Tasklane(env.url, env.token);
+  const done = await client.run({ task_type: "noop", scope_id: scope(), effect_key: "o", input: {} }, { wait: 20 });
+  const events = [];
+  for await (const event of client.output(done.id)) events.push(event);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ["task.succeeded"],
+  );
+  const last = events[0];
+  assert.ok(last.type === "task.succeeded" && last.task.id === done.id);
+  const missing = "01a22f72-0000-7000-8000-000000000000";
+  await assert.rejects(
+    (async () => {
+      for await (const _ of client.output(missing)) void _;
+    })(),
+    (e: TasklaneError) => e.code === "not_found" && e.status === 404,
+  );
+});
+
 test("the typed client reaches every route; bad input is a typed error", { skip }, async () => {
   const http = createHttpClient(env.url, env.token);
   const page = await http.GET("/v1/tasks", { params: { query: { limit: 1 } } });

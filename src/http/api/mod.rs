@@ -8,6 +8,7 @@ pub mod batch;
 pub mod events;
 pub mod lifecycle;
 pub mod ops;
+pub mod output;
 pub mod tasks;
 pub mod webhooks;
 pub mod whoami;

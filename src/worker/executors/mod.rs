@@ -6,6 +6,7 @@ mod basic;
 pub mod client;
 mod http;
 mod openai;
+mod openai_stream;
 
 pub use basic::{Noop, Sleep};
 pub use client::ClientOptions;

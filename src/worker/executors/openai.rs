@@ -41,6 +41,8 @@ use crate::telemetry::GenAiCall;
 
 use super::super::handler::{Handler, HandlerError, TaskContext};
 use super::client::ClientOptions;
+use super::openai_stream;
+use crate::service::live_output::Writer;
 
 /// A route ready to call: its endpoint and its `Authorization` header.
 struct Prepared {
@@ -58,7 +60,7 @@ pub struct Openai {
 }
 
 /// How one call ended.
-enum Call {
+pub(super) enum Call {
     Answered(Result<upstream::Completion, Failure>),
     /// The attempt's time ran out during the call.
     TimedOut,
@@ -146,6 +148,11 @@ impl Handler for Openai {
         let mut open: Vec<&str> = Vec::new();
         let mut tried = 0;
         let mut reserved = false;
+        // The attempt's text, published as it arrives to observers of the task.
+        let live = ctx
+            .tasklane
+            .live_output()
+            .map(|output| output.open(ctx.task.id, ctx.task.attempt));
         for route in self.routes.iter().filter(|r| r.spec.route == kind) {
             tried += 1;
             let spec = CircuitSpec {
@@ -182,7 +189,7 @@ impl Handler for Openai {
                 response_model: None,
                 system_fingerprint: None,
             });
-            let call = self.call(&ctx, route, deadline).await;
+            let call = self.call(&ctx, route, deadline, live.as_ref()).await;
             let transient = match &call {
                 Call::Cancelled => return Err(HandlerError::Cancelled),
                 Call::TimedOut => true,
@@ -211,6 +218,10 @@ impl Handler for Openai {
                     // of the attempt) are on the context; the runner writes them, so an
                     // answer refused here is charged all the same.
                     let result = self.structured(&route.spec, completion.result)?;
+                    // Its last text reaches observers before the result is written.
+                    if let Some(live) = live {
+                        live.finish().await;
+                    }
                     return Ok(Success {
                         result,
                         usage_units: None,
@@ -375,7 +386,13 @@ impl Openai {
 
     /// One call to `route`, aborted (the connection dropped) when cancellation is
     /// requested, and bounded by the attempt's `deadline`.
-    async fn call(&self, ctx: &TaskContext, route: &Prepared, deadline: Instant) -> Call {
+    async fn call(
+        &self,
+        ctx: &TaskContext,
+        route: &Prepared,
+        deadline: Instant,
+        live: Option<&Writer>,
+    ) -> Call {
         let Some(remaining) = deadline.checked_duration_since(Instant::now()) else {
             return Call::TimedOut;
         };
@@ -386,7 +403,7 @@ impl Openai {
             gen_ai.request.model = %route.spec.model,
         );
         let started = Instant::now();
-        let request = self.request(ctx, route, remaining);
+        let request = self.request(ctx, route, remaining, live);
         let call = tokio::select! {
             call = request.instrument(span) => call,
             _ = ctx.cancelled() => Call::Cancelled,
@@ -417,9 +434,23 @@ impl Openai {
         call
     }
 
-    async fn request(&self, ctx: &TaskContext, route: &Prepared, timeout: Duration) -> Call {
+    async fn request(
+        &self,
+        ctx: &TaskContext,
+        route: &Prepared,
+        timeout: Duration,
+        live: Option<&Writer>,
+    ) -> Call {
         let mut body = ctx.input().as_object().cloned().unwrap_or_default();
         body.insert("model".into(), route.spec.model.clone().into());
+        // Streamed, so observers see the text as it comes; with the usage in the last
+        // chunk, so it is still recorded per attempt. Submit refuses an input that
+        // asks for a stream itself: the executor decides how the answer is read.
+        body.insert("stream".into(), true.into());
+        body.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
         if let Some(schema) = &self.task_type.output_schema {
             // Replaces any the input carried: submit refuses one, but the SQL door does
             // not read inputs.
@@ -453,6 +484,9 @@ impl Openai {
             Err(e) => return Call::Answered(Err(upstream::unreachable(&describe(&e)))),
         };
         let status = response.status().as_u16();
+        if response.status().is_success() && openai_stream::is_event_stream(&response) {
+            return openai_stream::read(response, live).await;
+        }
         let header = |name: &str| {
             response
                 .headers()
@@ -467,12 +501,19 @@ impl Openai {
             Err(e) if e.is_timeout() => return Call::TimedOut,
             Err(e) => return Call::Answered(Err(upstream::unreachable(&describe(&e)))),
         };
-        Call::Answered(upstream::classify(
+        let answer = upstream::classify(
             status,
             retry_after.as_deref(),
             retry_after_ms.as_deref(),
             &body,
-        ))
+        );
+        // A provider that did not stream gives its whole text as one piece.
+        if let (Ok(completion), Some(live)) = (&answer, live) {
+            if let Some(text) = completion.result.pointer("/message/content") {
+                live.push(text.as_str().unwrap_or_default());
+            }
+        }
+        Call::Answered(answer)
     }
 }
 
@@ -496,7 +537,7 @@ fn certificate_refused(error: &reqwest::Error) -> bool {
 /// A transport error in words, without the URL (the base URL is configuration, but
 /// nothing from the request belongs in a stored message) and with its causes (a TLS
 /// error says why the certificate was refused).
-fn describe(error: &reqwest::Error) -> String {
+pub(super) fn describe(error: &reqwest::Error) -> String {
     let mut text = if error.is_connect() {
         "connection failed".to_owned()
     } else {

@@ -34,6 +34,7 @@ from .limit_spec import LimitSpec
 from .limit_use import LimitUse
 from .links import Links
 from .live_replica import LiveReplica
+from .output_delta import OutputDelta
 from .overview import Overview
 from .pause_body import PauseBody
 from .paused_type import PausedType
@@ -97,6 +98,7 @@ __all__ = (
     "LimitUse",
     "Links",
     "LiveReplica",
+    "OutputDelta",
     "Overview",
     "PauseBody",
     "PausedType",
