@@ -94,8 +94,17 @@ async fn listen_once<L: Listener>(
         }
     });
     let result = async {
-        let listen: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
-        client.batch_execute(&listen).await?;
+        // One statement per channel, the first channel last: the session's last
+        // statement, what pg_stat_activity shows of it, names the connection's main
+        // channel.
+        let listens: Vec<String> = channels
+            .iter()
+            .rev()
+            .map(|c| format!("LISTEN {c}"))
+            .collect();
+        for listen in &listens {
+            client.batch_execute(listen).await?;
+        }
         listener.listening();
         let mut ping = tokio::time::interval(PING_EVERY);
         loop {
@@ -111,7 +120,9 @@ async fn listen_once<L: Listener>(
                 // LISTEN again is a no-op that needs an answer, and keeps the
                 // session's last statement (what pg_stat_activity shows) the LISTEN.
                 _ = ping.tick() => {
-                    client.batch_execute(&listen).await?;
+                    for listen in &listens {
+                        client.batch_execute(listen).await?;
+                    }
                 }
             }
         }
