@@ -3,6 +3,7 @@
 //! ordered routes (local first, external on fallback), each route behind its circuit.
 
 mod basic;
+mod call;
 pub mod client;
 mod http;
 mod openai;

@@ -40,6 +40,7 @@ use crate::task::{codes, Privacy, Route, TaskType};
 use crate::telemetry::GenAiCall;
 
 use super::super::handler::{Handler, HandlerError, TaskContext};
+use super::call::{describe, Call};
 use super::client::ClientOptions;
 use super::openai_stream;
 use crate::service::live_output::Writer;
@@ -57,14 +58,6 @@ pub struct Openai {
     task_type: TaskType,
     routes: Vec<Prepared>,
     client: reqwest::Client,
-}
-
-/// How one call ended.
-pub(super) enum Call {
-    Answered(Result<upstream::Completion, Failure>),
-    /// The attempt's time ran out during the call.
-    TimedOut,
-    Cancelled,
 }
 
 impl Openai {
@@ -532,22 +525,4 @@ fn certificate_refused(error: &reqwest::Error) -> bool {
         source = cause.source();
     }
     false
-}
-
-/// A transport error in words, without the URL (the base URL is configuration, but
-/// nothing from the request belongs in a stored message) and with its causes (a TLS
-/// error says why the certificate was refused).
-pub(super) fn describe(error: &reqwest::Error) -> String {
-    let mut text = if error.is_connect() {
-        "connection failed".to_owned()
-    } else {
-        "request failed".to_owned()
-    };
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

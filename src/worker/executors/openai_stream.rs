@@ -7,7 +7,7 @@ use crate::service::live_output::Writer;
 use crate::task::upstream::{self, Failure};
 use crate::task::upstream_stream::{SseEvents, StreamedCompletion};
 
-use super::openai::{describe, Call};
+use super::call::{describe, Call};
 
 /// Whether a response is an event stream (else it is read as one JSON body).
 pub(super) fn is_event_stream(response: &reqwest::Response) -> bool {
