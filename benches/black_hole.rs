@@ -86,9 +86,7 @@ async fn main() -> anyhow::Result<()> {
 /// One cut and heal; the seconds of each figure, in the order of `names`.
 async fn one_run(bench: &common::Bench) -> anyhow::Result<Vec<f64>> {
     let (name, url) = bench.fresh_db().await?;
-    let upstream = host_and_port(&url)?;
-    let proxy = BlackHoleProxy::start(upstream.clone()).await;
-    let cut_url = url.replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+    let (proxy, cut_url) = BlackHoleProxy::in_front_of(&url).await?;
     let client = common::connect(&url).await?;
     let port = free_port()?;
     let mut spec = bench.fleet(&cut_url, 1, &common::serve_args());
@@ -239,16 +237,6 @@ async fn until_status(http: &reqwest::Client, url: &str, want: u16) -> anyhow::R
         );
         tokio::time::sleep(POLL).await;
     }
-}
-
-fn host_and_port(url: &str) -> anyhow::Result<String> {
-    let config: tokio_postgres::Config = url.parse()?;
-    let host = match config.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
-        _ => anyhow::bail!("the bench database is reached over TCP"),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    Ok(format!("{host}:{port}"))
 }
 
 fn free_port() -> anyhow::Result<u16> {

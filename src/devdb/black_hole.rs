@@ -46,6 +46,26 @@ impl BlackHoleProxy {
         BlackHoleProxy { port, state, stop }
     }
 
+    /// A proxy to the server of `database_url` (reached over TCP), and the same URL
+    /// through the proxy.
+    pub async fn in_front_of(database_url: &str) -> anyhow::Result<(BlackHoleProxy, String)> {
+        let config: tokio_postgres::Config = database_url.parse()?;
+        let host = match config.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+            _ => anyhow::bail!("the database URL names no TCP host"),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let upstream = format!("{host}:{port}");
+        let proxy = BlackHoleProxy::start(upstream.clone()).await;
+        let through = format!("127.0.0.1:{}", proxy.port);
+        let url = database_url.replacen(&upstream, &through, 1);
+        anyhow::ensure!(
+            url != database_url,
+            "the URL does not name {upstream} as written"
+        );
+        Ok((proxy, url))
+    }
+
     /// From now on nothing passes: open connections go silent, new ones are held.
     pub fn cut(&self) {
         self.state

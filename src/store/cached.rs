@@ -58,12 +58,13 @@ impl Cached for deadpool_postgres::ClientWrapper {
     }
 }
 
+/// A pooled connection is its client's.
 impl Cached for Pooled {
     fn prepare_cached(
         &self,
         query: &str,
     ) -> impl Future<Output = Result<Statement, DbError>> + Send {
-        deadpool_postgres::ClientWrapper::prepare_cached(self, query)
+        Cached::prepare_cached(&**self, query)
     }
 
     fn query(
@@ -71,7 +72,7 @@ impl Cached for Pooled {
         statement: &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Vec<Row>, DbError>> + Send {
-        tokio_postgres::Client::query(self, statement, params)
+        Cached::query(&**self, statement, params)
     }
 
     fn query_one(
@@ -79,7 +80,7 @@ impl Cached for Pooled {
         statement: &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Row, DbError>> + Send {
-        tokio_postgres::Client::query_one(self, statement, params)
+        Cached::query_one(&**self, statement, params)
     }
 }
 

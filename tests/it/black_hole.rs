@@ -37,12 +37,7 @@ const TASKS: usize = 12;
 async fn a_black_holed_replica_turns_unready_its_tasks_are_recovered_and_it_rejoins_after_healing()
 {
     let db = common::test_db().await;
-    let upstream = host_and_port(&db.url);
-    let proxy = BlackHoleProxy::start(upstream.clone()).await;
-    let cut_url = db
-        .url
-        .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
-    assert_ne!(cut_url, db.url, "the URL names {upstream} as written");
+    let (proxy, cut_url) = BlackHoleProxy::in_front_of(&db.url).await.unwrap();
     let options = |name: &str| Options {
         name: Some(name.into()),
         task_types: Some(TYPES),
@@ -211,17 +206,6 @@ async fn a_black_holed_replica_turns_unready_its_tasks_are_recovered_and_it_rejo
     );
 }
 
-/// `host:port` of a database URL as written in it.
-fn host_and_port(url: &str) -> String {
-    let config: tokio_postgres::Config = url.parse().expect("a database URL");
-    let host = match &config.get_hosts()[0] {
-        tokio_postgres::config::Host::Tcp(host) => host.clone(),
-        other => panic!("the test database is reached over TCP, not {other:?}"),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    format!("{host}:{port}")
-}
-
 /// The issue's own trial: a proxy that stops forwarding on the connections it holds but
 /// forwards new ones (a load balancer that forgot its connections). The replica finds
 /// its connections dead, replaces them, and a submit sent at the cut is acknowledged and
@@ -229,11 +213,7 @@ fn host_and_port(url: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replica_whose_open_connections_go_silent_replaces_them_and_works_on() {
     let db = common::test_db().await;
-    let upstream = host_and_port(&db.url);
-    let proxy = BlackHoleProxy::start(upstream.clone()).await;
-    let cut_url = db
-        .url
-        .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+    let (proxy, cut_url) = BlackHoleProxy::in_front_of(&db.url).await.unwrap();
     let replica = Serve::start(
         &cut_url,
         Options {

@@ -2,6 +2,7 @@
 //! upstream URL, and `openai` for OpenAI-compatible Chat Completions over a type's
 //! ordered routes (local first, external on fallback), each route behind its circuit.
 
+mod api_key;
 mod basic;
 mod call;
 pub mod client;
@@ -9,7 +10,8 @@ mod http;
 mod openai;
 mod openai_stream;
 
+pub use api_key::check_keys;
 pub use basic::{Noop, Sleep};
 pub use client::ClientOptions;
 pub use http::Http;
-pub use openai::{check_keys, Openai};
+pub use openai::Openai;
