@@ -45,6 +45,15 @@
 -- Tasks of a paused type (tasklane.paused_task_types) are left queued: the paused types
 -- are taken out of $1 first, which keeps the plan an index scan in claim order (a NOT
 -- EXISTS on each task would make it a scan and sort of the whole backlog).
+-- Claim order is priority (higher first), then turn: the mirror row's turn, which a
+-- task takes when it becomes claimable (tasklane.take_turns: start-time fair queueing
+-- over apps by weight and, within an app, over its usage subjects), so a tenant's
+-- backlog is interleaved with every other tenant's work instead of going first because
+-- it is older. Turns of different task types are counted apart: the types' scans are
+-- merged by each one's distance from its own first turn in this claim (a turn about,
+-- the older first at the same distance).
+-- Each claim raises tasklane.turn_points, where the claims have got, to the highest turn
+-- it took (an unlogged row, skipped when another claim holds it).
 -- One ordered scan per served type (the claimable and fallback indexes lead with
 -- task_type), each locking up to $3 of its tasks, merged in claim order and cut to $3:
 -- one scan in priority order over every type would walk the whole backlog of the types
@@ -69,7 +78,8 @@
 -- resource with no row in tasklane.resources is unlimited.
 -- Locks: up to $3 rows per served type, of which up to $3 are claimed (the rest are let
 -- go at commit), and up to $3 free slots (FOR UPDATE SKIP LOCKED: never waits on
--- another claimer).
+-- another claimer), and the turn_points rows of the claimed types and priorities
+-- (SKIP LOCKED).
 WITH slots AS (
     SELECT s.resource, s.slot
     FROM tasklane.resource_slots s
@@ -88,19 +98,22 @@ WITH slots AS (
     LIMIT $3
     FOR UPDATE OF s SKIP LOCKED
 ), picked AS (
-    SELECT c.id, c.resource, c.priority, c.run_at
+    SELECT c.id, c.resource, c.priority, c.run_at, c.task_type, c.turn,
+           c.turn - min(c.turn) OVER (PARTITION BY c.task_type, c.priority) AS rel
 --#else
 -- The variant for claimers none of whose task types names a resource: tasks holding a
 -- resource are left to resource-aware claimers, so this stays as cheap as a claim
 -- without resources.
 -- Locks: up to $3 rows per served type, of which up to $3 are claimed (the rest are let
--- go at commit) (FOR UPDATE SKIP LOCKED: never waits on another claimer).
+-- go at commit), and the turn_points rows of the claimed types and priorities (FOR
+-- UPDATE SKIP LOCKED: never waits on another claimer).
 WITH picked AS (
-    SELECT c.id
+    SELECT c.id, c.priority, c.run_at, c.task_type, c.turn,
+           c.turn - min(c.turn) OVER (PARTITION BY c.task_type, c.priority) AS rel
 --#end
     FROM {served} ty
     CROSS JOIN LATERAL (
-    SELECT t.id, q.resource, q.priority, q.run_at
+    SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
     FROM tasklane.task_queue q
     JOIN tasklane.tasks t ON t.id = q.id
     WHERE q.state IN ({claimable})
@@ -127,18 +140,18 @@ WITH picked AS (
       -- can change after submit is tested again here.
       AND t.state IN ({claimable})
       AND t.run_at <= now()
-    ORDER BY q.priority DESC, q.run_at, q.id
+    ORDER BY q.priority DESC, q.turn, q.id
     LIMIT $3
     FOR UPDATE OF t SKIP LOCKED
     ) c
-    ORDER BY c.priority DESC, c.run_at, c.id
+    ORDER BY c.priority DESC, rel, c.run_at, c.id
     LIMIT $3
 --#if aware
 ), granted AS (
     -- The n-th picked task of a resource gets its n-th free slot; the rest wait.
     SELECT p.id, s.resource AS slot_resource, s.slot
     FROM (SELECT id, resource,
-                 row_number() OVER (PARTITION BY resource ORDER BY priority DESC, run_at, id) AS n
+                 row_number() OVER (PARTITION BY resource ORDER BY priority DESC, rel, run_at, id) AS n
           FROM picked) p
     LEFT JOIN (SELECT resource, slot, row_number() OVER (PARTITION BY resource ORDER BY slot) AS n
                FROM slots) s ON s.resource = p.resource AND s.n = p.n
@@ -211,11 +224,39 @@ WITH picked AS (
            CASE WHEN attempt = 1 THEN '{"attempt": 1, "route": "{route}"}'::jsonb
                 ELSE jsonb_build_object('attempt', attempt, 'route', '{route}') END
     FROM claimed
+), reached AS (
+    -- The highest turn claimed of each task type and priority: where the claims have got.
+    SELECT k.task_type, k.priority, max(k.turn) AS turn
+    FROM picked k
+    JOIN claimed c ON c.id = k.id
+    GROUP BY k.task_type, k.priority
+), started AS (
+    INSERT INTO tasklane.turn_points (task_type, priority, turn)
+    SELECT r.task_type, r.priority, r.turn
+    FROM reached r
+    WHERE NOT EXISTS (SELECT 1 FROM tasklane.turn_points p
+                      WHERE p.task_type = r.task_type AND p.priority = r.priority)
+    ON CONFLICT DO NOTHING
+), advanced AS (
+    -- A point another claim holds is skipped, never waited for: that claim raises it too.
+    UPDATE tasklane.turn_points p
+    SET turn = r.turn
+    FROM reached r
+    WHERE p.task_type = r.task_type AND p.priority = r.priority AND p.turn < r.turn
+      AND (p.task_type, p.priority) IN (
+          SELECT x.task_type, x.priority
+          FROM tasklane.turn_points x
+          JOIN reached y ON y.task_type = x.task_type AND y.priority = x.priority
+          WHERE x.turn < y.turn
+          FOR UPDATE OF x SKIP LOCKED)
 )
-SELECT id, app, scope_id, task_type, attempt, max_attempts, lease_token, lease_expires_at,
-       lease_seconds, attempt_timeout_seconds, input, snapshot, deadline_at, privacy,
-       run_at AS claimable_at, traceparent, attempt_deadline_at
-FROM claimed LEFT JOIN written ON true
+SELECT c.id, c.app, c.scope_id, c.task_type, c.attempt, c.max_attempts, c.lease_token,
+       c.lease_expires_at, c.lease_seconds, c.attempt_timeout_seconds, c.input, c.snapshot,
+       c.deadline_at, c.privacy, c.run_at AS claimable_at, c.traceparent,
+       c.attempt_deadline_at
+FROM claimed c
+JOIN picked k ON k.id = c.id
+LEFT JOIN written ON true
 -- In claim order, as the worker protocol promises (an UPDATE returns its rows in the
 -- order its plan met them).
-ORDER BY priority DESC, run_at, id
+ORDER BY k.priority DESC, k.rel, k.run_at, k.id

@@ -186,6 +186,19 @@ ALTER TABLE ONLY tasklane.api_tokens
     ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
 
 
+-- table app_weights: migrations/V38__fair_turns.sql
+CREATE TABLE tasklane.app_weights (
+    app text NOT NULL,
+    weight smallint NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT app_weights_app_check CHECK ((app <> ''::text)),
+    CONSTRAINT app_weights_weight_check CHECK (((weight >= 1) AND (weight <= 100)))
+);
+
+ALTER TABLE ONLY tasklane.app_weights
+    ADD CONSTRAINT app_weights_pkey PRIMARY KEY (app);
+
+
 -- table budget_reservations: migrations/V13__budget_reservations.sql
 CREATE TABLE tasklane.budget_reservations (
     task_id uuid NOT NULL,
@@ -477,7 +490,7 @@ ALTER TABLE ONLY tasklane.task_output
     ADD CONSTRAINT task_output_pkey PRIMARY KEY (task_id);
 
 
--- table task_queue: migrations/V14__task_queue.sql
+-- table task_queue: migrations/V14__task_queue.sql, migrations/V38__fair_turns.sql
 CREATE TABLE tasklane.task_queue (
     id uuid NOT NULL,
     state text NOT NULL,
@@ -489,27 +502,44 @@ CREATE TABLE tasklane.task_queue (
     app text NOT NULL,
     scope_id text NOT NULL,
     privacy text NOT NULL,
-    resource text
+    resource text,
+    subject text DEFAULT ''::text NOT NULL,
+    turn double precision,
+    CONSTRAINT task_queue_claimable_has_turn CHECK (((turn IS NOT NULL) OR (state <> ALL (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text]))))
 )
 WITH (fillfactor='80');
 
 ALTER TABLE ONLY tasklane.task_queue
     ADD CONSTRAINT task_queue_pkey PRIMARY KEY (id);
 
--- index task_queue_claimable: migrations/V14__task_queue.sql, migrations/V23__claim_per_type.sql
-CREATE INDEX task_queue_claimable ON tasklane.task_queue USING btree (task_type, priority DESC, run_at, id) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text]));
+-- index task_queue_claimable: migrations/V14__task_queue.sql, migrations/V23__claim_per_type.sql, migrations/V38__fair_turns.sql
+CREATE INDEX task_queue_claimable ON tasklane.task_queue USING btree (task_type, priority DESC, turn, id) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text]));
 
 -- index task_queue_deadline: migrations/V14__task_queue.sql
 CREATE INDEX task_queue_deadline ON tasklane.task_queue USING btree (deadline_at) WHERE ((deadline_at IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
 
--- index task_queue_fallback: migrations/V14__task_queue.sql, migrations/V23__claim_per_type.sql
-CREATE INDEX task_queue_fallback ON tasklane.task_queue USING btree (task_type, priority DESC, run_at, id) WHERE (state = 'waiting_for_external_fallback'::text);
+-- index task_queue_fallback: migrations/V14__task_queue.sql, migrations/V23__claim_per_type.sql, migrations/V38__fair_turns.sql
+CREATE INDEX task_queue_fallback ON tasklane.task_queue USING btree (task_type, priority DESC, turn, id) WHERE (state = 'waiting_for_external_fallback'::text);
 
 -- index task_queue_leased: migrations/V14__task_queue.sql
 CREATE INDEX task_queue_leased ON tasklane.task_queue USING btree (lease_expires_at) WHERE (state = ANY (ARRAY['running'::text, 'cancelling'::text]));
 
 -- index task_queue_resource: migrations/V14__task_queue.sql
 CREATE INDEX task_queue_resource ON tasklane.task_queue USING btree (resource) WHERE ((resource IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
+
+-- index task_queue_turns: migrations/V38__fair_turns.sql
+CREATE INDEX task_queue_turns ON tasklane.task_queue USING btree (task_type, priority, app, subject, turn) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text]));
+
+
+-- table turn_points: migrations/V38__fair_turns.sql
+CREATE UNLOGGED TABLE tasklane.turn_points (
+    task_type text NOT NULL,
+    priority smallint NOT NULL,
+    turn double precision NOT NULL
+);
+
+ALTER TABLE ONLY tasklane.turn_points
+    ADD CONSTRAINT turn_points_pkey PRIMARY KEY (task_type, priority);
 
 
 -- table webhook_deliveries: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql, migrations/V21__webhook_claim_hot.sql, migrations/V30__webhook_claim_by_primary_key.sql

@@ -6,21 +6,22 @@
 -- keeps the mirror tasklane.task_queue in step with the updated tasks. Finished tasks
 -- leave it, and when any webhook endpoint is enabled their notifications are written to
 -- webhook_deliveries with one NOTIFY tasklane_webhooks for the statement; other tasks are
--- upserted only when a mirrored column changed. A statement that wrote its own tasks'
--- mirror rows and notifications (the claim, the group commit) sets tasklane.queue_written
--- to on; the trigger then only clears it, so the next statement of the transaction is
--- synced again.
+-- upserted only when a mirrored column changed, and those becoming claimable take a turn
+-- (tasklane.take_turns). A statement that wrote its own tasks' mirror rows and
+-- notifications (the claim, the group commit) sets tasklane.queue_written to on; the
+-- trigger then only clears it, so the next statement of the transaction is synced again.
 -- Locks: the mirror rows it writes.
 --
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql
+-- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
     written bigint;
+    ids uuid[]; types text[]; priorities smallint[]; apps text[]; subjects text[];
 BEGIN
     -- The statement wrote its own tasks' mirror rows and notifications (below): the
     -- setting is consumed here, so the next statement of the transaction is synced.
@@ -49,20 +50,37 @@ BEGIN
         DELETE FROM tasklane.task_queue q USING fresh n
         WHERE q.id = n.id AND n.state IN ('succeeded', 'failed', 'cancelled');
     END IF;
+    -- The tasks becoming claimable (from running, cancelling or finished) take a turn;
+    -- the others keep theirs.
+    SELECT array_agg(n.id), array_agg(n.task_type), array_agg(n.priority), array_agg(n.app),
+           array_agg(coalesce(n.usage_subject, ''))
+    INTO ids, types, priorities, apps, subjects
+    FROM fresh n
+    WHERE n.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+      AND NOT EXISTS (SELECT 1 FROM tasklane.task_queue o
+                      WHERE o.id = n.id
+                        AND o.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback'));
     INSERT INTO tasklane.task_queue AS q
         (id, state, priority, run_at, deadline_at, lease_expires_at, task_type, app,
-         scope_id, privacy, resource)
+         scope_id, privacy, resource, subject, turn)
     SELECT n.id, n.state, n.priority, n.run_at, n.deadline_at, n.lease_expires_at,
-           n.task_type, n.app, n.scope_id, n.privacy, n.resource
+           n.task_type, n.app, n.scope_id, n.privacy, n.resource,
+           coalesce(n.usage_subject, ''),
+           -- The row to insert carries the turn it keeps, since its CHECK is tested
+           -- before the conflict is found.
+           coalesce(t.turn, o.turn)
     FROM fresh n
+    LEFT JOIN tasklane.task_queue o ON o.id = n.id
+    LEFT JOIN tasklane.take_turns(ids, types, priorities, apps, subjects) t ON t.id = n.id
     WHERE n.state NOT IN ('succeeded', 'failed', 'cancelled')
-      AND coalesce((SELECT (o.state, o.priority, o.run_at, o.deadline_at, o.lease_expires_at)
-                           IS DISTINCT FROM
-                           (n.state, n.priority, n.run_at, n.deadline_at, n.lease_expires_at)
-                    FROM tasklane.task_queue o WHERE o.id = n.id), true)
+      AND (o.id IS NULL
+           OR (o.state, o.priority, o.run_at, o.deadline_at, o.lease_expires_at)
+              IS DISTINCT FROM
+              (n.state, n.priority, n.run_at, n.deadline_at, n.lease_expires_at))
     ON CONFLICT (id) DO UPDATE
     SET state = excluded.state, priority = excluded.priority, run_at = excluded.run_at,
-        deadline_at = excluded.deadline_at, lease_expires_at = excluded.lease_expires_at;
+        deadline_at = excluded.deadline_at, lease_expires_at = excluded.lease_expires_at,
+        turn = excluded.turn;
     RETURN NULL;
 END
 $$;

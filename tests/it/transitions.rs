@@ -599,8 +599,9 @@ async fn claim_prefers_priority_then_age_and_respects_run_at() {
     assert_eq!(order, vec![high.id, old.id, new.id, low.id]);
 }
 
-/// A claim of several types scans each type in claim order and merges them (V23):
-/// priority, then age, across its types, up to its limit; a paused type is left.
+/// A claim of several types scans each type in claim order and merges them: priority,
+/// then each type's turns from its first in the claim, the older task at the same
+/// distance, up to its limit; a paused type is left.
 #[tokio::test]
 async fn a_claim_of_several_types_merges_them_in_claim_order() {
     let db = common::test_db().await;

@@ -1,0 +1,37 @@
+-- GENERATED from the migrations by tests/schema/: do not edit. To change
+-- tasklane.active_subjects, add a migration that replaces it (and its COMMENT ON FUNCTION,
+-- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
+--
+-- The number of usage subjects ('' counts as one) of app p_app with claimable tasks of
+-- type p_task_type at priority p_priority, counted up to p_cap, by a skip scan of
+-- task_queue_turns (one probe per subject). Called by tasklane.take_turns.
+--
+-- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
+-- --schema-only, normalised); the line above it names the migrations that wrote it.
+
+-- function active_subjects: migrations/V38__fair_turns.sql
+CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, p_app text, p_cap integer) RETURNS integer
+    LANGUAGE sql STABLE
+    AS $$
+    -- One index probe per subject (task_queue_turns), in subject order, up to p_cap.
+    WITH RECURSIVE s(subject, n) AS (
+        (SELECT q.subject, 1
+         FROM tasklane.task_queue q
+         WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
+           AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+         ORDER BY q.subject
+         LIMIT 1)
+        UNION ALL
+        SELECT (SELECT q.subject
+                FROM tasklane.task_queue q
+                WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
+                  AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+                  AND q.subject > s.subject
+                ORDER BY q.subject
+                LIMIT 1),
+               s.n + 1
+        FROM s
+        WHERE s.subject IS NOT NULL AND s.n < p_cap
+    )
+    SELECT count(subject)::integer FROM s
+$$;
