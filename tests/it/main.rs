@@ -38,6 +38,7 @@ mod database_restart;
 mod docs_examples;
 mod events_notify;
 mod failover;
+mod fair_turns;
 mod group_commit;
 mod http_admin;
 mod http_api;
