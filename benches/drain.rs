@@ -5,13 +5,18 @@
 //! and checked: every task must end succeeded with exactly its queued/running/succeeded
 //! events.
 //!
+//! `BENCH_BIN_BEFORE=path/to/tasklane` adds, in every round, a drain by one replica of
+//! that binary (another commit's build) on a database it migrated itself, so a change
+//! is measured against the build before it in the same rounds as the baselines.
+//!
 //! `cargo bench --bench drain` (env: `BENCH_RUNS`, `BENCH_TASKS`, `BENCH_MAX_REPLICAS`,
-//! `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`, `BENCH_PEERS=0`; see benches/RESULTS.md).
+//! `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`, `BENCH_PEERS=0`, `BENCH_BIN_BEFORE`; see
+//! benches/RESULTS.md).
 
 mod common;
 
 use tasklane::load::drain;
-use tasklane::load::fleet::Fleet;
+use tasklane::load::fleet::{Fleet, FleetSpec};
 use tasklane::load::stats::Repeated;
 use tasklane::load::wal::WalUse;
 
@@ -41,6 +46,8 @@ async fn main() -> anyhow::Result<()> {
     let mut peers: Vec<Vec<f64>> = vec![Vec::new(); common::peers::Peer::ALL.len()];
     let mut peer_wal: Vec<Vec<WalUse>> = vec![Vec::new(); common::peers::Peer::ALL.len()];
     let mut drain_wal: Vec<Vec<WalUse>> = vec![Vec::new(); max_replicas];
+    let before_bin = std::env::var_os("BENCH_BIN_BEFORE").map(std::path::PathBuf::from);
+    let (mut before, mut before_wal) = (Vec::new(), Vec::new());
     for run in 1..=runs {
         let (name, url) = bench.fresh_db().await?;
         let b1 = common::pgbench::run(&url, "claim_one", 300_000, 4, 8).await?;
@@ -99,6 +106,28 @@ async fn main() -> anyhow::Result<()> {
             drains[replicas - 1].push(drained.tasks_per_second);
             drain_wal[replicas - 1].push(wal);
             details.push(serde_json::json!({"run": run, "baseline_claim_50": b50.jobs_per_second, "drain": drained}));
+        }
+        if let Some(bin) = &before_bin {
+            let (name, url) = bench.fresh_db_for(bin).await?;
+            let mut client = common::connect(&url).await?;
+            let spec = FleetSpec {
+                bin: bin.clone(),
+                ..bench.fleet(&url, 1, &serve_args)
+            };
+            let fleet = Fleet::start(&spec, &client).await?;
+            let mut drained = drain::drain(&mut client, &fleet, "drain", tasks).await?;
+            fleet.stop();
+            let wal = drained.finish_wal(&client).await?;
+            bench.drop_db(&name).await?;
+            anyhow::ensure!(drained.broken == 0, "the build before: {} tasks were not worked exactly once", drained.broken);
+            println!(
+                "run {run}: the build before, 1 replica {:.0} tasks/s ({:.0}% of claim-50), {wal}",
+                drained.tasks_per_second,
+                100.0 * drained.tasks_per_second / b50.jobs_per_second,
+            );
+            before.push(drained.tasks_per_second);
+            before_wal.push(wal);
+            details.push(serde_json::json!({"run": run, "baseline_claim_50": b50.jobs_per_second, "drain_before": drained}));
         }
     }
     let one = Repeated::of(one, true);
@@ -166,6 +195,24 @@ async fn main() -> anyhow::Result<()> {
         }
         summary.push(serde_json::json!({"replicas": i + 1, "tasks_per_second": r}));
     }
+    let before_summary = (!before.is_empty()).then(|| Repeated::of(before, true));
+    if let Some(r) = &before_summary {
+        println!(
+            "| drain, 1 replica, the build before | {:.0} tasks/s | {:.0} | {:.0}% | {:.2} |",
+            r.best,
+            r.median(),
+            r.spread() * 100.0,
+            r.best / fifty.best
+        );
+        for (peer, p) in &peer_summary {
+            println!(
+                "|   the build before, 1 replica ÷ {} | {:.2} (best ÷ best) | {:.2} (median ÷ median) | | |",
+                peer.name(),
+                r.best / p.best,
+                r.median() / p.median()
+            );
+        }
+    }
     println!();
     println!("| system (median of runs) | WAL bytes/task | WAL records/task | FPI/task | WAL flushes/1,000 | commits/1,000 |");
     println!("|---|---|---|---|---|---|");
@@ -178,7 +225,8 @@ async fn main() -> anyhow::Result<()> {
                 .into_iter()
                 .enumerate()
                 .map(|(i, w)| (format!("tasklane drain, {} replica(s)", i + 1), w)),
-        );
+        )
+        .chain(std::iter::once(("the build before, 1 replica".to_owned(), before_wal)));
     for (name, runs) in wal_rows {
         if runs.is_empty() {
             continue;
@@ -205,6 +253,7 @@ async fn main() -> anyhow::Result<()> {
             "pgbench_claim_50": fifty,
             "pgbench_tasklane_sql_100": own_sql,
             "drain": summary,
+            "drain_before": before_summary,
             "peers": peer_summary.iter().map(|(p, r)| serde_json::json!({"peer": p.name(), "jobs_per_second": r})).collect::<Vec<_>>(),
             "runs": details,
         }),
