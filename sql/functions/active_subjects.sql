@@ -11,10 +11,13 @@
 
 -- function active_subjects: migrations/V38__fair_turns.sql
 CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, p_app text, p_cap integer) RETURNS integer
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
+BEGIN
     -- One index probe per subject (task_queue_turns), in subject order, up to p_cap.
-    WITH RECURSIVE s(subject, n) AS (
+    -- PL/pgSQL, not SQL: its plans are kept for the session, where an SQL function's
+    -- are made again at every call.
+    RETURN (WITH RECURSIVE s(subject, n) AS (
         (SELECT q.subject, 1
          FROM tasklane.task_queue q
          WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
@@ -33,5 +36,6 @@ CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, 
         FROM s
         WHERE s.subject IS NOT NULL AND s.n < p_cap
     )
-    SELECT count(subject)::integer FROM s
+    SELECT count(subject)::integer FROM s);
+END
 $$;

@@ -18,8 +18,42 @@
 
 -- function take_turns: migrations/V38__fair_turns.sql
 CREATE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority smallint[], p_app text[], p_subject text[]) RETURNS TABLE(id uuid, turn double precision)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     AS $$
+#variable_conflict use_column
+DECLARE
+    now_turn double precision;
+    last_turn double precision;
+    step double precision;
+BEGIN
+    -- PL/pgSQL, not SQL: its statements are planned once per session, where an SQL
+    -- function's would be planned again at every call (milliseconds, at every submit).
+    IF cardinality(p_id) = 1 THEN
+        -- A single submit, the common case: the same turn as below, without grouping.
+        now_turn := coalesce(greatest(
+            (SELECT p.turn FROM tasklane.turn_points p
+             WHERE p.task_type = p_task_type[1] AND p.priority = p_priority[1]),
+            (SELECT q.turn FROM tasklane.task_queue q
+             WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
+               AND q.state IN ('queued', 'waiting_for_retry')
+             ORDER BY q.turn
+             LIMIT 1)), 0);
+        last_turn := (SELECT q.turn
+                      FROM tasklane.task_queue q
+                      WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
+                        AND q.app = p_app[1] AND q.subject = p_subject[1]
+                        AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+                      ORDER BY q.turn DESC
+                      LIMIT 1);
+        step := (tasklane.active_subjects(p_task_type[1], p_priority[1], p_app[1], 100)
+                 + CASE WHEN last_turn IS NULL THEN 1 ELSE 0 END)::double precision
+                / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = p_app[1]), 1);
+        id := p_id[1];
+        turn := greatest(now_turn, last_turn + step);
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    RETURN QUERY
     WITH taking AS (
         SELECT *
         FROM unnest(p_id, p_task_type, p_priority, p_app, p_subject)
@@ -59,5 +93,6 @@ CREATE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority 
                                            ORDER BY r.id) - 1)
     FROM taking r
     JOIN subjects s USING (task_type, priority, app, subject)
-    JOIN apps a USING (task_type, priority, app)
+    JOIN apps a USING (task_type, priority, app);
+END
 $$;
