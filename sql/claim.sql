@@ -53,7 +53,8 @@
 -- merged by each one's distance from its own first turn in this claim (a turn about,
 -- the older first at the same distance).
 -- Each claim raises tasklane.turn_points, where the claims have got, to the highest turn
--- it took (an unlogged row, skipped when another claim holds it).
+-- it took (an unlogged row, skipped when another claim holds it; the first claim of a
+-- type and priority creates it under a transaction advisory lock it only tries).
 -- One ordered scan per served type (the claimable and fallback indexes lead with
 -- task_type), each locking up to $3 of its tasks, merged in claim order and cut to $3:
 -- one scan in priority order over every type would walk the whole backlog of the types
@@ -236,6 +237,10 @@ WITH picked AS (
     FROM reached r
     WHERE NOT EXISTS (SELECT 1 FROM tasklane.turn_points p
                       WHERE p.task_type = r.task_type AND p.priority = r.priority)
+      -- One claim creates a point; another one creating it at the same time goes on
+      -- without it (ON CONFLICT alone would wait for that claim to commit). The class
+      -- 0x746c7470 is this lock's alone.
+      AND pg_try_advisory_xact_lock(1953264752, hashtext(r.task_type || '/' || r.priority))
     ON CONFLICT DO NOTHING
 ), advanced AS (
     -- A point another claim holds is skipped, never waited for: that claim raises it too.
