@@ -186,6 +186,19 @@ ALTER TABLE ONLY tasklane.api_tokens
     ADD CONSTRAINT api_tokens_token_hash_key UNIQUE (token_hash);
 
 
+-- table app_weights: migrations/V38__fair_turns.sql
+CREATE TABLE tasklane.app_weights (
+    app text NOT NULL,
+    weight smallint NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT app_weights_app_check CHECK ((app <> ''::text)),
+    CONSTRAINT app_weights_weight_check CHECK (((weight >= 1) AND (weight <= 100)))
+);
+
+ALTER TABLE ONLY tasklane.app_weights
+    ADD CONSTRAINT app_weights_pkey PRIMARY KEY (app);
+
+
 -- table budget_reservations: migrations/V13__budget_reservations.sql
 CREATE TABLE tasklane.budget_reservations (
     task_id uuid NOT NULL,
