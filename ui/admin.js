@@ -1,7 +1,7 @@
 // Operator settings (admin tokens): pause and resume task types, the emergency stop,
-// admission limits, resource slots and circuit resets. Each form says what happened
-// in a status line; the current settings come from the overview, re-read after each
-// change and every few seconds.
+// admission limits, resource slots, app weights and circuit resets. Each form says what
+// happened in a status line; the current settings come from the overview (app weights
+// and circuits from their own routes), re-read after each change and every few seconds.
 
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.mjs";
 import { get, put } from "./api.js";
@@ -9,6 +9,7 @@ import { message, time } from "./format.js";
 import { usePoll } from "./hooks.js";
 import { limitRows } from "./overview.js";
 import { Circuits, loadCircuits } from "./circuits.js";
+import { AppWeights } from "./weights.js";
 
 /** Runs `change` and reports through `say`; re-reads the overview after. */
 function useChange(reload) {
@@ -150,6 +151,7 @@ export function Admin({ me }) {
           ${section("Emergency stop", "h-estop", html`<${Stop} overview=${data} reload=${overview.reload} />`)}
           ${section("Limits", "h-limits", html`<${Limits} overview=${data} reload=${overview.reload} />`)}
           ${section("Resource slots", "h-resources", html`<${Resources} overview=${data} reload=${overview.reload} />`)}
+          ${section("App weights", "h-weights", html`<${AppWeights} tick=${data} />`)}
           ${section("Circuits", "h-circuits", html`<${CircuitsPanel} overview=${data} reload=${overview.reload} />`)}
         </div>`}
     </main>`;

@@ -174,6 +174,24 @@ describe("web console", () => {
     await page.context().close();
   });
 
+  it("sets an app's weight on the admin page and lists it", async () => {
+    const page = await browser.page();
+    await signIn(page, ADMIN_TOKEN, "#/admin");
+    const weights = page.getByRole("region", { name: "App weights" });
+    // The console's own token makes its app listed, at the default.
+    await weights.getByRole("row").filter({ hasText: "console" }).getByText("default").waitFor({ timeout: TIMEOUT });
+    await weights.getByLabel("App", { exact: true }).fill("mail");
+    await weights.getByLabel("Weight", { exact: true }).fill("4");
+    await weights.getByRole("button", { name: "Set weight" }).click();
+    await weights.getByText("mail: weight 4.").waitFor({ timeout: TIMEOUT });
+    const row = weights.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "mail", exact: true }) });
+    await row.getByRole("cell", { name: "4", exact: true }).waitFor({ timeout: TIMEOUT });
+    const listed = (await call("GET", "/v1/admin/apps")).body.items;
+    assert.deepEqual(listed.find((a) => a.app === "mail")?.weight, 4, JSON.stringify(listed));
+    await screenshot(page, "admin-weights");
+    await page.context().close();
+  });
+
   it("offers a scope token only its own scope, redacted, and nothing it may not do", async () => {
     const mine = await submit("sleep", { ms: 1, fail: "permanent" }, "mailbox-9", { usage_subject: "user-9" });
     await submit("noop", {}, "someone-else");

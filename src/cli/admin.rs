@@ -1,5 +1,5 @@
-//! `tasklane admin overview|limits|stop|resources|pause|resume|circuits` (an `admin`
-//! token).
+//! `tasklane admin overview|limits|stop|resources|pause|resume|weight|apps|circuits` (an
+//! `admin` token).
 
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -57,6 +57,20 @@ pub enum AdminCommand {
     /// Resume a paused task type.
     Resume {
         task_type: String,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// Set an app's weight (1..100): its share of the claims' turns against the other
+    /// apps with claimable work in the same priority level (default 1).
+    Weight {
+        app: String,
+        #[arg(allow_negative_numbers = true)]
+        weight: i64,
+        #[command(flatten)]
+        endpoint: Endpoint,
+    },
+    /// List the apps (each with a token or a weight) and their weights.
+    Apps {
         #[command(flatten)]
         endpoint: Endpoint,
     },
@@ -133,6 +147,26 @@ impl AdminCommand {
                 task_type,
                 endpoint,
             } => pause(&endpoint, &task_type, false).await?,
+            AdminCommand::Weight {
+                app,
+                weight,
+                endpoint,
+            } => {
+                let path = format!("/v1/admin/apps/{}/weight", encode(&app));
+                let set = endpoint
+                    .call(Method::PUT, &path, Some(&json!({ "weight": weight })))
+                    .await?;
+                endpoint.print(&set, |set| {
+                    output::line(format_args!("{app}: weight {}", cell(&set["weight"])))
+                });
+            }
+            AdminCommand::Apps { endpoint } => {
+                let list = endpoint.call(Method::GET, "/v1/admin/apps", None).await?;
+                endpoint.print(&list, |list| {
+                    let fields = &["app", "weight", "updated_at"];
+                    table::print(fields, &items(&list["items"], fields));
+                });
+            }
             AdminCommand::Circuits {
                 route_name,
                 endpoint,

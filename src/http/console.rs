@@ -58,6 +58,7 @@ const ASSETS: &[Asset] = &[
     asset!("format.js", JS),
     asset!("hooks.js", JS),
     asset!("circuits.js", JS),
+    asset!("weights.js", JS),
     asset!("chart.js", JS),
     asset!("overview.js", JS),
     asset!("tasks.js", JS),

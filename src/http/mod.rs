@@ -158,6 +158,8 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(admin::set_resource))
         .routes(routes!(admin::overview))
         .routes(routes!(admin::pause_task_type))
+        .routes(routes!(admin::set_app_weight))
+        .routes(routes!(admin::list_apps))
         .routes(routes!(admin::list_circuits))
         .routes(routes!(admin::reset_circuit))
         .routes(routes!(activity::activity))

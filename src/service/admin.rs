@@ -1,8 +1,11 @@
-//! Operator settings behind admission (limits, emergency stops, resource slots), the
-//! overview of the whole deployment, and readiness.
+//! Operator settings behind admission (limits, emergency stops, resource slots) and
+//! behind the claims' turns (app weights), the overview of the whole deployment, and
+//! readiness.
 
 use super::{EmergencyStopSpec, LimitSpec, Overview, ServiceError, Tasklane};
 use crate::store;
+use crate::store::app_weights::AppWeight;
+use crate::task::app_weight;
 
 impl Tasklane {
     /// Creates or changes a limit; returns its id.
@@ -44,6 +47,23 @@ impl Tasklane {
     pub async fn set_resource(&self, name: &str, slots: i64) -> Result<(), ServiceError> {
         let client = self.connection().await?;
         Ok(crate::admission::set_resource(store::client(&client), name, slots).await?)
+    }
+
+    /// Sets `app`'s weight in the claims' turns (1..=100); returns it as stored. It
+    /// applies to the app's tasks that take their turn from now on (a task takes its
+    /// turn when it becomes claimable), so nothing is woken: no task became claimable.
+    pub async fn set_app_weight(&self, app: &str, weight: i64) -> Result<i16, ServiceError> {
+        let weight = app_weight::validate(app, weight)?;
+        let client = self.connection().await?;
+        store::app_weights::set_weight(store::client(&client), app, weight).await?;
+        Ok(weight)
+    }
+
+    /// Every app with an unrevoked token or a stored weight, by app, with its weight
+    /// (1 when never set).
+    pub async fn app_weights(&self) -> Result<Vec<AppWeight>, ServiceError> {
+        let client = self.connection().await?;
+        Ok(store::app_weights::list(store::client(&client)).await?)
     }
 
     /// Queue depth, live replicas, resources, limits, stops and today's refusals.

@@ -4,6 +4,7 @@
 
 pub mod activity;
 pub mod admission;
+pub mod app_weights;
 pub mod attempts;
 pub mod budget;
 pub mod cached;

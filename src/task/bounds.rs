@@ -8,6 +8,8 @@ pub const KEY_BYTES: RangeInclusive<usize> = 1..=200;
 /// Most items one batch submit takes.
 pub const MAX_BATCH: usize = 1000;
 pub const PRIORITY: RangeInclusive<i32> = -100..=100;
+/// An app's weight in the claims' turns (see `task::app_weight`).
+pub const APP_WEIGHT: RangeInclusive<i64> = 1..=100;
 pub const MAX_ATTEMPTS: RangeInclusive<i32> = 1..=25;
 pub const PROGRESS: RangeInclusive<i32> = 0..=100;
 pub const LEASE_SECONDS: RangeInclusive<i64> = 1..=3600;

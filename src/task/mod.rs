@@ -5,6 +5,7 @@
 //! the service answers with. Nothing here does I/O, so every rule is unit-tested without
 //! a database; `store` applies the decisions.
 
+pub mod app_weight;
 pub mod attempt;
 pub mod backoff;
 pub mod bounds;

@@ -190,3 +190,62 @@ async fn admin_commands_pause_stop_limit_and_show_the_overview() {
     assert_eq!(unknown.status.code(), Some(1));
     assert!(stderr(&unknown).contains("unknown_task_type"));
 }
+
+#[tokio::test]
+async fn admin_weight_sets_an_apps_weight_and_apps_lists_them() {
+    let db = common::test_db().await;
+    let serve = Serve::start(&db.url, Options::default()).await;
+    let admin = api::token(&db.url, "ops", None, &["admin"]).await;
+    api::token(&db.url, "mail", None, ALL).await;
+    let run = |args: &'static [&'static str]| cli(&serve.base, &admin, args);
+    let stored = || async {
+        let row = db
+            .client()
+            .await
+            .query_opt(
+                "SELECT weight FROM tasklane.app_weights WHERE app = 'mail'",
+                &[],
+            )
+            .await
+            .unwrap();
+        row.map(|row| row.get::<_, i16>(0))
+    };
+
+    let set = run(&["admin", "weight", "mail", "3"]).await;
+    assert!(set.status.success(), "{}", stderr(&set));
+    assert_eq!(stdout(&set).trim(), "mail: weight 3");
+    assert_eq!(stored().await, Some(3));
+
+    // A table by app: mail as set, ops (its token only) at the default.
+    let apps = run(&["admin", "apps"]).await;
+    assert!(apps.status.success(), "{}", stderr(&apps));
+    let text = stdout(&apps);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(rows[0], ["APP", "WEIGHT", "UPDATED_AT"], "{text}");
+    assert_eq!(&rows[1][..2], ["mail", "3"], "{text}");
+    assert_ne!(rows[1][2], "-", "{text}");
+    assert_eq!(rows[2], ["ops", "1", "-"], "{text}");
+    let json: Value =
+        serde_json::from_slice(&run(&["admin", "apps", "--json"]).await.stdout).unwrap();
+    assert_eq!(json["items"][0]["app"], "mail");
+    assert_eq!(json["items"][0]["weight"], 3);
+
+    // Out of range, either side: refused by the API (exit 1, its code), nothing changed.
+    for args in [
+        &["admin", "weight", "mail", "101"][..],
+        &["admin", "weight", "mail", "-2"][..],
+    ] {
+        let refused = cli(&serve.base, &admin, args).await;
+        assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+        assert!(
+            stderr(&refused).contains("validation_failed"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+    assert_eq!(stored().await, Some(3));
+}

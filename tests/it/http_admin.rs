@@ -258,3 +258,122 @@ async fn capacity_holds_across_three_replicas_under_http_load() {
     );
     assert_eq!(admitted + refused, 64 * 8);
 }
+
+/// The stored weights, by app.
+async fn stored_weights(db: &common::TestDb) -> Vec<(String, i16)> {
+    db.client()
+        .await
+        .query(
+            "SELECT app, weight FROM tasklane.app_weights ORDER BY app",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect()
+}
+
+/// `PUT /v1/admin/apps/{app}/weight` stores (and replaces) an app's weight and
+/// `GET /v1/admin/apps` lists it beside every app with a token (weight 1, never set);
+/// each bad input is refused with its code and changes nothing; only admin tokens may.
+#[tokio::test]
+async fn app_weights_are_set_listed_and_bad_input_changes_nothing() {
+    let db = common::test_db().await;
+    let serve = InProcess::start(&db.url, Options::default()).await;
+    let admin = serve.api(&api::token(&db.url, "ops", None, &["admin"]).await);
+    let mail = serve.api(&api::token(&db.url, "mail", None, ALL).await);
+    let put = |api: &api::Api, app: &str, body: serde_json::Value| {
+        let request = api
+            .http
+            .put(format!("{}/v1/admin/apps/{app}/weight", api.base))
+            .json(&body);
+        let api = api.clone();
+        async move { api.send(request).await }
+    };
+
+    // Before any weight: the apps with a token, by app, each weighing 1, never set.
+    let listed = admin.get("/v1/admin/apps").await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    assert_eq!(
+        listed.body,
+        json!({"items": [{"app": "mail", "weight": 1, "updated_at": null},
+                         {"app": "ops", "weight": 1, "updated_at": null}]})
+    );
+
+    let set = put(&admin, "mail", json!({"weight": 3})).await;
+    assert_eq!(set.status, 200, "{:?}", set.body);
+    assert_eq!(set.body, json!({"app": "mail", "weight": 3}));
+    let again = put(&admin, "mail", json!({"weight": 5})).await;
+    assert_eq!(again.body, json!({"app": "mail", "weight": 5}), "an upsert");
+    // An app without a token yet can be weighed ahead of its first task.
+    let edge = put(&admin, "batch", json!({"weight": 100})).await;
+    assert_eq!(edge.body, json!({"app": "batch", "weight": 100}));
+    assert_eq!(put(&admin, "ops", json!({"weight": 1})).await.status, 200);
+    let expected = vec![
+        ("batch".to_owned(), 100),
+        ("mail".to_owned(), 5),
+        ("ops".to_owned(), 1),
+    ];
+    assert_eq!(stored_weights(&db).await, expected);
+    let listed = admin.get("/v1/admin/apps").await.body;
+    let items = listed["items"].as_array().unwrap();
+    let pairs: Vec<(&str, i64)> = items
+        .iter()
+        .map(|i| (i["app"].as_str().unwrap(), i["weight"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(pairs, [("batch", 100), ("mail", 5), ("ops", 1)]);
+    assert!(
+        items.iter().all(|i| i["updated_at"].is_string()),
+        "{items:?}"
+    );
+
+    // Each bad input: 422 with its code and field, and nothing changed.
+    let long = "a".repeat(201);
+    let weight = |w: serde_json::Value| json!({ "weight": w });
+    let cases = [
+        ("mail", weight(json!(0)), "validation_failed", "weight"),
+        ("mail", weight(json!(101)), "validation_failed", "weight"),
+        ("mail", weight(json!(-1)), "validation_failed", "weight"),
+        ("mail", weight(json!(2.5)), "validation_failed", "weight"),
+        ("mail", weight(json!("3")), "validation_failed", "weight"),
+        ("mail", weight(json!(null)), "validation_failed", "weight"),
+        ("mail", json!({}), "validation_failed", "weight"),
+        (
+            "mail",
+            json!({"weight": 3, "colour": 1}),
+            "unknown_field",
+            "colour",
+        ),
+        ("", weight(json!(3)), "validation_failed", "app"),
+        (&long, weight(json!(3)), "validation_failed", "app"),
+        ("a%00b", weight(json!(3)), "validation_failed", "app"),
+    ];
+    for (app, body, code, field) in cases {
+        let refused = put(&admin, app, body.clone()).await;
+        let got = (
+            refused.status,
+            refused.code(),
+            refused.body["field"].as_str(),
+        );
+        assert_eq!(got, (422, code, Some(field)), "{body} for {app:.20}");
+    }
+    let not_json = admin
+        .send(
+            admin
+                .http
+                .put(format!("{}/v1/admin/apps/mail/weight", admin.base))
+                .header("content-type", "application/json")
+                .body("{"),
+        )
+        .await;
+    assert_eq!((not_json.status, not_json.code()), (400, "malformed_json"));
+    assert_eq!(stored_weights(&db).await, expected);
+
+    // Only admin tokens may set or list.
+    let forbidden = put(&mail, "mail", json!({"weight": 9})).await;
+    assert_eq!((forbidden.status, forbidden.code()), (403, "forbidden"));
+    let listing = mail.get("/v1/admin/apps").await;
+    assert_eq!((listing.status, listing.code()), (403, "forbidden"));
+    assert_eq!(stored_weights(&db).await, expected);
+}

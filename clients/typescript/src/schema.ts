@@ -75,6 +75,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The apps with their weights, by app: every app with an unrevoked API token or a
+         *     weight set, an app never set weighing 1.
+         */
+        get: operations["list_apps"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/apps/{app}/weight": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set an app's weight: its share of the claims' turns against the other apps with
+         *     claimable work in the same priority level (default 1). It applies to the app's tasks
+         *     that take their turn after it is set; a task takes its turn when it becomes
+         *     claimable.
+         */
+        put: operations["set_app_weight"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/circuits": {
         parameters: {
             query?: never;
@@ -664,6 +706,27 @@ export interface components {
              * @description Tasks that reached each terminal state in this minute.
              */
             succeeded: number;
+        };
+        /** @description Every app, as `GET /v1/admin/apps` answers. */
+        AppList: {
+            items: components["schemas"]["AppWeight"][];
+        };
+        /** @description One app and its weight, as `GET /v1/admin/apps` lists it. */
+        AppWeight: {
+            /** @example mail */
+            app: string;
+            /**
+             * Format: date-time
+             * @description When the weight was last set; null: never (the default, 1).
+             */
+            updated_at?: string | null;
+            /**
+             * Format: int32
+             * @description Its share of the claims' turns against the other apps with claimable work in the
+             *     same priority level; 1 when never set.
+             * @example 3
+             */
+            weight: number;
         };
         /** @description A task's attempts, oldest first. */
         AttemptList: {
@@ -1410,6 +1473,21 @@ export interface components {
              */
             pending: number;
         };
+        /** @description Body of `PUT /v1/admin/apps/{app}/weight`. */
+        WeightBody: {
+            /**
+             * Format: int64
+             * @description The app's share of the claims' turns against the other apps with claimable work
+             *     in the same priority level (1..100; an app never set weighs 1).
+             */
+            weight: number;
+        };
+        /** @description An app and its weight, as set. */
+        WeightSet: {
+            app: string;
+            /** Format: int32 */
+            weight: number;
+        };
         /**
          * @description The caller's token: its owner, its permissions, and the task types this replica
          *     accepts at submit.
@@ -1539,6 +1617,155 @@ export interface operations {
             };
             /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unavailable for now; ask again after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_apps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description every app with a token or a weight, by app */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppList"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unavailable for now; ask again after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    set_app_weight: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                app: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WeightBody"];
+            };
+        };
+        responses: {
+            /** @description the app's weight now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WeightSet"];
+                };
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: the body exceeds the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` or `unknown_field` (`field` names it). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,7 @@
 //! Operator routes (permission `admin`): limits, emergency stops, resource slots, paused
-//! task types, circuit breakers and the overview. `admin` is an operator's permission
-//! and is cluster-wide: an admin token may set limits for any app (no app = global),
-//! unlike every other permission, which is confined to its token's app.
+//! task types, app weights, circuit breakers and the overview. `admin` is an operator's
+//! permission and is cluster-wide: an admin token may set limits for any app (no app =
+//! global), unlike every other permission, which is confined to its token's app.
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -13,6 +13,7 @@ use crate::http::extract::Body;
 use crate::http::AppState;
 use crate::service::circuits::Circuit;
 use crate::service::{EmergencyStopSpec, LimitSpec, Overview};
+use crate::store::app_weights::AppWeight;
 
 /// The limit as stored, with its id (as the overview names it).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -118,6 +119,62 @@ pub async fn pause_task_type(
     Ok(Json(TypePaused {
         task_type: name,
         paused: body.paused,
+    }))
+}
+
+/// Body of `PUT /v1/admin/apps/{app}/weight`.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WeightBody {
+    /// The app's share of the claims' turns against the other apps with claimable work
+    /// in the same priority level (1..100; an app never set weighs 1).
+    #[schema(minimum = 1, maximum = 100)]
+    pub weight: i64,
+}
+
+/// An app and its weight, as set.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct WeightSet {
+    pub app: String,
+    #[schema(minimum = 1, maximum = 100)]
+    pub weight: i16,
+}
+
+/// Set an app's weight: its share of the claims' turns against the other apps with
+/// claimable work in the same priority level (default 1). It applies to the app's tasks
+/// that take their turn after it is set; a task takes its turn when it becomes
+/// claimable.
+#[utoipa::path(put, path = "/v1/admin/apps/{app}/weight", tag = "admin", operation_id = "set_app_weight",
+    params(("app" = String, Path)), request_body = WeightBody, security(("bearer" = [])),
+    responses((status = 200, description = "the app's weight now", body = WeightSet),
+        (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 422, body = Problem)))]
+pub async fn set_app_weight(
+    State(state): State<AppState>,
+    _admin: Allowed<perm::Admin>,
+    Path(app): Path<String>,
+    Body(body): Body<WeightBody>,
+) -> Result<Json<WeightSet>, ApiError> {
+    let weight = state.tasklane.set_app_weight(&app, body.weight).await?;
+    Ok(Json(WeightSet { app, weight }))
+}
+
+/// Every app, as `GET /v1/admin/apps` answers.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct AppList {
+    pub items: Vec<AppWeight>,
+}
+
+/// The apps with their weights, by app: every app with an unrevoked API token or a
+/// weight set, an app never set weighing 1.
+#[utoipa::path(get, path = "/v1/admin/apps", tag = "admin", operation_id = "list_apps", security(("bearer" = [])),
+    responses((status = 200, description = "every app with a token or a weight, by app", body = AppList), (status = 401, body = Problem), (status = 403, body = Problem)))]
+pub async fn list_apps(
+    State(state): State<AppState>,
+    _admin: Allowed<perm::Admin>,
+) -> Result<Json<AppList>, ApiError> {
+    Ok(Json(AppList {
+        items: state.tasklane.app_weights().await?,
     }))
 }
 

@@ -2,6 +2,8 @@
 
 from .activity import Activity
 from .activity_minute import ActivityMinute
+from .app_list import AppList
+from .app_weight import AppWeight
 from .attempt_list import AttemptList
 from .attempt_view import AttemptView
 from .batch_answer import BatchAnswer
@@ -60,12 +62,16 @@ from .usage_body import UsageBody
 from .usage_view import UsageView
 from .webhook_body import WebhookBody
 from .webhooks_overview import WebhooksOverview
+from .weight_body import WeightBody
+from .weight_set import WeightSet
 from .whoami import Whoami
 from .worker_event import WorkerEvent
 
 __all__ = (
     "Activity",
     "ActivityMinute",
+    "AppList",
+    "AppWeight",
     "AttemptList",
     "AttemptView",
     "BatchAnswer",
@@ -124,6 +130,8 @@ __all__ = (
     "UsageView",
     "WebhookBody",
     "WebhooksOverview",
+    "WeightBody",
+    "WeightSet",
     "Whoami",
     "WorkerEvent",
 )
