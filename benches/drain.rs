@@ -119,7 +119,11 @@ async fn main() -> anyhow::Result<()> {
             fleet.stop();
             let wal = drained.finish_wal(&client).await?;
             bench.drop_db(&name).await?;
-            anyhow::ensure!(drained.broken == 0, "the build before: {} tasks were not worked exactly once", drained.broken);
+            anyhow::ensure!(
+                drained.broken == 0,
+                "the build before: {} tasks were not worked exactly once",
+                drained.broken
+            );
             println!(
                 "run {run}: the build before, 1 replica {:.0} tasks/s ({:.0}% of claim-50), {wal}",
                 drained.tasks_per_second,
@@ -226,7 +230,10 @@ async fn main() -> anyhow::Result<()> {
                 .enumerate()
                 .map(|(i, w)| (format!("tasklane drain, {} replica(s)", i + 1), w)),
         )
-        .chain(std::iter::once(("the build before, 1 replica".to_owned(), before_wal)));
+        .chain(std::iter::once((
+            "the build before, 1 replica".to_owned(),
+            before_wal,
+        )));
     for (name, runs) in wal_rows {
         if runs.is_empty() {
             continue;

@@ -72,7 +72,11 @@ async fn pickups(client: &tokio_postgres::Client) -> anyhow::Result<Vec<Duration
 }
 
 /// One drain of `tasks` big tasks on a fresh database, with or without the trickle.
-async fn measure(bench: &common::Bench, tasks: i64, with_small: bool) -> anyhow::Result<(Drained, Option<Summary>)> {
+async fn measure(
+    bench: &common::Bench,
+    tasks: i64,
+    with_small: bool,
+) -> anyhow::Result<(Drained, Option<Summary>)> {
     let (name, url) = bench.fresh_db().await?;
     let mut client = common::connect(&url).await?;
     let fleet = Fleet::start(&bench.fleet(&url, 1, &common::serve_args()), &client).await?;
@@ -96,7 +100,11 @@ async fn measure(bench: &common::Bench, tasks: i64, with_small: bool) -> anyhow:
     fleet.stop();
     bench.drop_db(&name).await?;
     let drained = drained?;
-    anyhow::ensure!(drained.broken == 0, "{} tasks were not worked exactly once", drained.broken);
+    anyhow::ensure!(
+        drained.broken == 0,
+        "{} tasks were not worked exactly once",
+        drained.broken
+    );
     Ok((drained, summary))
 }
 
@@ -110,7 +118,8 @@ async fn main() -> anyhow::Result<()> {
     println!("machine: {}", common::machine());
     println!("postgres: {}", bench.settings().await?);
     println!("replica flags: {:?}", common::serve_args());
-    let (mut alone, mut beside, mut ratios, mut p50, mut p99) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut alone, mut beside, mut ratios, mut p50, mut p99) =
+        (vec![], vec![], vec![], vec![], vec![]);
     let mut details = Vec::new();
     for run in 1..=common::runs() {
         let (one, _) = measure(&bench, tasks, false).await?;
@@ -131,16 +140,45 @@ async fn main() -> anyhow::Result<()> {
         p99.push(small.p99_ms);
         details.push(serde_json::json!({"run": run, "alone": one, "beside_small": two, "small_pickup": small}));
     }
-    let (alone, beside, ratios) = (Repeated::of(alone, true), Repeated::of(beside, true), Repeated::of(ratios, true));
+    let (alone, beside, ratios) = (
+        Repeated::of(alone, true),
+        Repeated::of(beside, true),
+        Repeated::of(ratios, true),
+    );
     let (p50, p99) = (Repeated::of(p50, false), Repeated::of(p99, false));
     println!();
     println!("| figure | best | median | worst |");
     println!("|---|---|---|---|");
-    println!("| drain of `big` alone | {:.0} tasks/s | {:.0} | {:.0} |", alone.best, alone.median(), alone.worst);
-    println!("| drain of `big` beside `small` | {:.0} tasks/s | {:.0} | {:.0} |", beside.best, beside.median(), beside.worst);
-    println!("| beside ÷ alone, same round | {:.2} | {:.2} | {:.2} |", ratios.best, ratios.median(), ratios.worst);
-    println!("| `small` pickup p50 | {:.1} ms | {:.1} | {:.1} |", p50.best, p50.median(), p50.worst);
-    println!("| `small` pickup p99 | {:.1} ms | {:.1} | {:.1} |", p99.best, p99.median(), p99.worst);
+    println!(
+        "| drain of `big` alone | {:.0} tasks/s | {:.0} | {:.0} |",
+        alone.best,
+        alone.median(),
+        alone.worst
+    );
+    println!(
+        "| drain of `big` beside `small` | {:.0} tasks/s | {:.0} | {:.0} |",
+        beside.best,
+        beside.median(),
+        beside.worst
+    );
+    println!(
+        "| beside ÷ alone, same round | {:.2} | {:.2} | {:.2} |",
+        ratios.best,
+        ratios.median(),
+        ratios.worst
+    );
+    println!(
+        "| `small` pickup p50 | {:.1} ms | {:.1} | {:.1} |",
+        p50.best,
+        p50.median(),
+        p50.worst
+    );
+    println!(
+        "| `small` pickup p99 | {:.1} ms | {:.1} | {:.1} |",
+        p99.best,
+        p99.median(),
+        p99.worst
+    );
     common::write_json(
         "fairness",
         &serde_json::json!({

@@ -148,7 +148,8 @@ async fn within_an_app_a_subjects_backlog_does_not_hold_back_another_subjects_ta
 async fn weights_share_the_claims_between_backlogged_apps() {
     let db = common::test_db().await;
     let c = db.client().await;
-    c.batch_execute("INSERT INTO tasklane.app_weights (app, weight) VALUES ('heavy', 3)")
+    // Stored as `PUT /v1/admin/apps/heavy/weight` stores it.
+    tasklane::store::app_weights::set_weight(&c, "heavy", 3)
         .await
         .unwrap();
     // Queued in turns, as two apps submitting batches at the same time would.
