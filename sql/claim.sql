@@ -201,7 +201,7 @@ WITH picked AS (
     RETURNING t.id, t.app, t.scope_id, t.task_type, t.attempt, t.max_attempts, t.lease_token,
               t.lease_expires_at, t.lease_seconds, t.attempt_timeout_seconds, t.input,
               t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent,
-              t.attempt_deadline_at, t.priority
+              t.attempt_deadline_at
 ), mirrored AS (
     -- The claimed tasks' mirror rows, written here with one primary-key probe each:
     -- the update trigger would compare each row again and upsert it.
