@@ -67,7 +67,9 @@ RETURNS integer
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
-    -- One index probe per subject (task_queue_turns), in subject order, up to p_cap.
+    -- One index probe per subject (task_queue_turns), up to p_cap. Backwards, from each
+    -- subject's last turn: a subject's first entries are those of its tasks claimed
+    -- since the last vacuum, which a forward probe would walk one by one.
     -- PL/pgSQL, not SQL: its plans are kept for the session, where an SQL function's
     -- are made again at every call.
     RETURN (WITH RECURSIVE s(subject, n) AS (
@@ -75,15 +77,15 @@ BEGIN
          FROM tasklane.task_queue q
          WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
            AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-         ORDER BY q.subject
+         ORDER BY q.subject DESC, q.turn DESC
          LIMIT 1)
         UNION ALL
         SELECT (SELECT q.subject
                 FROM tasklane.task_queue q
                 WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
                   AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-                  AND q.subject > s.subject
-                ORDER BY q.subject
+                  AND q.subject < s.subject
+                ORDER BY q.subject DESC, q.turn DESC
                 LIMIT 1),
                s.n + 1
         FROM s
@@ -113,14 +115,14 @@ BEGIN
     -- function's would be planned again at every call (milliseconds, at every submit).
     IF cardinality(p_id) = 1 THEN
         -- A single submit, the common case: the same turn as below, without grouping.
-        now_turn := coalesce(greatest(
+        now_turn := coalesce(
             (SELECT p.turn FROM tasklane.turn_points p
              WHERE p.task_type = p_task_type[1] AND p.priority = p_priority[1]),
             (SELECT q.turn FROM tasklane.task_queue q
              WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
                AND q.state IN ('queued', 'waiting_for_retry')
              ORDER BY q.turn
-             LIMIT 1)), 0);
+             LIMIT 1), 0);
         last_turn := (SELECT q.turn
                       FROM tasklane.task_queue q
                       WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
@@ -154,15 +156,18 @@ BEGIN
         GROUP BY r.task_type, r.priority, r.app, r.subject
     ), apps AS (
         SELECT s.task_type, s.priority, s.app,
-               -- greatest() skips NULLs: no claim yet, or nothing claimable.
-               coalesce(greatest(
+               -- Where the claims have got; without a point (no claim yet, or after a
+               -- crash), the lowest claimable turn. Only then: that scan starts at the
+               -- front of the claimable index, whose entries of the tasks claimed since
+               -- the last vacuum it walks one by one while a backlog drains.
+               coalesce(
                    (SELECT p.turn FROM tasklane.turn_points p
                     WHERE p.task_type = s.task_type AND p.priority = s.priority),
                    (SELECT q.turn FROM tasklane.task_queue q
                     WHERE q.task_type = s.task_type AND q.priority = s.priority
                       AND q.state IN ('queued', 'waiting_for_retry')
                     ORDER BY q.turn
-                    LIMIT 1)), 0) AS now_turn,
+                    LIMIT 1), 0) AS now_turn,
                (tasklane.active_subjects(s.task_type, s.priority, s.app, 100)
                 + count(*) FILTER (WHERE s.last_turn IS NULL))::double precision
                / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = s.app), 1)

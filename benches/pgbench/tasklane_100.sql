@@ -1,20 +1,21 @@
 -- tasklane's own statements without the engine around them: claim 100 exactly as the
--- local variant of sql/claim.sql does (candidates from the mirror task_queue, locks on
--- tasks; lease, attempt and its clock, the mirror rows, task.running event), then
+-- local variant of sql/claim.sql does (candidates from the mirror task_queue in turn
+-- order, locks on tasks; lease, attempt and its clock, the mirror rows, task.running
+-- event, where the claims have got), then
 -- settle them as tasklane.complete_tasks_claiming (called by sql/complete_many.sql) does
 -- (state, result, the mirror rows, notifications, task.succeeded event, the attempt's
 -- row, the budget charge of reported usage: none here; the client's tasks found by a
 -- join, not by ids), one transaction each. The ceiling the engine's drain can approach on this schema; the gap to the
 -- bare baselines is what the schema itself costs per task (indexes, events).
 WITH picked AS (
-    SELECT c.id FROM unnest('{noop}'::text[]) AS ty(name)
+    SELECT c.id, c.priority, c.turn FROM unnest('{noop}'::text[]) AS ty(name)
     CROSS JOIN LATERAL (
-        SELECT t.id, q.priority, q.run_at FROM tasklane.task_queue q JOIN tasklane.tasks t ON t.id = q.id
+        SELECT t.id, q.priority, q.turn FROM tasklane.task_queue q JOIN tasklane.tasks t ON t.id = q.id
         WHERE q.state IN ('queued', 'waiting_for_retry') AND q.run_at <= now() AND q.task_type = ty.name
           AND (q.deadline_at IS NULL OR q.deadline_at > now())
           AND t.state IN ('queued', 'waiting_for_retry') AND t.run_at <= now()
-        ORDER BY q.priority DESC, q.run_at, q.id LIMIT 100 FOR UPDATE OF t SKIP LOCKED) c
-    ORDER BY c.priority DESC, c.run_at, c.id LIMIT 100
+        ORDER BY q.priority DESC, q.turn, q.id LIMIT 100 FOR UPDATE OF t SKIP LOCKED) c
+    ORDER BY c.priority DESC, c.turn, c.id LIMIT 100
 ), claimed AS (
     UPDATE tasklane.tasks t
     SET state = 'running', attempt = t.attempt + 1, lease_token = gen_random_uuid(),
@@ -34,6 +35,14 @@ WITH picked AS (
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', 'local') FROM claimed
+)
+), advanced AS (
+    UPDATE tasklane.turn_points p SET turn = r.turn
+    FROM (SELECT priority, max(turn) AS turn FROM picked GROUP BY priority) r
+    WHERE p.task_type = 'noop' AND p.priority = r.priority AND p.turn < r.turn
+      AND (p.task_type, p.priority) IN (
+          SELECT x.task_type, x.priority FROM tasklane.turn_points x
+          WHERE x.task_type = 'noop' FOR UPDATE OF x SKIP LOCKED)
 )
 SELECT count(*) FROM claimed;
 WITH done AS (
