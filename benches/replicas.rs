@@ -73,7 +73,7 @@ struct Figures {
     idle_postgres_cores: f64,
     idle_replica_cores: f64,
     idle_sessions_mean: f64,
-    idle_sessions_max: f64,
+    idle_sessions_last: f64,
     idle_empty_claims_per_second: f64,
     idle_transactions_per_second: f64,
 }
@@ -247,8 +247,8 @@ async fn quiet_phase(
     let seconds = started.elapsed().as_secs_f64();
     figures.idle_postgres_cores = used / seconds;
     figures.idle_replica_cores = (fleet.total_cpu_seconds() - replica_cpu) / seconds;
-    figures.idle_sessions_max = sessions.max;
     figures.idle_sessions_mean = sessions.mean;
+    figures.idle_sessions_last = sessions.last;
     figures.idle_empty_claims_per_second = claims.empty / seconds;
     figures.idle_transactions_per_second = transactions as f64 / seconds;
     fleet.stop();
@@ -347,10 +347,11 @@ struct Sessions {
     samples: tokio::task::JoinHandle<anyhow::Result<Vec<(i64, i64)>>>,
 }
 
-/// Sessions held (max, mean) and active in a statement (mean) over the samples.
+/// Sessions held (max, mean, at the last sample) and active in a statement (mean).
 struct SessionFigures {
     max: f64,
     mean: f64,
+    last: f64,
     active_mean: f64,
 }
 
@@ -394,6 +395,7 @@ impl Sessions {
         Ok(SessionFigures {
             max: samples.iter().map(|s| s.0).max().unwrap_or(0) as f64,
             mean: samples.iter().map(|s| s.0).sum::<i64>() as f64 / n,
+            last: samples.last().map_or(0, |s| s.0) as f64,
             active_mean: samples.iter().map(|s| s.1).sum::<i64>() as f64 / n,
         })
     }
@@ -411,7 +413,7 @@ fn table(counts: &[usize], all: &[Figures], ceiling: usize) -> Vec<serde_json::V
         "| replicas | drain tasks/s median (best) | ÷ 1 replica | sessions in drain max / mean \
          (active mean) [ceiling] | claims / 1,000 tasks | empty claims/s drain | pickup p50 / p99 ms \
          (worst p99) | empty claims per trickle task | idle PostgreSQL cores | idle replica cores \
-         | idle sessions mean (max) | idle empty claims/s | idle transactions/s | WAL B/task \
+         | idle sessions mean (last) | idle empty claims/s | idle transactions/s | WAL B/task \
          | commits / 1,000 tasks |"
     );
     println!("|{}", "---|".repeat(15));
@@ -439,7 +441,7 @@ fn table(counts: &[usize], all: &[Figures], ceiling: usize) -> Vec<serde_json::V
             m(|f| f.idle_postgres_cores),
             m(|f| f.idle_replica_cores),
             m(|f| f.idle_sessions_mean),
-            m(|f| f.idle_sessions_max),
+            m(|f| f.idle_sessions_last),
             m(|f| f.idle_empty_claims_per_second),
             m(|f| f.idle_transactions_per_second),
             m(|f| f.wal_bytes_per_task),
