@@ -148,7 +148,8 @@ async fn one_run(
         task_types: types.to_owned(),
         replicas: REPLICAS,
         serve_args: Vec::new(),
-        http_base_port: Some(free_ports(REPLICAS)?),
+        http_base_port: Some(common::free_ports(REPLICAS)?),
+        roles: None,
     };
     let fleet = Fleet::start(&spec, &client).await?;
     let bases = spec.http_urls();
@@ -315,23 +316,6 @@ where
         anyhow::ensure!(Instant::now() < deadline, "waited {WITHIN:?} for {what}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-}
-
-/// A port p such that p..p+n are free now (the fleet's replica k listens on p+k).
-fn free_ports(n: usize) -> anyhow::Result<u16> {
-    for _ in 0..100 {
-        let first = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let free = (1..n).all(|k| {
-            let port = first.checked_add(k as u16);
-            port.is_some_and(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
-        });
-        if free {
-            return Ok(first);
-        }
-    }
-    anyhow::bail!("no {n} consecutive free ports")
 }
 
 /// How long the primary stays down at least (`BENCH_OUTAGE_MS`, default 1000).

@@ -299,9 +299,9 @@ impl ServeConfig {
     }
 
     /// The most connections this replica holds at once, by what holds them. Pools open
-    /// connections as they are needed, so an idle replica holds fewer; a start holds one
-    /// more for a moment (migrations, or the check of one connection with
-    /// `--no-migrate`), before any other is opened.
+    /// connections as they are needed and close those unused for a minute, so an idle
+    /// replica holds fewer; a start holds one more for a moment (migrations, or the
+    /// check of one connection with `--no-migrate`), before any other is opened.
     pub fn connections(&self) -> Connections {
         let listen = |holds: bool| usize::from(self.listen_notify && holds);
         Connections {

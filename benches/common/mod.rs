@@ -105,6 +105,7 @@ impl Bench {
             replicas,
             serve_args: serve_args.to_vec(),
             http_base_port: None,
+            roles: None,
         }
     }
 
@@ -182,6 +183,24 @@ pub fn serve_args() -> Vec<String> {
 /// one claim round trip per 16 tasks. Two claim loops keep a claim in flight while the
 /// other's batch runs and settles.
 pub const DEFAULT_SERVE_ARGS: &str = "--claimers 2 --concurrency 512 --claim-batch 100";
+
+/// A port p such that p..p+n are free now (a fleet's `http_base_port`: replica k
+/// listens on p+k).
+pub fn free_ports(n: usize) -> anyhow::Result<u16> {
+    for _ in 0..100 {
+        let first = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let free = (1..n).all(|k| {
+            let port = first.checked_add(k as u16);
+            port.is_some_and(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        });
+        if free {
+            return Ok(first);
+        }
+    }
+    anyhow::bail!("no {n} consecutive free ports")
+}
 
 /// One line describing the machine and its load, for the results.
 pub fn machine() -> String {

@@ -108,6 +108,29 @@ pub async fn drain(
     app: &str,
     count: i64,
 ) -> anyhow::Result<Drained> {
+    queue(client, fleet, app, count)
+        .await?
+        .release(client, fleet)
+        .await
+}
+
+/// A backlog queued behind its paused type by [`queue`], not yet released: a caller can
+/// read its own counters between the two, so they hold the drain and not the queueing.
+pub struct Backlog {
+    app: String,
+    replica_cpu_before: f64,
+    backends_before: Backends,
+    wal_start: Counters,
+}
+
+/// The first half of [`drain`]: queues the backlog while its type is paused, then takes
+/// a checkpoint and samples the WAL counters.
+pub async fn queue(
+    client: &mut Client,
+    fleet: &Fleet,
+    app: &str,
+    count: i64,
+) -> anyhow::Result<Backlog> {
     let replica_cpu_before = fleet.total_cpu_seconds();
     let backends_before = Backends::read(client).await?;
     let tx = client.transaction().await?;
@@ -118,38 +141,53 @@ pub async fn drain(
     // backlog instead of walking its index, a cost that grows with the backlog.
     store::load_generator::analyze_tasks(&tx).await?;
     tx.commit().await?;
-    let wal_start = Counters::start(client).await?;
-    let tx = client.transaction().await?;
-    store::limits::set_paused(&tx, "noop", false).await?;
-    store::notify::wake_replicas(&tx).await?;
-    tx.commit().await?;
-    let start: DateTime<Utc> = store::load_generator::clock(client).await?;
-    let deadline = Instant::now() + Duration::from_secs(600);
-    // Poll cheaply and not too often: the poller shares the cores with the fleet, and
-    // the end time comes from finished_at, not from when the poll noticed.
-    while pending(client, app).await? {
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "drain did not finish within 600 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let (_, _, _, last) = progress(client, app).await?;
-    let last = last.context("finished tasks have finished_at")?;
-    let replica_cpu = fleet.total_cpu_seconds() - replica_cpu_before;
-    let backend_cpu = backends_before.used_until(&Backends::read(client).await?);
-    let seconds = (last - start).num_microseconds().unwrap_or(0) as f64 / 1e6;
-    let (tasks, broken) = verify(client, app).await?;
-    Ok(Drained {
-        replicas: fleet.pids().len(),
-        tasks,
-        seconds,
-        tasks_per_second: tasks as f64 / seconds.max(1e-6),
-        broken,
-        memory: fleet.memory(),
-        replica_cpu_ms_per_task: replica_cpu * 1000.0 / tasks.max(1) as f64,
-        postgres_cpu_ms_per_task: backend_cpu * 1000.0 / tasks.max(1) as f64,
-        wal: None,
-        wal_start,
+    Ok(Backlog {
+        app: app.to_owned(),
+        replica_cpu_before,
+        backends_before,
+        wal_start: Counters::start(client).await?,
     })
+}
+
+impl Backlog {
+    /// The second half of [`drain`]: resumes the type and wakes the fleet in one
+    /// transaction, waits until every task has finished, and checks them.
+    pub async fn release(self, client: &mut Client, fleet: &Fleet) -> anyhow::Result<Drained> {
+        let app = self.app.as_str();
+        let tx = client.transaction().await?;
+        store::limits::set_paused(&tx, "noop", false).await?;
+        store::notify::wake_replicas(&tx).await?;
+        tx.commit().await?;
+        let start: DateTime<Utc> = store::load_generator::clock(client).await?;
+        let deadline = Instant::now() + Duration::from_secs(600);
+        // Poll cheaply and not too often: the poller shares the cores with the fleet,
+        // and the end time comes from finished_at, not from when the poll noticed.
+        while pending(client, app).await? {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "drain did not finish within 600 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (_, _, _, last) = progress(client, app).await?;
+        let last = last.context("finished tasks have finished_at")?;
+        let replica_cpu = fleet.total_cpu_seconds() - self.replica_cpu_before;
+        let backend_cpu = self
+            .backends_before
+            .used_until(&Backends::read(client).await?);
+        let seconds = (last - start).num_microseconds().unwrap_or(0) as f64 / 1e6;
+        let (tasks, broken) = verify(client, app).await?;
+        Ok(Drained {
+            replicas: fleet.pids().len(),
+            tasks,
+            seconds,
+            tasks_per_second: tasks as f64 / seconds.max(1e-6),
+            broken,
+            memory: fleet.memory(),
+            replica_cpu_ms_per_task: replica_cpu * 1000.0 / tasks.max(1) as f64,
+            postgres_cpu_ms_per_task: backend_cpu * 1000.0 / tasks.max(1) as f64,
+            wal: None,
+            wal_start: self.wal_start,
+        })
+    }
 }

@@ -22,8 +22,12 @@ pub struct FleetSpec {
     pub replicas: usize,
     /// Extra `serve` flags (`--concurrency 256`, ...), given to every replica.
     pub serve_args: Vec<String>,
-    /// When set, replicas also serve the HTTP API, replica n on 127.0.0.1:(port + n).
+    /// When set, replica n listens on 127.0.0.1:(port + n) (the HTTP API with the
+    /// default roles; `/metrics` and the probes with any).
     pub http_base_port: Option<u16>,
+    /// The roles of every replica (`--roles`); by default `api,worker,maintenance` with
+    /// `http_base_port`, else `worker,maintenance`.
+    pub roles: Option<String>,
 }
 
 impl FleetSpec {
@@ -153,10 +157,10 @@ impl Drop for Fleet {
 
 fn spawn(spec: &FleetSpec, n: usize) -> anyhow::Result<Child> {
     let mut command = Command::new(&spec.bin);
-    let roles = if spec.http_base_port.is_some() {
-        "api,worker,maintenance"
-    } else {
-        "worker,maintenance"
+    let roles = match (&spec.roles, spec.http_base_port) {
+        (Some(roles), _) => roles.as_str(),
+        (None, Some(_)) => "api,worker,maintenance",
+        (None, None) => "worker,maintenance",
     };
     command
         .arg("serve")

@@ -21,9 +21,7 @@ use super::http_submit::HttpSubmitter;
 use super::report::Report;
 use super::stats::Summary;
 use super::submit::{self, Accepted};
-use crate::service::{Tasklane, Wakeup};
-use crate::task::catalog::TaskTypes;
-use crate::task::types_file::{TaskTypesFile, DEMO_TASK_TYPES};
+use crate::service::Tasklane;
 
 /// Flags of `tasklane load`.
 #[derive(Debug, Clone, clap::Args)]
@@ -112,6 +110,7 @@ pub async fn run(config: LoadConfig) -> anyhow::Result<Report> {
         replicas: config.replicas,
         serve_args: config.serve_args.clone(),
         http_base_port: (config.submit == "http").then_some(config.http_base_port),
+        roles: None,
     };
     let fleet = match config.replicas {
         0 => None,
@@ -209,24 +208,7 @@ fn submit_path(
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Path> {
     match config.submit.as_str() {
-        "sql" => {
-            let types = TaskTypesFile::parse(DEMO_TASK_TYPES)?;
-            let task_types = Arc::new(TaskTypes::new(types));
-            let wakeup = Wakeup::default();
-            // Other processes' workers hear of our submits by NOTIFY, as from a replica.
-            tokio::spawn(wakeup.clone().run_notifier(
-                pool.clone(),
-                Duration::from_millis(5),
-                shutdown.clone(),
-            ));
-            let max_input_bytes = crate::task::bounds::DEFAULT_INPUT_BYTES;
-            Ok(Path::Sql(Box::new(Tasklane::new(
-                pool.clone(),
-                task_types,
-                wakeup,
-                max_input_bytes,
-            ))))
-        }
+        "sql" => Ok(Path::Sql(Box::new(submit::service(pool, shutdown)?))),
         "http" => {
             let token = config
                 .token
@@ -309,28 +291,23 @@ async fn timings(
     accepted: &[Accepted],
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let committed: std::collections::HashMap<uuid::Uuid, SystemTime> =
-        accepted.iter().map(|a| (a.id, a.committed_at)).collect();
+    let committed: std::collections::HashMap<uuid::Uuid, &Accepted> =
+        accepted.iter().map(|a| (a.id, a)).collect();
     let (mut pickup, mut e2e) = (Vec::new(), Vec::new());
     let (mut first_commit, mut last_finish): (Option<SystemTime>, Option<SystemTime>) =
         (None, None);
     for chunk in accepted.chunks(10_000) {
         let ids: Vec<uuid::Uuid> = chunk.iter().map(|a| a.id).collect();
         for timing in crate::store::load_generator::timings(client, &ids).await? {
-            let commit = committed[&timing.id];
+            let accepted = &committed[&timing.id];
+            let commit = accepted.committed_at;
             first_commit = Some(first_commit.map_or(commit, |f| f.min(commit)));
-            // A claim can land a hair before the client saw its commit answer: count 0.
-            let since = |at: chrono::DateTime<chrono::Utc>| {
-                SystemTime::from(at)
-                    .duration_since(commit)
-                    .unwrap_or_default()
-            };
             if let Some(at) = timing.running_at {
-                pickup.push(since(at));
+                pickup.push(accepted.since_commit(at));
             }
             match timing.finished_at {
                 Some(at) => {
-                    e2e.push(since(at));
+                    e2e.push(accepted.since_commit(at));
                     last_finish = Some(last_finish.map_or(at.into(), |l| l.max(at.into())));
                     report.completed += 1;
                 }

@@ -2,13 +2,20 @@
 //! (`Tasklane::submit`: validate, one prepared statement that is its own transaction,
 //! then wake workers). The commit instant is recorded between the statement's return
 //! and the wake-up, so pickup latency is measured from the moment the task became
-//! visible, never before it.
+//! visible, never before it. [`service`] builds such a service for load from outside a
+//! fleet; [`pickup`] reads what was submitted back.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::service::{Owner, ServiceError, SubmitOutcome, Tasklane};
+use super::stats::Summary;
+use crate::service::{Owner, ServiceError, SubmitOutcome, Tasklane, Wakeup};
+use crate::task::catalog::TaskTypes;
+use crate::task::types_file::{TaskTypesFile, DEMO_TASK_TYPES};
 use crate::task::SubmitRequest;
 
 /// One submit that was accepted.
@@ -21,6 +28,58 @@ pub struct Accepted {
     /// From the call to the commit's return.
     pub latency: Duration,
     pub created: bool,
+}
+
+impl Accepted {
+    /// From the commit to `at` (a time the database wrote); zero for a claim that
+    /// landed a hair before the client saw its commit answer.
+    pub fn since_commit(&self, at: DateTime<Utc>) -> Duration {
+        SystemTime::from(at)
+            .duration_since(self.committed_at)
+            .unwrap_or_default()
+    }
+}
+
+/// A service on `pool` that submits the demo task types (`noop`, `sleep`) from outside
+/// the fleet: other processes' workers hear of its submits by NOTIFY (at most one per
+/// 5 ms, as a replica sends them) until `shutdown`.
+pub fn service(
+    pool: &crate::store::Pool,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Tasklane> {
+    let types = TaskTypesFile::parse(DEMO_TASK_TYPES)?;
+    let wakeup = Wakeup::default();
+    tokio::spawn(wakeup.clone().run_notifier(
+        pool.clone(),
+        Duration::from_millis(5),
+        shutdown.clone(),
+    ));
+    Ok(Tasklane::new(
+        pool.clone(),
+        Arc::new(TaskTypes::new(types)),
+        wakeup,
+        crate::task::bounds::DEFAULT_INPUT_BYTES,
+    ))
+}
+
+/// Pickup latency of `accepted` (from each commit to the task's first claim, its
+/// first `task.running` event); tasks not claimed yet are left out.
+pub async fn pickup(
+    client: &tokio_postgres::Client,
+    accepted: &[Accepted],
+) -> anyhow::Result<Summary> {
+    let ids: Vec<Uuid> = accepted.iter().map(|a| a.id).collect();
+    let running: std::collections::HashMap<Uuid, DateTime<Utc>> =
+        crate::store::load_generator::timings(client, &ids)
+            .await?
+            .into_iter()
+            .filter_map(|t| Some((t.id, t.running_at?)))
+            .collect();
+    let samples: Vec<Duration> = accepted
+        .iter()
+        .filter_map(|a| Some(a.since_commit(*running.get(&a.id)?)))
+        .collect();
+    Ok(Summary::of(&samples))
 }
 
 /// Submits `request` for `app` through `tasklane`; errors come back as a stable code.

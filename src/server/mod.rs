@@ -153,6 +153,14 @@ impl Replica {
         };
         let cold_start = replicas.register().await?;
         services.spawn(replicas.run(shutdown.clone()));
+        for pool in [&pool, tasklane.claim_pool()] {
+            let idle = crate::store::connect::IDLE_CLOSE;
+            services.spawn(crate::store::connect::close_idle(
+                pool.clone(),
+                idle,
+                shutdown.clone(),
+            ));
+        }
         services.spawn(wakeup.clone().run_notifier(
             pool.clone(),
             Duration::from_millis(config.notify_debounce_ms),

@@ -57,6 +57,7 @@ impl Tasklane {
         let client = self.claim_connection().await?;
         let mut claimed =
             claim::claim_pooled(&client, claimant, slots, owner, task_types, limit).await?;
+        self.instruments.claim(claimed.len());
         for task in &mut claimed {
             self.claimed(claimant, task);
         }
@@ -81,6 +82,7 @@ impl Tasklane {
         let client = self.claim_connection().await?;
         let mut claimed =
             claim::claim_fallbacks_pooled(&client, claimant, slots, task_types, limit).await?;
+        self.instruments.claim(claimed.len());
         for task in &mut claimed {
             self.claimed(claimant, task);
         }

@@ -24,6 +24,7 @@ pub struct Instruments {
     submitted: Counter<u64>,
     refused: Counter<u64>,
     queue_wait: Histogram<f64>,
+    claims: Counter<u64>,
     attempt_duration: Histogram<f64>,
     leases_lost: Counter<u64>,
     recovered: Counter<u64>,
@@ -51,6 +52,10 @@ impl Instruments {
                 .with_unit("s")
                 .with_description("Time from claimable (queued, or its retry due) to claimed, by task type")
                 .with_boundaries(SECONDS.to_vec())
+                .build(),
+            claims: meter
+                .u64_counter("tasklane.claims")
+                .with_description("Claim statements run, by outcome (tasks: it claimed some; empty: it found none, the cost of polling an empty queue)")
                 .build(),
             attempt_duration: meter
                 .f64_histogram("tasklane.attempt.duration")
@@ -108,6 +113,9 @@ impl Instruments {
             self.leases_lost
                 .add(0, &[KeyValue::new("task_type", task_type.to_owned())]);
         }
+        for outcome in ["tasks", "empty"] {
+            self.claims.add(0, &[KeyValue::new("outcome", outcome)]);
+        }
         for reason in ["expired", "handed_back"] {
             self.recovered.add(0, &[KeyValue::new("reason", reason)]);
         }
@@ -140,6 +148,12 @@ impl Instruments {
     pub fn queue_wait(&self, task_type: &str, seconds: f64) {
         self.queue_wait
             .record(seconds, &[KeyValue::new("task_type", task_type.to_owned())]);
+    }
+
+    /// One claim statement and how many tasks it took.
+    pub fn claim(&self, claimed: usize) {
+        let outcome = if claimed == 0 { "empty" } else { "tasks" };
+        self.claims.add(1, &[KeyValue::new("outcome", outcome)]);
     }
 
     pub fn attempt(

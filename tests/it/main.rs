@@ -45,6 +45,7 @@ mod http_api;
 mod http_auth;
 mod http_cluster;
 mod http_lifecycle;
+mod idle_connections;
 mod lifecycle;
 mod load_report;
 mod managed_postgres;

@@ -27,7 +27,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Connection};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-pub use pool::{ConnectError, Manager, Pool, PoolError, Pooled};
+pub use pool::{close_idle, ConnectError, Manager, Pool, PoolError, Pooled, IDLE_CLOSE};
 pub use settings::{RootCert, SslMode, TlsSettings};
 pub use tcp::{Keepalive, TcpSettings};
 
@@ -201,6 +201,8 @@ impl Database {
         let manager = Manager::new(self.clone(), setup, silence);
         Ok(Pool::builder(manager)
             .max_size(size)
+            // The connection returned last goes out first: see `close_idle`.
+            .queue_mode(deadpool::managed::QueueMode::Lifo)
             .runtime(deadpool::Runtime::Tokio1)
             .wait_timeout(pool::wait_timeout(self.statement_timeout))
             .build()?)

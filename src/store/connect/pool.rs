@@ -3,12 +3,19 @@
 //! once per connection, and a way to stop reusing every connection a pool holds when
 //! one of them shows that they are all likely gone or wrong: one found closed, or its
 //! server found read-only after a failover (the others were made to the same server).
+//!
+//! A pool hands out the connection returned last (LIFO), so the few that steady work
+//! needs stay in use, and [`close_idle`] closes the others once they have gone unused
+//! for [`IDLE_CLOSE`]: those opened for a burst, or by a replica's services that all
+//! take one at the same instant when it starts. An idle replica then holds what its
+//! loops use, not its high-water mark.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use deadpool::managed::{Metrics, RecycleError, RecycleResult};
 use deadpool_postgres::ClientWrapper;
+use tokio_util::sync::CancellationToken;
 
 use super::Database;
 
@@ -136,4 +143,29 @@ impl deadpool::managed::Manager for Manager {
 /// when connections are stuck, not merely busy.
 pub fn wait_timeout(statement_timeout: Option<Duration>) -> Option<Duration> {
     statement_timeout.map(|timeout| timeout * 2)
+}
+
+/// How long a pooled connection may go unused before [`close_idle`] closes it: long
+/// enough that a steady load keeps every connection it uses (each is taken again within
+/// seconds), and well under the idle timeouts of NAT gateways and load balancers
+/// (350 s on AWS), so a connection left at the bottom of the LIFO queue is closed here
+/// before the path drops it silently.
+pub const IDLE_CLOSE: Duration = Duration::from_secs(60);
+
+/// Closes the connections of `pool` unused for `idle` or longer, looking every half of
+/// it, until `shutdown`. New ones are made when work needs them.
+pub async fn close_idle(pool: Pool, idle: Duration, shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(idle / 2) => {}
+            _ = shutdown.cancelled() => return,
+        }
+        let closed = pool
+            .retain(|_, metrics| metrics.last_used() < idle)
+            .removed
+            .len();
+        if closed > 0 {
+            tracing::debug!(closed, "closed pooled connections left unused");
+        }
+    }
 }
