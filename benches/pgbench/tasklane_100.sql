@@ -35,7 +35,6 @@ WITH picked AS (
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     SELECT id, event_seq, 'task.running', jsonb_build_object('attempt', attempt, 'route', 'local') FROM claimed
-)
 ), advanced AS (
     UPDATE tasklane.turn_points p SET turn = r.turn
     FROM (SELECT priority, max(turn) AS turn FROM picked GROUP BY priority) r
