@@ -14,7 +14,9 @@ CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, 
     LANGUAGE plpgsql STABLE
     AS $$
 BEGIN
-    -- One index probe per subject (task_queue_turns), in subject order, up to p_cap.
+    -- One index probe per subject (task_queue_turns), up to p_cap. Backwards, from each
+    -- subject's last turn: a subject's first entries are those of its tasks claimed
+    -- since the last vacuum, which a forward probe would walk one by one.
     -- PL/pgSQL, not SQL: its plans are kept for the session, where an SQL function's
     -- are made again at every call.
     RETURN (WITH RECURSIVE s(subject, n) AS (
@@ -22,15 +24,15 @@ BEGIN
          FROM tasklane.task_queue q
          WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
            AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-         ORDER BY q.subject
+         ORDER BY q.subject DESC, q.turn DESC
          LIMIT 1)
         UNION ALL
         SELECT (SELECT q.subject
                 FROM tasklane.task_queue q
                 WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
                   AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-                  AND q.subject > s.subject
-                ORDER BY q.subject
+                  AND q.subject < s.subject
+                ORDER BY q.subject DESC, q.turn DESC
                 LIMIT 1),
                s.n + 1
         FROM s

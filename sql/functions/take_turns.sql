@@ -30,14 +30,14 @@ BEGIN
     -- function's would be planned again at every call (milliseconds, at every submit).
     IF cardinality(p_id) = 1 THEN
         -- A single submit, the common case: the same turn as below, without grouping.
-        now_turn := coalesce(greatest(
+        now_turn := coalesce(
             (SELECT p.turn FROM tasklane.turn_points p
              WHERE p.task_type = p_task_type[1] AND p.priority = p_priority[1]),
             (SELECT q.turn FROM tasklane.task_queue q
              WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
                AND q.state IN ('queued', 'waiting_for_retry')
              ORDER BY q.turn
-             LIMIT 1)), 0);
+             LIMIT 1), 0);
         last_turn := (SELECT q.turn
                       FROM tasklane.task_queue q
                       WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
@@ -71,15 +71,18 @@ BEGIN
         GROUP BY r.task_type, r.priority, r.app, r.subject
     ), apps AS (
         SELECT s.task_type, s.priority, s.app,
-               -- greatest() skips NULLs: no claim yet, or nothing claimable.
-               coalesce(greatest(
+               -- Where the claims have got; without a point (no claim yet, or after a
+               -- crash), the lowest claimable turn. Only then: that scan starts at the
+               -- front of the claimable index, whose entries of the tasks claimed since
+               -- the last vacuum it walks one by one while a backlog drains.
+               coalesce(
                    (SELECT p.turn FROM tasklane.turn_points p
                     WHERE p.task_type = s.task_type AND p.priority = s.priority),
                    (SELECT q.turn FROM tasklane.task_queue q
                     WHERE q.task_type = s.task_type AND q.priority = s.priority
                       AND q.state IN ('queued', 'waiting_for_retry')
                     ORDER BY q.turn
-                    LIMIT 1)), 0) AS now_turn,
+                    LIMIT 1), 0) AS now_turn,
                (tasklane.active_subjects(s.task_type, s.priority, s.app, 100)
                 + count(*) FILTER (WHERE s.last_turn IS NULL))::double precision
                / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = s.app), 1)
