@@ -338,10 +338,12 @@ async fn a_new_limit_counts_the_tasks_already_in_flight() {
         RefusalCode::CapacityExhausted
     );
     submit_one(&tl, "other-subject", Some("v")).await.unwrap();
-    let task = fixtures::claim_one(&c).await;
-    tasklane::store::lease::complete(&c, task.id, task.lease_token, &Default::default())
-        .await
-        .unwrap();
+    // The next of u's and v's task (claimed first: its subject had none queued) end.
+    for task in fixtures::claim(&c, 2).await {
+        tasklane::store::lease::complete(&c, task.id, task.lease_token, &Default::default())
+            .await
+            .unwrap();
+    }
     assert_eq!(
         submit_one(&tl, "more", Some("u")).await.unwrap_err(),
         RefusalCode::CapacityExhausted
