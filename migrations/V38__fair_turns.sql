@@ -113,6 +113,11 @@ DECLARE
 BEGIN
     -- PL/pgSQL, not SQL: its statements are planned once per session, where an SQL
     -- function's would be planned again at every call (milliseconds, at every submit).
+    -- The update trigger calls it for every statement, a heartbeat's too, mostly with
+    -- nothing becoming claimable.
+    IF coalesce(cardinality(p_id), 0) = 0 THEN
+        RETURN;
+    END IF;
     IF cardinality(p_id) = 1 THEN
         -- A single submit, the common case: the same turn as below, without grouping.
         now_turn := coalesce(

@@ -86,7 +86,7 @@ async fn claimed_counts(
     counts
 }
 
-fn count(counts: &HashMap<(String, String), usize>, app: &str, subject: &str) -> usize {
+fn claimed_by(counts: &HashMap<(String, String), usize>, app: &str, subject: &str) -> usize {
     counts
         .get(&(app.to_owned(), subject.to_owned()))
         .copied()
@@ -117,7 +117,7 @@ async fn a_backlog_of_one_app_does_not_hold_back_another_apps_fresh_task() {
         );
     }
     // The big app kept its place: its tasks went in the order they were queued.
-    let left: i64 = count_sql(
+    let left: i64 = count(
         &c,
         "SELECT count(*) FROM tasklane.tasks WHERE app = 'big' AND state = 'queued'",
     )
@@ -161,8 +161,8 @@ async fn weights_share_the_claims_between_backlogged_apps() {
     for (rounds, limit) in [(40, 100), (400, 1)] {
         let counts = claimed_counts(&c, rounds, limit).await;
         let total = rounds * limit as usize;
-        near(count(&counts, "heavy", ""), total * 3 / 4, "weight 3");
-        near(count(&counts, "light", ""), total / 4, "weight 1");
+        near(claimed_by(&counts, "heavy", ""), total * 3 / 4, "weight 3");
+        near(claimed_by(&counts, "light", ""), total / 4, "weight 1");
     }
 }
 
@@ -184,16 +184,49 @@ async fn an_apps_subjects_share_its_turns_so_apps_stay_even() {
     .unwrap();
     let counts = claimed_counts(&c, 20, 100).await;
     near(
-        count(&counts, "solo", ""),
+        claimed_by(&counts, "solo", ""),
         1_000,
         "the app with one subject",
     );
     for user in 0..4 {
         near(
-            count(&counts, "crowd", &format!("user-{user}")),
+            claimed_by(&counts, "crowd", &format!("user-{user}")),
             250,
             "each of the crowd's users",
         );
+    }
+}
+
+/// An app's subjects are counted up to 100 when a task takes its turn: a subject's next
+/// task is spaced by 99 of 99 busy subjects, 100 of 100, and still 100 of 150.
+#[tokio::test]
+async fn an_apps_busy_subjects_are_counted_up_to_100() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    for subjects in [99, 100, 150] {
+        c.batch_execute(&format!(
+            "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, usage_subject, task_type, \
+               request_digest, input, max_attempts, on_restart, privacy, lease_seconds, \
+               attempt_timeout_seconds, event_seq) \
+             SELECT tasklane.uuid_v7(), 'app-{subjects}', 's', 'k' || g, 'user-' || g, '{TYPE}', \
+               '\\x00', '{{}}', 3, 'retry', 'local_only', 30, 300, 1 \
+             FROM generate_series(1, {subjects}) g;"
+        ))
+        .await
+        .unwrap();
+        let app = format!("app-{subjects}");
+        let next = submit_one(&c, &app, Some("user-1"), "next").await;
+        let row = c
+            .query_one(
+                "SELECT (SELECT turn FROM tasklane.task_queue WHERE id = $1) - \
+                        (SELECT q.turn FROM tasklane.task_queue q JOIN tasklane.tasks t ON t.id = q.id \
+                         WHERE t.app = $2 AND t.effect_key = 'k1')",
+                &[&next, &app],
+            )
+            .await
+            .unwrap();
+        let step: f64 = row.get(0);
+        assert_eq!(step, subjects.min(100) as f64, "{subjects} busy subjects");
     }
 }
 
@@ -231,10 +264,6 @@ async fn a_higher_priority_still_goes_first_and_a_retry_takes_a_new_turn() {
     assert_eq!(retry_turn, last_queued + 1.0, "the retry's turn");
 }
 
-async fn count_sql(c: &tokio_postgres::Client, sql: &str) -> i64 {
-    c.query_one(sql, &[]).await.unwrap().get(0)
-}
-
 const NOOP: &str = r#"
 [[task_type]]
 name = "summarize"
@@ -267,7 +296,7 @@ async fn on_a_replica_a_small_apps_tasks_are_claimed_within_one_round_of_a_drain
         Duration::from_secs(60),
         "the replica to start draining",
         || async {
-            let started = count_sql(
+            let started = count(
                 &c,
                 "SELECT count(*) FROM tasklane.tasks WHERE app = 'big' AND state <> 'queued'",
             )
