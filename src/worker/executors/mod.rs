@@ -8,6 +8,7 @@ mod call;
 pub mod client;
 mod http;
 mod openai;
+mod openai_exhausted;
 mod openai_stream;
 
 pub use api_key::check_keys;

@@ -36,13 +36,14 @@ use crate::task::attempt::Provenance;
 use crate::task::output;
 use crate::task::routes::RouteSpec;
 use crate::task::upstream::{self, Failure};
-use crate::task::{codes, Privacy, Route, TaskType};
+use crate::task::{codes, TaskType};
 use crate::telemetry::GenAiCall;
 
 use super::super::handler::{Handler, HandlerError, TaskContext};
 use super::api_key::api_key;
 use super::call::{describe, Call};
 use super::client::ClientOptions;
+use super::openai_exhausted::{exhausted, Open};
 use super::openai_stream;
 use crate::service::live_output::Writer;
 
@@ -203,7 +204,8 @@ impl Handler for Openai {
                 }
             }
         }
-        Err(self.exhausted(
+        Err(exhausted(
+            &self.task_type,
             &ctx,
             kind,
             tried,
@@ -214,13 +216,6 @@ impl Handler for Openai {
             },
         ))
     }
-}
-
-/// The routes an attempt skipped because their circuit was open, and the earliest time
-/// one of them takes a probe.
-struct Open<'a> {
-    routes: Vec<&'a str>,
-    reopens: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// What an attempt reserves of its budget: the request's `max_tokens` (or
@@ -275,71 +270,6 @@ impl Openai {
             message: route_message(spec, &invalid.0),
             retry_after: None,
         })
-    }
-
-    /// What an attempt whose routes all failed transiently or were open ends with.
-    fn exhausted(
-        &self,
-        ctx: &TaskContext,
-        kind: Route,
-        tried: usize,
-        last: Option<Failure>,
-        open: Open<'_>,
-    ) -> HandlerError {
-        let all_open = last.is_none() && tried > 0;
-        let (code, message, retry_after) = match last {
-            Some(failure) => (failure.code, failure.message, failure.retry_after),
-            None if tried == 0 => (
-                codes::UPSTREAM_UNAVAILABLE,
-                format!("the type has no {} route", kind.as_str()),
-                None,
-            ),
-            None => {
-                // Every route was open: try again when the first one may take a probe.
-                let wait = open
-                    .reopens
-                    .and_then(|at| (at - chrono::Utc::now()).to_std().ok())
-                    .map(|d| d.min(upstream::MAX_RETRY_AFTER));
-                let message = format!(
-                    "every {} route's circuit is open ({})",
-                    kind.as_str(),
-                    open.routes.join(", ")
-                );
-                (codes::CIRCUIT_OPEN, message, wait)
-            }
-        };
-        let fallback_exists = kind == Route::Local && self.task_type.has_route(Route::External);
-        if fallback_exists && ctx.task.privacy == Privacy::ExternalAllowed {
-            return HandlerError::Fallback {
-                reason: format!("[{code}] {message}"),
-            };
-        }
-        if all_open {
-            // Nothing was called and nothing else may be: the task waits for the
-            // circuits without spending an attempt. Spread over a quarter of the wait
-            // (at least a second), so the tasks waiting on one circuit do not all come
-            // back at the instant it takes its one probe.
-            let wait = retry_after.unwrap_or_default();
-            let spread = (wait / 4).max(Duration::from_secs(1));
-            let jitter = spread.mul_f64(rand::random::<f64>());
-            return HandlerError::Deferred {
-                message,
-                wait: wait + jitter,
-            };
-        }
-        if fallback_exists && ctx.task.attempt >= ctx.task.max_attempts {
-            return HandlerError::Permanent {
-                code: codes::NO_FALLBACK_ALLOWED.into(),
-                message: format!(
-                    "the local routes are exhausted and the task is local_only: [{code}] {message}"
-                ),
-            };
-        }
-        HandlerError::Retryable {
-            code: code.into(),
-            message,
-            retry_after,
-        }
     }
 
     /// One call to `route`, aborted (the connection dropped) when cancellation is
