@@ -14,6 +14,7 @@
 
 pub mod peers;
 pub mod pgbench;
+pub mod plot;
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,7 @@ impl Bench {
         let url = std::env::var("BENCH_DATABASE_URL").ok();
         let options = devdb::ClusterOptions {
             durable: durable(),
+            settings: extra_settings(),
             ..devdb::ClusterOptions::default()
         };
         let server = devdb::resolve_server_with(url.as_deref(), &options).await?;
@@ -145,6 +147,9 @@ pub async fn settings(url: &str) -> anyhow::Result<String> {
         let row = client.query_one(&format!("SHOW {name}"), &[]).await?;
         out.push(format!("{name}={}", row.get::<_, String>(0)));
     }
+    for (name, value) in extra_settings() {
+        out.push(format!("{name}={value} (BENCH_PG_SETTINGS)"));
+    }
     Ok(out.join(" "))
 }
 
@@ -161,6 +166,22 @@ pub async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
 /// `BENCH_DURABILITY=off`.
 pub fn durable() -> bool {
     std::env::var("BENCH_DURABILITY").as_deref() != Ok("off")
+}
+
+/// Server settings for studies (`BENCH_PG_SETTINGS`, whitespace separated `name=value`
+/// pairs, e.g. `shared_preload_libraries=pg_stat_statements`), added to the private
+/// cluster's command line. Durability is `BENCH_DURABILITY`'s alone: these never turn it
+/// off, and a result names any setting it ran with (the `postgres:` line).
+pub fn extra_settings() -> Vec<(String, String)> {
+    std::env::var("BENCH_PG_SETTINGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|pair| pair.split_once('='))
+        .filter(|(name, _)| {
+            !["fsync", "synchronous_commit", "full_page_writes"].contains(name)
+        })
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
 }
 
 /// How many times each figure is measured (`BENCH_RUNS`, default 3).

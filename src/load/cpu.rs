@@ -51,6 +51,51 @@ impl Backends {
     }
 }
 
+/// CPU seconds the whole PostgreSQL server has used so far: the postmaster, every live
+/// child (backends, autovacuum workers, the checkpointer, the WAL writer) and the
+/// children it has reaped (`cutime`, `cstime`), so the work of autovacuum workers and
+/// connections that came and went is counted too. `backend` is any backend's pid; None
+/// where the server runs elsewhere.
+pub fn server_seconds(backend: i32) -> Option<f64> {
+    if !is_postgres(backend) {
+        return None;
+    }
+    let postmaster = stat_fields(backend as u32)?.get(1)?.parse::<u32>().ok()?;
+    let own = stat_fields(postmaster)?;
+    let ticks = |fields: &[String], from: usize, to: usize| -> f64 {
+        (from..to)
+            .filter_map(|i| fields.get(i)?.parse::<f64>().ok())
+            .sum()
+    };
+    let mut total = ticks(&own, 11, 15);
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Some(fields) = stat_fields(pid) else {
+            continue;
+        };
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(postmaster) {
+            total += ticks(&fields, 11, 13);
+        }
+    }
+    Some(total / 100.0)
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name: index 0 is the state, 1
+/// the parent's pid, 11 and 12 user and system time, 13 and 14 those of reaped
+/// children (in clock ticks, 100 a second on every Linux this runs on).
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; the fields after it are space separated.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    Some(rest.split(' ').map(str::to_owned).collect())
+}
+
 /// Whether `pid` on this machine is a PostgreSQL process: with the database elsewhere,
 /// a local process that happens to have a backend's pid is not read.
 fn is_postgres(pid: i32) -> bool {

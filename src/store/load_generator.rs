@@ -220,3 +220,55 @@ pub async fn checkpoint(client: &Client) -> Result<(), DbError> {
     client.batch_execute("CHECKPOINT").await?;
     Ok(())
 }
+
+/// One tasklane table's size and upkeep (see `sql/load_relations.sql`).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Relation {
+    pub name: String,
+    pub heap_bytes: i64,
+    pub index_bytes: i64,
+    pub toast_bytes: i64,
+    pub live_tuples: i64,
+    pub dead_tuples: i64,
+    pub autovacuums: i64,
+    /// VACUUMs not by autovacuum: tasklane's vacuum keeper's.
+    pub vacuums: i64,
+    pub autoanalyzes: i64,
+}
+
+impl Relation {
+    /// Heap, indexes and TOAST together.
+    pub fn total_bytes(&self) -> i64 {
+        self.heap_bytes + self.index_bytes + self.toast_bytes
+    }
+}
+
+/// Every tasklane table, by name.
+pub async fn relations(client: &Client) -> Result<Vec<Relation>, DbError> {
+    let rows = client
+        .query(include_str!("../../sql/load_relations.sql"), &[])
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Relation {
+                name: row.try_get("name")?,
+                heap_bytes: row.try_get::<_, Option<i64>>("heap_bytes")?.unwrap_or(0),
+                index_bytes: row.try_get::<_, Option<i64>>("index_bytes")?.unwrap_or(0),
+                toast_bytes: row.try_get::<_, Option<i64>>("toast_bytes")?.unwrap_or(0),
+                live_tuples: row.try_get("live_tuples")?,
+                dead_tuples: row.try_get("dead_tuples")?,
+                autovacuums: row.try_get("autovacuums")?,
+                vacuums: row.try_get("vacuums")?,
+                autoanalyzes: row.try_get("autoanalyzes")?,
+            })
+        })
+        .collect()
+}
+
+/// Tasks not finished yet, of every app.
+pub async fn unfinished(client: &Client) -> Result<i64, DbError> {
+    let row = client
+        .query_one(include_str!("../../sql/load_backlog.sql"), &[])
+        .await?;
+    Ok(row.try_get("unfinished")?)
+}

@@ -1,0 +1,165 @@
+//! Soak: steady work for half an hour (or longer) while history is pruned behind it,
+//! to show whether the cost of a task stays flat as the tables turn over.
+//!
+//! Two `tasklane serve` replicas (roles api, worker and maintenance; the bench flags,
+//! plus a short retention) on one fresh database of a durable server. The bench:
+//!
+//! - submits `noop` tasks (or `sleep` tasks of 20 ms) over `POST /v1/tasks` at a fixed
+//!   rate (open loop, round robin over the replicas), as an app's request handlers
+//!   would;
+//! - subscribes one webhook endpoint to `task.succeeded`, answered 204 by a receiver
+//!   in this process;
+//! - releases each task once its notification arrives, as an app that has stored the
+//!   result does (each release through `tasklane.release_task`, on 4 connections, at
+//!   most 200 to a transaction), so the pruning sweep deletes it, with its events,
+//!   attempts and delivery log, once the retention has passed.
+//!
+//! Every 30 s it records: completions/s (succeeded attempts, from the replicas'
+//! `/metrics`), submits/s and their latency, notifications heard and releases/s,
+//! pickup p50/p99 (from commit to claim, every 10th task, read back from its events
+//! one window later), PostgreSQL CPU per task (the whole server: backends, autovacuum
+//! workers, checkpointer and WAL writer, reaped children included), WAL bytes and
+//! commits per task, unfinished tasks, and for every tasklane table its heap, index and
+//! TOAST bytes, dead tuples and autovacuum runs. It then draws the curves as PNG
+//! (`target/bench-results/soak-*.png`) and compares the last 5 minutes with the first 5
+//! after the warm-up.
+//!
+//! `cargo bench --bench soak` (env: `BENCH_SOAK_MINUTES` (30), `BENCH_RATE` (2,000
+//! submits/s), `BENCH_REPLICAS` (2), `BENCH_CLIENTS` (64), `BENCH_TASK_TYPE` (`noop`), `BENCH_RETENTION_SECONDS`
+//! (120), `BENCH_WARMUP_MINUTES` (5), `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`,
+//! `BENCH_DURABILITY`).
+
+mod common;
+
+#[path = "soak/app.rs"]
+mod app;
+#[path = "soak/record.rs"]
+mod record;
+
+use std::time::Duration;
+
+use record::{Recorder, Window};
+
+/// How often a window is recorded.
+const EVERY: Duration = Duration::from_secs(30);
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// What the run is asked to do.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Plan {
+    pub minutes: f64,
+    pub rate: f64,
+    pub replicas: usize,
+    pub clients: usize,
+    /// `noop`, or `sleep` (which also reports progress once, a heartbeat per task).
+    pub task_type: String,
+    pub sleep_ms: u64,
+    pub retention_seconds: u64,
+    pub warmup_minutes: f64,
+    pub serve_args: Vec<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let bench = common::Bench::start().await?;
+    let mut serve_args = common::serve_args();
+    let retention_seconds = env_or("BENCH_RETENTION_SECONDS", 120);
+    serve_args.extend([
+        "--retention-seconds".into(),
+        retention_seconds.to_string(),
+        "--webhook-allow-cidrs".into(),
+        "127.0.0.0/8".into(),
+    ]);
+    let plan = Plan {
+        minutes: env_or("BENCH_SOAK_MINUTES", 30.0),
+        rate: env_or("BENCH_RATE", 2_000.0),
+        replicas: env_or("BENCH_REPLICAS", 2),
+        clients: env_or("BENCH_CLIENTS", 64),
+        task_type: std::env::var("BENCH_TASK_TYPE").unwrap_or_else(|_| "noop".into()),
+        sleep_ms: 20,
+        retention_seconds,
+        warmup_minutes: env_or("BENCH_WARMUP_MINUTES", 5.0),
+        serve_args,
+    };
+    println!("machine: {}", common::machine());
+    println!("postgres: {}", bench.settings().await?);
+    println!("plan: {}", serde_json::to_string(&plan)?);
+
+    let (name, url) = bench.fresh_db().await?;
+    let mut app = app::App::start(&bench, &url, &plan).await?;
+    let mut recorder = Recorder::start(&url, &app).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(plan.minutes * 60.0);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
+    while tokio::time::Instant::now() < deadline {
+        tick.tick().await;
+        recorder.record(&app).await?;
+        println!("{}", recorder.line());
+    }
+    let (submitted, errors) = app.stop_submitting().await;
+    app.wait_settled(&recorder.client, Duration::from_secs(300))
+        .await?;
+    let tail = recorder.finish(&app).await?;
+    let summary = record::summarize(&plan, recorder.windows(), submitted, &errors, &tail)?;
+    println!();
+    println!("{}", summary.text);
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
+    std::fs::create_dir_all(&dir)?;
+    for path in record::plot(&dir, recorder.windows())? {
+        println!("plot: {}", path.display());
+    }
+    common::write_json(
+        "soak",
+        &serde_json::json!({
+            "machine": common::machine(),
+            "postgres": bench.settings().await?,
+            "plan": plan,
+            "submitted": submitted,
+            "errors": errors,
+            "tail": tail,
+            "goals": summary.goals,
+            "windows": recorder.windows(),
+        }),
+    )?;
+    drop(recorder);
+    app.stop().await?;
+    bench.drop_db(&name).await?;
+    bench.stop().await;
+    Ok(())
+}
+
+impl Recorder {
+    /// The newest window, with the pickup of the one before it (read one window late).
+    fn line(&self) -> String {
+        let windows = self.windows();
+        let Some(w) = windows.last() else {
+            return String::new();
+        };
+        let before = windows.len().checked_sub(2).map(|i| &windows[i]);
+        let pickup = |f: fn(&Window) -> Option<f64>| {
+            before
+                .and_then(f)
+                .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.1}"))
+        };
+        format!(
+            "[{:>5.1} min] {:>6.0} done/s {:>6.0} submitted/s (pickup before: p50 {} p99 {} ms) \
+             pg {:.3} ms/task {:.2} cores  unfinished {}  tables {:.1} MiB  dead {}  autovacuums {}",
+            w.end_minutes,
+            w.completed_per_second,
+            w.submitted_per_second,
+            pickup(|w| w.pickup_p50_ms),
+            pickup(|w| w.pickup_p99_ms),
+            w.postgres_cpu_ms_per_task,
+            w.postgres_cores,
+            w.unfinished,
+            w.total_bytes as f64 / 1048576.0,
+            w.dead_tuples,
+            w.autovacuums,
+        )
+    }
+}
