@@ -490,7 +490,7 @@ ALTER TABLE ONLY tasklane.task_output
     ADD CONSTRAINT task_output_pkey PRIMARY KEY (task_id);
 
 
--- table task_queue: migrations/V14__task_queue.sql, migrations/V38__fair_turns.sql
+-- table task_queue: migrations/V14__task_queue.sql, migrations/V38__fair_turns.sql, migrations/V39__mirror_vacuum_truncate.sql
 CREATE TABLE tasklane.task_queue (
     id uuid NOT NULL,
     state text NOT NULL,
@@ -507,7 +507,7 @@ CREATE TABLE tasklane.task_queue (
     turn double precision,
     CONSTRAINT task_queue_claimable_has_turn CHECK (((turn IS NOT NULL) OR (state <> ALL (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text]))))
 )
-WITH (fillfactor='80');
+WITH (fillfactor='80', vacuum_truncate='false');
 
 ALTER TABLE ONLY tasklane.task_queue
     ADD CONSTRAINT task_queue_pkey PRIMARY KEY (id);

@@ -10,6 +10,7 @@ pub mod replicas;
 pub mod rescuer;
 pub mod sampled_gauges;
 pub mod statistics;
+pub mod vacuum;
 
 use std::time::Duration;
 

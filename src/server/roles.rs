@@ -16,6 +16,7 @@ use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::pruner::Pruner;
 use crate::maintenance::rescuer::Rescuer;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
+use crate::maintenance::vacuum::{self, VacuumKeeper};
 use crate::service::{Tasklane, Wakeup};
 use crate::telemetry::Telemetry;
 use crate::webhooks::{handoff, Deliverer, DeliveryConfig};
@@ -82,6 +83,11 @@ impl Maintenance<'_> {
             interval: statistics::INTERVAL,
         };
         services.spawn(keeper.run(shutdown.clone()));
+        let vacuum = VacuumKeeper {
+            pool: pool.clone(),
+            interval: vacuum::INTERVAL,
+        };
+        services.spawn(vacuum.run(shutdown.clone()));
         let sampler = ClusterSampler::new(
             config.database_url.clone(),
             cluster_sampler::INTERVAL,

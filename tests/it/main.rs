@@ -70,5 +70,6 @@ mod task_queue;
 mod telemetry;
 mod tls;
 mod transitions;
+mod vacuum;
 mod webhooks;
 mod worker_runtime;
