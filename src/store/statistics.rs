@@ -25,7 +25,7 @@ pub const SAMPLE_TARGET: u32 = 10;
 
 /// Analyzes every tasklane table with at least `least_changes` rows changed since its
 /// last ANALYZE and no fewer than it held then, unless another replica is doing so at
-/// this moment. Returns the tables analyzed.
+/// this moment. Returns the tables analyzed (or skipped because a vacuum held them).
 pub async fn analyze_stale(
     client: &mut Client,
     least_changes: i64,
@@ -51,6 +51,11 @@ pub async fn analyze_stale(
     // The names come from the catalog, quoted by format('%I.%I'); ANALYZE takes no
     // parameters. The tables autovacuum has analyzed first, then the young ones on the
     // small sample (the setting lasts to the end of the transaction).
+    // SKIP_LOCKED: a table a vacuum holds is skipped, not waited for. An ANALYZE that
+    // waits for autovacuum's lock cancels that autovacuum (PostgreSQL gives way to
+    // any waiter), and the tasks table, analyzed here whenever its changes since the
+    // last ANALYZE reach its size (every half minute under a steady flow), would then
+    // never be vacuumed: its dead rows and its file would grow without bound.
     stale.sort_by_key(|&(_, young)| young);
     let mut sampled = false;
     for (name, young) in &stale {
@@ -62,7 +67,8 @@ pub async fn analyze_stale(
             .await?;
             sampled = true;
         }
-        tx.batch_execute(&format!("ANALYZE {name}")).await?;
+        tx.batch_execute(&format!("ANALYZE (SKIP_LOCKED) {name}"))
+            .await?;
     }
     tx.commit().await?;
     Ok(stale.into_iter().map(|(name, _)| name).collect())

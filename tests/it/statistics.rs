@@ -152,3 +152,35 @@ async fn leaves_tables_it_does_not_own_to_autovacuum() {
         "{analyzed:?}"
     );
 }
+
+#[tokio::test]
+async fn skips_a_table_a_vacuum_holds_instead_of_waiting() {
+    let db = common::test_db().await;
+    let writer = db.pool.get().await.unwrap();
+    enqueue(&writer, LEAST).await;
+
+    // The lock a vacuum (autovacuum's, which a waiting ANALYZE would cancel) holds.
+    let mut other = db.pool.get().await.unwrap();
+    let other: &mut tokio_postgres::Client = &mut other;
+    let held = other.transaction().await.unwrap();
+    held.batch_execute("LOCK TABLE tasklane.tasks IN SHARE UPDATE EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let mut object = db.pool.get().await.unwrap();
+    let analyzer: &mut tokio_postgres::Client = &mut object;
+    // Were the ANALYZE to wait for the lock, this would fail the test, not hang it.
+    analyzer
+        .batch_execute("SET statement_timeout = '60s'")
+        .await
+        .unwrap();
+    statistics::analyze_stale(analyzer, LEAST).await.unwrap();
+    assert_eq!(planner_rows(analyzer).await, -1.0);
+
+    held.rollback().await.unwrap();
+    let analyzed = statistics::analyze_stale(analyzer, LEAST).await.unwrap();
+    assert!(
+        analyzed.contains(&"tasklane.tasks".to_owned()),
+        "{analyzed:?}"
+    );
+    assert_eq!(planner_rows(analyzer).await, LEAST as f32);
+}
