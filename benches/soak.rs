@@ -33,8 +33,12 @@ mod common;
 
 #[path = "soak/app.rs"]
 mod app;
+#[path = "soak/plots.rs"]
+mod plots;
 #[path = "soak/record.rs"]
 mod record;
+#[path = "soak/summary.rs"]
+mod summary;
 
 use std::time::Duration;
 
@@ -105,12 +109,12 @@ async fn main() -> anyhow::Result<()> {
     app.wait_settled(&recorder.client, Duration::from_secs(300))
         .await?;
     let tail = recorder.finish(&app).await?;
-    let summary = record::summarize(&plan, recorder.windows(), submitted, &errors, &tail)?;
+    let summary = summary::summarize(&plan, recorder.windows(), submitted, &errors, &tail)?;
     println!();
     println!("{}", summary.text);
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
     std::fs::create_dir_all(&dir)?;
-    for path in record::plot(&dir, recorder.windows())? {
+    for path in plots::plot(&dir, recorder.windows())? {
         println!("plot: {}", path.display());
     }
     common::write_json(
