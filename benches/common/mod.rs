@@ -177,9 +177,7 @@ pub fn extra_settings() -> Vec<(String, String)> {
         .unwrap_or_default()
         .split_whitespace()
         .filter_map(|pair| pair.split_once('='))
-        .filter(|(name, _)| {
-            !["fsync", "synchronous_commit", "full_page_writes"].contains(name)
-        })
+        .filter(|(name, _)| !["fsync", "synchronous_commit", "full_page_writes"].contains(name))
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .collect()
 }

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-
 use super::record::{Tail, Window};
 use super::Plan;
 

@@ -147,7 +147,10 @@ async fn waits_out_the_gap_after_any_vacuum() {
     enqueue(&client, "vac", 2 * LEAST).await;
     delete(&client, "vac", LEAST).await;
     // A vacuum by anyone (here by hand) starts the gap.
-    client.batch_execute("VACUUM tasklane.task_queue").await.unwrap();
+    client
+        .batch_execute("VACUUM tasklane.task_queue")
+        .await
+        .unwrap();
     delete(&client, "vac", LEAST).await;
     let hour = Duration::from_secs(3600);
     let vacuumed = vacuum::vacuum_due(&client, due(hour)).await.unwrap();
@@ -173,7 +176,10 @@ async fn skips_a_table_another_vacuum_holds_instead_of_waiting() {
         .await
         .unwrap();
     // Were the vacuum to wait for the lock, this would fail the test, not hang it.
-    client.batch_execute("SET statement_timeout = '60s'").await.unwrap();
+    client
+        .batch_execute("SET statement_timeout = '60s'")
+        .await
+        .unwrap();
     vacuum::vacuum_due(&client, due(NO_GAP)).await.unwrap();
     assert_eq!(mirror(&client).await, (LEAST, false));
 
@@ -203,7 +209,9 @@ async fn leaves_tables_it_does_not_own_to_autovacuum() {
         .unwrap();
     let vacuumed = vacuum::vacuum_due(stranger, due(NO_GAP)).await;
     stranger
-        .batch_execute(&format!("RESET ROLE; DROP OWNED BY {role}; DROP ROLE {role}"))
+        .batch_execute(&format!(
+            "RESET ROLE; DROP OWNED BY {role}; DROP ROLE {role}"
+        ))
         .await
         .unwrap();
     assert_eq!(vacuumed.unwrap(), Vec::<String>::new());
