@@ -11,8 +11,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use tasklane::load::stats::Repeated;
 use tasklane::load::LoadConfig;
 
@@ -24,29 +22,7 @@ async fn load(
     rate: f64,
 ) -> anyhow::Result<tasklane::load::report::Report> {
     let (name, url) = bench.fresh_db_for(bin).await?;
-    let output = Command::new(bin)
-        .args([
-            "token",
-            "create",
-            "--app",
-            "load",
-            "--perm",
-            "submit",
-            "--database-url",
-            &url,
-        ])
-        .output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "token create: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let token = String::from_utf8(output.stdout)?
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
+    let token = common::create_token(bin, &url, "load", "submit")?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();

@@ -14,7 +14,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tasklane::load::fleet::Fleet;
@@ -84,7 +83,7 @@ async fn main() -> anyhow::Result<()> {
         let observer_fleet = Fleet::start(&observers, &client).await?;
         let worker_fleet = Fleet::start(&workers, &client).await?;
         let base = observers.http_urls()[0].clone();
-        let token = token(&workers.bin, &url)?;
+        let token = common::create_token(&workers.bin, &url, APP, "submit,read")?;
         let figures = streams(&client, &base, &token, tasks, chunks).await?;
         worker_fleet.stop();
         observer_fleet.stop();
@@ -114,25 +113,6 @@ async fn main() -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&types);
     bench.stop().await;
     Ok(())
-}
-
-/// A token of the bench's app that may submit and read.
-fn token(bin: &std::path::Path, url: &str) -> anyhow::Result<String> {
-    let output = Command::new(bin)
-        .args(["token", "create", "--app", APP, "--perm", "submit,read"])
-        .args(["--database-url", url])
-        .output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "token create: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(String::from_utf8(output.stdout)?
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .trim()
-        .to_owned())
 }
 
 /// Submits `tasks` tasks over HTTP, follows each one's output to its end, and reports

@@ -153,6 +153,27 @@ pub async fn settings(url: &str) -> anyhow::Result<String> {
     Ok(out.join(" "))
 }
 
+/// `bin token create` for `app` with the comma-separated `perms`: the secret, alone on
+/// the command's last line.
+pub fn create_token(bin: &Path, url: &str, app: &str, perms: &str) -> anyhow::Result<String> {
+    let output = std::process::Command::new(bin)
+        .args(["token", "create", "--app", app, "--perm", perms])
+        .args(["--database-url", url])
+        .output()
+        .with_context(|| format!("run {}", bin.display()))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "token create: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8(output.stdout)?
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_owned())
+}
+
 /// A plain connection with its driver spawned.
 pub async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)

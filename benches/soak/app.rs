@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Context;
 use tasklane::load::fleet::Fleet;
 use tasklane::load::http_submit::HttpSubmitter;
 use tasklane::load::submit::{self, Accepted};
@@ -62,7 +61,7 @@ impl App {
         plan: &Plan,
     ) -> anyhow::Result<App> {
         let client = crate::common::connect(url).await?;
-        let token = create_token(&bench.bin, url)?;
+        let token = crate::common::create_token(&bench.bin, url, APP, "submit")?;
         let shared = Arc::new(Shared::default());
         let hook = receive(shared.clone()).await?;
         let events = vec!["task.succeeded".to_owned()];
@@ -188,34 +187,6 @@ impl Shared {
             Err(code) => *self.errors.lock().unwrap().entry(code).or_default() += 1,
         }
     }
-}
-
-/// `tasklane token create` for the app, with the submit permission.
-fn create_token(bin: &std::path::Path, url: &str) -> anyhow::Result<String> {
-    let output = std::process::Command::new(bin)
-        .args([
-            "token",
-            "create",
-            "--app",
-            APP,
-            "--perm",
-            "submit",
-            "--database-url",
-            url,
-        ])
-        .output()
-        .with_context(|| format!("run {}", bin.display()))?;
-    anyhow::ensure!(
-        output.status.success(),
-        "token create: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Ok(String::from_utf8(output.stdout)?
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .trim()
-        .to_owned())
 }
 
 /// A receiver on loopback that notes each notified task's id and answers 204; its URL.
