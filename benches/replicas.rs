@@ -304,32 +304,15 @@ struct Claims {
 
 impl Claims {
     async fn read(http: &reqwest::Client, bases: &[String]) -> anyhow::Result<Claims> {
-        let mut sum = Claims::default();
-        for base in bases {
-            let text = http
-                .get(format!("{base}/metrics"))
-                .send()
-                .await?
-                .error_for_status()?
-                .text()
-                .await?;
-            for line in text.lines() {
-                let Some(labels) = line.strip_prefix("tasklane_claims_total{") else {
-                    continue;
-                };
-                let value: f64 = line
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0.0);
-                if labels.contains("outcome=\"empty\"") {
-                    sum.empty += value;
-                } else if labels.contains("outcome=\"tasks\"") {
-                    sum.tasks += value;
-                }
-            }
-        }
-        Ok(sum)
+        let scrape = common::Scrape::fetch(http, bases).await?;
+        let outcome = |o: &str| {
+            let label = format!("outcome=\"{o}\"");
+            scrape.sum("tasklane_claims_total", |l| l.contains(&label))
+        };
+        Ok(Claims {
+            tasks: outcome("tasks"),
+            empty: outcome("empty"),
+        })
     }
 
     fn since(self, before: &Claims) -> Claims {

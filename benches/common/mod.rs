@@ -174,6 +174,51 @@ pub fn create_token(bin: &Path, url: &str, app: &str, perms: &str) -> anyhow::Re
         .to_owned())
 }
 
+/// The `/metrics` pages of a fleet's replicas, fetched once for several sums.
+pub struct Scrape(Vec<String>);
+
+impl Scrape {
+    /// `GET {base}/metrics` of every replica in `bases`.
+    pub async fn fetch(http: &reqwest::Client, bases: &[String]) -> anyhow::Result<Scrape> {
+        let mut pages = Vec::with_capacity(bases.len());
+        for base in bases {
+            let page = http
+                .get(format!("{base}/metrics"))
+                .send()
+                .await?
+                .error_for_status()?
+                .text()
+                .await?;
+            pages.push(page);
+        }
+        Ok(Scrape(pages))
+    }
+
+    /// The sum over the replicas of the series of `name` whose labels (`{...}`, or ""
+    /// for none) pass `keep`.
+    pub fn sum(&self, name: &str, keep: impl Fn(&str) -> bool) -> f64 {
+        let mut sum = 0.0;
+        for line in self.0.iter().flat_map(|page| page.lines()) {
+            let Some(rest) = line.strip_prefix(name) else {
+                continue;
+            };
+            let labels = match rest.as_bytes().first() {
+                Some(b'{') => &rest[..rest.find('}').map_or(rest.len(), |i| i + 1)],
+                Some(b' ') => "",
+                _ => continue,
+            };
+            if keep(labels) {
+                sum += line
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(0.0);
+            }
+        }
+        sum
+    }
+}
+
 /// A plain connection with its driver spawned.
 pub async fn connect(url: &str) -> anyhow::Result<tokio_postgres::Client> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)

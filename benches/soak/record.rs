@@ -9,6 +9,7 @@ use tasklane::load::submit::{self, Accepted};
 use tasklane::store::load_generator::{self, Relation};
 
 use super::app::App;
+use crate::common::Scrape;
 
 /// One recorded stretch; rates are over the stretch, sizes at its end.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -98,7 +99,9 @@ impl Recorder {
             windows: Vec::new(),
             pending: Vec::new(),
         };
-        recorder.last = recorder.counters(app).await?;
+        let scrape = Scrape::fetch(&recorder.http, &app.bases).await?;
+        let relations = load_generator::relations(&recorder.client).await?;
+        recorder.last = recorder.counters(app, &scrape, &relations).await?;
         Ok(recorder)
     }
 
@@ -108,7 +111,9 @@ impl Recorder {
 
     /// Records the window that ends now, and the pickup of the one before it.
     pub async fn record(&mut self, app: &App) -> anyhow::Result<&Window> {
-        let now = self.counters(app).await?;
+        let scrape = Scrape::fetch(&self.http, &app.bases).await?;
+        let relations = load_generator::relations(&self.client).await?;
+        let now = self.counters(app, &scrape, &relations).await?;
         let seconds = self.at.elapsed().as_secs_f64().max(1e-6);
         self.at = Instant::now();
         let (last, rate) = (&self.last, |d: f64| d / seconds);
@@ -116,7 +121,6 @@ impl Recorder {
         let tasks = completed.max(1.0);
         let latencies = std::mem::take(&mut *app.shared.latencies.lock().unwrap());
         let latency = Summary::of(&latencies);
-        let relations = load_generator::relations(&self.client).await?;
         let mut window = Window {
             end_minutes: self.started.elapsed().as_secs_f64() / 60.0,
             completed_per_second: rate(completed),
@@ -134,9 +138,7 @@ impl Recorder {
             wal_bytes_per_task: (now.wal - last.wal) / tasks,
             commits_per_task: (now.commits - last.commits) as f64 / tasks,
             unfinished: load_generator::unfinished(&self.client).await?,
-            webhooks_pending: self
-                .metric(app, "tasklane_webhooks_pending", |_| true)
-                .await?,
+            webhooks_pending: scrape.sum("tasklane_webhooks_pending", |_| true),
             total_bytes: relations.iter().map(Relation::total_bytes).sum(),
             dead_tuples: relations.iter().map(|r| r.dead_tuples).sum(),
             autovacuums: now.autovacuums - last.autovacuums,
@@ -180,24 +182,20 @@ impl Recorder {
         Ok(())
     }
 
-    async fn counters(&self, app: &App) -> anyhow::Result<Counters> {
+    /// The counters now, from this moment's `scrape` and `relations`.
+    async fn counters(
+        &self,
+        app: &App,
+        scrape: &Scrape,
+        relations: &[Relation],
+    ) -> anyhow::Result<Counters> {
         let (wal, _, _, _, commits) = load_generator::wal_counters(&self.client).await?;
-        let relations = load_generator::relations(&self.client).await?;
         let shared = &app.shared;
+        let succeeded = |l: &str| l.contains("outcome=\"succeeded\"");
         Ok(Counters {
-            completed: self
-                .metric(app, "tasklane_attempt_duration_seconds_count", |l| {
-                    l.contains("outcome=\"succeeded\"")
-                })
-                .await?,
-            not_succeeded: self
-                .metric(app, "tasklane_attempt_duration_seconds_count", |l| {
-                    !l.contains("outcome=\"succeeded\"")
-                })
-                .await?,
-            pruned: self
-                .metric(app, "tasklane_tasks_pruned_total", |_| true)
-                .await?,
+            completed: scrape.sum("tasklane_attempt_duration_seconds_count", succeeded),
+            not_succeeded: scrape.sum("tasklane_attempt_duration_seconds_count", |l| !succeeded(l)),
+            pruned: scrape.sum("tasklane_tasks_pruned_total", |_| true),
             submitted: shared.submitted.load(Ordering::Relaxed),
             notified: shared.notified.load(Ordering::Relaxed),
             released: shared.released.load(Ordering::Relaxed),
@@ -207,43 +205,5 @@ impl Recorder {
             commits,
             autovacuums: relations.iter().map(|r| r.autovacuums).sum(),
         })
-    }
-
-    /// The sum over the replicas of the series of `name` whose labels pass `keep`.
-    async fn metric(
-        &self,
-        app: &App,
-        name: &str,
-        keep: impl Fn(&str) -> bool,
-    ) -> anyhow::Result<f64> {
-        let mut sum = 0.0;
-        for base in &app.bases {
-            let text = self
-                .http
-                .get(format!("{base}/metrics"))
-                .send()
-                .await?
-                .error_for_status()?
-                .text()
-                .await?;
-            for line in text.lines() {
-                let Some(rest) = line.strip_prefix(name) else {
-                    continue;
-                };
-                let labels = match rest.as_bytes().first() {
-                    Some(b'{') => &rest[..rest.find('}').map_or(rest.len(), |i| i + 1)],
-                    Some(b' ') => "",
-                    _ => continue,
-                };
-                if keep(labels) {
-                    sum += line
-                        .rsplit(' ')
-                        .next()
-                        .and_then(|v| v.parse::<f64>().ok())
-                        .unwrap_or(0.0);
-                }
-            }
-        }
-        Ok(sum)
     }
 }
