@@ -56,6 +56,7 @@ mod output;
 mod pause;
 mod races;
 mod references;
+mod remote_worker;
 mod replicas;
 mod resource_replicas;
 mod resources;
