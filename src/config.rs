@@ -4,6 +4,7 @@
 //! | variable | default |
 //! |---|---|
 //! | `DATABASE_URL` / `TASKLANE_DATABASE_URL` | `postgres://postgres@127.0.0.1:5432/postgres` |
+//! | `TASKLANE_DIRECT_DATABASE_URL` | none (the database URL serves for everything) |
 //! | `TASKLANE_LISTEN` | `127.0.0.1:8080` |
 //! | `TASKLANE_TASK_TYPES` | none (no task types) |
 //! | `TASKLANE_ROLES` | `api,worker,maintenance` |
@@ -56,6 +57,14 @@ pub struct ServeConfig {
         default_value = "postgres://postgres@127.0.0.1:5432/postgres"
     )]
     pub database_url: String,
+
+    /// A URL of the same database that bypasses a connection pooler. With it, the
+    /// database URL is taken to reach PostgreSQL through a pooler in transaction mode
+    /// (PgBouncer): migrations, every LISTEN and the sessions that hold advisory locks
+    /// use this one, and pooled connections set nothing on their session. Without it
+    /// the database URL serves for everything.
+    #[arg(long, env = "TASKLANE_DIRECT_DATABASE_URL", hide_env_values = true)]
+    pub direct_database_url: Option<String>,
 
     /// HTTP listen address.
     #[arg(long, env = "TASKLANE_LISTEN", default_value = "127.0.0.1:8080")]
@@ -372,8 +381,24 @@ impl ServeConfig {
             schedule,
             guard: crate::webhooks::AddressGuard::new(allowed),
             poll_interval: self.poll_interval(),
-            listen_url: self.listen_notify.then(|| self.database_url.clone()),
+            listen_url: self.listen_notify.then(|| self.session_url().to_owned()),
         })
+    }
+
+    /// The URL of connections that need a session of their own (migrations, LISTEN,
+    /// session advisory locks): the direct one if set, else the database URL.
+    pub fn session_url(&self) -> &str {
+        self.direct_database_url
+            .as_deref()
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or(&self.database_url)
+    }
+
+    /// Whether the database URL goes through a pooler in transaction mode: a direct
+    /// URL beside it says so, and so does `--listen-notify false` (the setting for a
+    /// pooler with no direct URL).
+    pub fn behind_pooler(&self) -> bool {
+        self.session_url() != self.database_url || !self.listen_notify
     }
 
     /// Applies `TASKLANE_DATABASE_URL`, which wins over `DATABASE_URL` when both are set.

@@ -269,7 +269,7 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     pub listen: String,
-    /// For the server's own LISTEN connections.
+    /// For the server's own LISTEN connections: the direct URL when one is set.
     pub database_url: String,
     /// The body limit of every route.
     pub body_limit: usize,
@@ -287,7 +287,7 @@ impl HttpConfig {
     pub fn of(config: &crate::config::ServeConfig) -> Self {
         HttpConfig {
             listen: config.listen.clone(),
-            database_url: config.database_url.clone(),
+            database_url: config.session_url().to_owned(),
             body_limit: config.body_limit(),
             listen_wakeups: config.listen_notify && !config.has(crate::config::Role::Worker),
             api: config.has(crate::config::Role::Api),
