@@ -172,7 +172,10 @@ async fn at_rate(submitter: Arc<HttpSubmitter>, rate: u64, length: Duration) -> 
         n += 1;
         tasks.spawn(async move {
             if let Ok(accepted) = submitter.submit(&request).await {
-                latencies.lock().expect("not poisoned").push(accepted.latency);
+                latencies
+                    .lock()
+                    .expect("not poisoned")
+                    .push(accepted.latency);
             }
             drop(permit);
         });

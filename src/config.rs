@@ -105,8 +105,9 @@ pub struct ServeConfig {
     /// and a connection that then still sends nothing while a statement waits for its
     /// answer (a black-holed network path, a hung server) is closed 2 s later and
     /// replaced. A request waits for a free connection at most twice this long. Behind
-    /// PgBouncer (`--listen-notify false`) nothing is set on the session: the
-    /// connection watchdog still applies.
+    /// a pooler in transaction mode (a direct URL set, or `--listen-notify false`)
+    /// nothing is set on the session (set `statement_timeout` on the database role
+    /// instead): the connection watchdog still applies.
     #[arg(long, env = "TASKLANE_STATEMENT_TIMEOUT_MS", default_value_t = 10_000)]
     pub statement_timeout_ms: u64,
 
@@ -141,7 +142,9 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_POLL_INTERVAL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub poll_interval_ms: u64,
 
-    /// LISTEN for other replicas' wake-ups (turn off behind PgBouncer in transaction mode).
+    /// LISTEN for other replicas' wake-ups, task events and live output (on the direct
+    /// URL when one is set). Turn it off behind a pooler in transaction mode without a
+    /// direct URL: claim loops, deliverers and waiters then poll.
     #[arg(long, env = "TASKLANE_LISTEN_NOTIFY", default_value_t = true, action = clap::ArgAction::Set)]
     pub listen_notify: bool,
 
@@ -319,7 +322,7 @@ impl ServeConfig {
             // Work wake-ups (a worker's, or an API's serving claim long polls), task
             // events (the API's waits and streams), webhook wake-ups (maintenance).
             listens: listen(self.has(Role::Worker) || self.has(Role::Api))
-                + usize::from(self.has(Role::Api))
+                + listen(self.has(Role::Api))
                 + listen(self.has(Role::Maintenance)),
             // The queue sampler's session, which holds its election lock.
             sampler: usize::from(self.has(Role::Maintenance)),
