@@ -5,11 +5,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
 use super::lease::LeaseError;
-use super::DbError;
+use super::{DbError, Statements};
 use crate::task::lease::BeatAnswer;
 use crate::task::owner::Owner;
 use crate::task::remote::{lock_order, BeatItem};
@@ -17,7 +16,7 @@ use crate::task::TaskState;
 
 /// Extends the lease of every item of `items` (of `owner`'s tasks only) in one
 /// statement, recording progress and snapshots; answers each item in the order given.
-pub async fn heartbeat_batch<C: GenericClient + Sync>(
+pub async fn heartbeat_batch<C: Statements>(
     client: &C,
     owner: &Owner,
     items: &[BeatItem],
@@ -30,7 +29,7 @@ pub async fn heartbeat_batch<C: GenericClient + Sync>(
     let snapshots: Vec<Option<&serde_json::Value>> =
         order.iter().map(|&n| items[n].snapshot.as_ref()).collect();
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/heartbeat_batch.sql"),
             &[
                 &sorted_ids,
@@ -71,7 +70,7 @@ pub async fn heartbeat_batch<C: GenericClient + Sync>(
 }
 
 /// Which of `ids` exist and are `owner`'s (none looked up when `ids` is empty).
-pub async fn owned<C: GenericClient + Sync>(
+pub async fn owned<C: Statements>(
     client: &C,
     owner: &Owner,
     ids: &[Uuid],
@@ -80,7 +79,7 @@ pub async fn owned<C: GenericClient + Sync>(
         return Ok(HashSet::new());
     }
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/lease_probe_owned.sql"),
             &[&ids, &owner.app, &owner.scope_id],
         )
@@ -97,13 +96,13 @@ pub struct CompletionCheck {
 }
 
 /// Of `ids`, those that exist and are `owner`'s, with what a completion checks.
-pub async fn completion_checks<C: GenericClient + Sync>(
+pub async fn completion_checks<C: Statements>(
     client: &C,
     owner: &Owner,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, CompletionCheck>, DbError> {
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/complete_check.sql"),
             &[&ids, &owner.app, &owner.scope_id],
         )
@@ -133,13 +132,13 @@ pub struct Holder {
 }
 
 /// Whether `lease_token` holds task `id`'s lease (a read); `None` when the task is gone.
-pub async fn holder<C: GenericClient + Sync>(
+pub async fn holder<C: Statements>(
     client: &C,
     id: Uuid,
     lease_token: Uuid,
 ) -> Result<Option<Holder>, DbError> {
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/lease_holder.sql"),
             &[&id, &lease_token],
         )
@@ -156,14 +155,14 @@ pub async fn holder<C: GenericClient + Sync>(
 }
 
 /// Of the `(id, lease_token)` pairs, the ids whose lease is still held (one read).
-pub async fn held<C: GenericClient + Sync>(
+pub async fn held<C: Statements>(
     client: &C,
     leases: &[(Uuid, Uuid)],
 ) -> Result<HashSet<Uuid>, DbError> {
     let ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
     let tokens: Vec<Uuid> = leases.iter().map(|l| l.1).collect();
     let rows = client
-        .query(include_str!("../../sql/leases_held.sql"), &[&ids, &tokens])
+        .rows(include_str!("../../sql/leases_held.sql"), &[&ids, &tokens])
         .await?;
     rows.iter().map(|row| row.try_get("id")).collect()
 }
