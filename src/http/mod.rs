@@ -37,6 +37,7 @@ use utoipa_axum::routes;
 use crate::service::Tasklane;
 use api::{
     activity, admin, attempts, events, lifecycle, ops, output, tasks, webhooks, whoami, worker,
+    worker_batch,
 };
 
 /// What every handler shares.
@@ -176,6 +177,9 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(worker::fail))
         .routes(routes!(worker::fallback))
         .routes(routes!(worker::cancelled))
+        .routes(routes!(worker_batch::heartbeats))
+        .routes(routes!(worker_batch::complete_many))
+        .routes(routes!(worker_batch::write_output))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

@@ -339,8 +339,9 @@ fn service(
         0 => tasklane,
         groups => tasklane.with_submit_coalescing(groups),
     };
-    // Only a replica that runs attempts has live output to publish.
-    let tasklane = match config.has(Role::Worker) {
+    // Only a replica that runs attempts, or takes remote workers' output, has live
+    // output to publish.
+    let tasklane = match config.has(Role::Worker) || config.has(Role::Api) {
         true => tasklane.with_live_output(),
         false => tasklane,
     };

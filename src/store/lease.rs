@@ -69,6 +69,7 @@ pub async fn heartbeat<C: GenericClient + Sync>(
     let state: &str = row.try_get("state")?;
     Ok(BeatAnswer {
         lease_expires_at: row.try_get("lease_expires_at")?,
+        attempt: row.try_get("attempt")?,
         cancel_requested: state == TaskState::Cancelling.as_str(),
     })
 }

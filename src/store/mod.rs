@@ -30,6 +30,7 @@ pub mod query;
 pub mod queue_depth;
 mod record;
 pub mod recover;
+pub mod remote_lease;
 pub mod replicas;
 pub mod retry;
 pub mod statement;

@@ -57,6 +57,7 @@ mod pause;
 mod pooler;
 mod races;
 mod references;
+mod remote_worker;
 mod replicas;
 mod resource_replicas;
 mod resources;
