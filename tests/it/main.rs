@@ -55,6 +55,7 @@ mod operations;
 mod otlp_tls;
 mod output;
 mod pause;
+mod pooler;
 mod races;
 mod references;
 mod replicas;
