@@ -62,7 +62,7 @@ pub struct HorizonHolder {
 
 pub async fn snapshot_holders(client: &Client) -> Result<Vec<HorizonHolder>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/snapshot_holders.sql"), &[])
+        .rows(include_str!("../../sql/snapshot_holders.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {

@@ -4,7 +4,7 @@
 
 use tokio_postgres::Client;
 
-use super::DbError;
+use super::{DbError, Statements};
 
 /// What one raise did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -21,7 +21,7 @@ pub struct Raised {
 pub async fn raise(client: &mut Client) -> Result<Raised, DbError> {
     let tx = client.transaction().await?;
     let held = tx
-        .query(include_str!("../../sql/floors_hold.sql"), &[])
+        .rows(include_str!("../../sql/floors_hold.sql"), &[])
         .await?;
     if held.is_empty() {
         return Ok(Raised::default());
@@ -33,7 +33,7 @@ pub async fn raise(client: &mut Client) -> Result<Raised, DbError> {
         priorities.push(row.try_get::<_, i16>("priority")?);
     }
     let row = tx
-        .query_one(
+        .row(
             include_str!("../../sql/floors_raise.sql"),
             &[&types, &priorities],
         )
