@@ -146,3 +146,79 @@ async fn count_in(tx: &tokio_postgres::Transaction<'_>) -> i64 {
         .unwrap()
         .get(0)
 }
+
+async fn mirror_row(c: &tokio_postgres::Client, id: uuid::Uuid) -> (bool, f64, f64) {
+    let row = c
+        .query_one(
+            "SELECT q.behind, q.turn, f.floor FROM tasklane.task_queue q \
+             JOIN tasklane.turn_floors f USING (task_type, priority) WHERE q.id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+/// The tasks a floor passes are not lost: one not yet due when the claims passed it is
+/// marked behind and claimed once due; one another transaction holds at the raise
+/// stops the floor below it and is claimed from the claimable index.
+#[tokio::test]
+async fn tasks_the_floor_passes_are_still_claimed() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let mut keeper = db.client().await;
+    let later = submit(&c, "later", serde_json::json!({})).await;
+    let held = submit(&c, "held", serde_json::json!({})).await;
+    let rest = submit(&c, "rest", serde_json::json!({})).await;
+    c.execute(
+        "UPDATE tasklane.tasks SET run_at = now() + interval '1 hour' WHERE id = $1",
+        &[&later.id],
+    )
+    .await
+    .unwrap();
+
+    // A claim passes `later` (not due) and `held` (another transaction holds its row).
+    let mut other = db.client().await;
+    let locker = other.transaction().await.unwrap();
+    locker
+        .execute(
+            "SELECT 1 FROM tasklane.tasks WHERE id = $1 FOR UPDATE",
+            &[&held.id],
+        )
+        .await
+        .unwrap();
+    let claimed = claim(&c, 10).await;
+    assert_eq!(
+        claimed.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![rest.id]
+    );
+    let raised = turn_floors::raise(&mut keeper).await.unwrap();
+    assert_eq!(raised.floors, 1, "{raised:?}");
+    // `held` was not waited for: the floor stops at it, and `later` is behind.
+    let (held_behind, held_turn, floor) = mirror_row(&c, held.id).await;
+    assert!(
+        !held_behind && floor <= held_turn,
+        "held: turn {held_turn}, floor {floor}"
+    );
+    let (later_behind, later_turn, _) = mirror_row(&c, later.id).await;
+    assert!(
+        later_behind && later_turn < floor,
+        "later: turn {later_turn}, floor {floor}"
+    );
+    locker.rollback().await.unwrap();
+
+    // Released, `held` is claimed from its floor; the next raise passes nothing new.
+    assert_eq!(
+        claim(&c, 10).await.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![held.id]
+    );
+    turn_floors::raise(&mut keeper).await.unwrap();
+    // Due, `later` keeps its turn and stays behind, and is claimed from there.
+    make_due(&c, later.id).await;
+    let (still_behind, _, _) = mirror_row(&c, later.id).await;
+    assert!(still_behind, "a kept turn below the floor stays behind");
+    assert_eq!(
+        claim(&c, 10).await.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![later.id]
+    );
+}
