@@ -49,3 +49,28 @@ pub async fn open_circuits(client: &Client) -> Result<Vec<OpenCircuit>, DbError>
         })
         .collect()
 }
+
+/// One holder of the vacuum horizon (`sql/snapshot_holders.sql`): a backend, a prepared
+/// transaction or a replication slot, the transaction id it holds, and its age in
+/// seconds when PostgreSQL knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HorizonHolder {
+    pub holder: String,
+    pub xmin: String,
+    pub seconds: Option<f64>,
+}
+
+pub async fn snapshot_holders(client: &Client) -> Result<Vec<HorizonHolder>, DbError> {
+    let rows = client
+        .rows(include_str!("../../sql/snapshot_holders.sql"), &[])
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(HorizonHolder {
+                holder: row.try_get("holder")?,
+                xmin: row.try_get("xmin")?,
+                seconds: row.try_get("seconds")?,
+            })
+        })
+        .collect()
+}

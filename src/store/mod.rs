@@ -39,6 +39,7 @@ pub mod submit;
 pub mod submit_batch;
 pub mod task_types;
 pub mod tokens;
+pub mod turn_floors;
 pub mod vacuum;
 pub mod webhooks;
 

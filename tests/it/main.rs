@@ -40,6 +40,7 @@ mod events_notify;
 mod failover;
 mod fair_turns;
 mod group_commit;
+mod horizon;
 mod http_admin;
 mod http_api;
 mod http_auth;
