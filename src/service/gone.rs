@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use super::{ServiceError, Tasklane};
 use crate::store::connect::gone::{self, Gone};
+use crate::telemetry::outage;
 
 /// How long an operation keeps trying fresh connections: long enough for a managed
 /// PostgreSQL's failover (seconds to tens of seconds), short of a lease's expiry.
@@ -39,7 +40,10 @@ impl Tasklane {
         let mut wait = FIRST_WAIT;
         loop {
             let error = match operation().await {
-                Ok(value) => return Ok(value),
+                Ok(value) => {
+                    outage::answered();
+                    return Ok(value);
+                }
                 Err(error) => error,
             };
             let Some(how) = error.gone() else {
@@ -52,16 +56,14 @@ impl Tasklane {
                 self.pool.manager().forget_connections();
                 self.claims.manager().forget_connections();
             }
-            // Once per operation: a cut network path fails every operation in flight.
-            if wait == FIRST_WAIT {
-                tracing::warn!(
-                    operation = what,
-                    sqlstate = error.sqlstate(),
-                    %error,
-                    unanswered = how == Gone::Unanswered,
-                    "the database connection is gone or its server refused it (read-only, shutting down, too many connections); running the operation again on a fresh connection until it works, for up to 20 s"
-                );
-            }
+            // One line per outage, not per operation: a cut network path fails every
+            // operation in flight.
+            tracing::debug!(
+                operation = what,
+                unanswered = how == Gone::Unanswered,
+                "the connection is gone or its server refused it (read-only, shutting down, too many connections); running the operation again on a fresh connection, for up to 20 s"
+            );
+            outage::failed(what, &error, error.sqlstate());
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(LONGEST_WAIT);
         }
