@@ -8,8 +8,9 @@
 //! operation (which backoff a settlement uses, when workers are woken, which owner may
 //! touch a task) is written here once.
 //!
-//! Dependencies point one way: `task` (pure) <- `store` (all SQL) <- `admission` <-
-//! `service` <- `worker`, `maintenance`, `http`.
+//! Where this sits among the layers (below `worker`, `maintenance` and `http`; above
+//! `admission`, `webhooks` and `store`), and which callers reach `store` around it, is
+//! docs/architecture.md, "Module map".
 
 mod activity;
 mod admin;
