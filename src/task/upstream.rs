@@ -9,8 +9,9 @@ use super::attempt::Usage;
 use super::bounds;
 use super::codes;
 
-/// The longest `Retry-After` honoured; a longer one is cut to this.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
+/// The longest `Retry-After` of a model upstream honoured; a longer one is cut to this
+/// (a worker's own `retry_after` has the longer `MAX_WORKER_RETRY_AFTER`).
+pub const MAX_UPSTREAM_RETRY_AFTER: Duration = Duration::from_secs(120);
 /// Bytes of upstream error text kept in a task's error message.
 pub const UPSTREAM_TEXT_BYTES: usize = 512;
 
@@ -118,14 +119,14 @@ pub fn unreachable(message: &str) -> Failure {
 
 /// `retry-after-ms` (milliseconds) wins over `Retry-After` (seconds); an HTTP date or
 /// anything unreadable is ignored (the type's backoff applies); capped at
-/// [`MAX_RETRY_AFTER`].
+/// [`MAX_UPSTREAM_RETRY_AFTER`].
 pub fn retry_delay(retry_after: Option<&str>, retry_after_ms: Option<&str>) -> Option<Duration> {
     let secs = |v: &str, scale: f64| {
         v.trim()
             .parse::<f64>()
             .ok()
             .filter(|n| n.is_finite() && *n >= 0.0)
-            .map(|n| (n / scale).min(MAX_RETRY_AFTER.as_secs_f64()))
+            .map(|n| (n / scale).min(MAX_UPSTREAM_RETRY_AFTER.as_secs_f64()))
     };
     retry_after_ms
         .and_then(|v| secs(v, 1000.0))
@@ -319,7 +320,7 @@ mod tests {
         let f = classify(503, Some("7"), Some("1500"), b"{}").unwrap_err();
         assert_eq!(f.retry_after, Some(Duration::from_millis(1500)));
         let f = classify(429, Some("100000"), None, b"{}").unwrap_err();
-        assert_eq!(f.retry_after, Some(MAX_RETRY_AFTER));
+        assert_eq!(f.retry_after, Some(MAX_UPSTREAM_RETRY_AFTER));
         let f = classify(429, Some("Wed, 21 Oct 2015 07:28:00 GMT"), None, b"{}").unwrap_err();
         assert_eq!(f.retry_after, None);
         let f = classify(400, Some("7"), None, b"{}").unwrap_err();

@@ -39,7 +39,7 @@ pub(super) fn exhausted(
             let wait = open
                 .reopens
                 .and_then(|at| (at - chrono::Utc::now()).to_std().ok())
-                .map(|d| d.min(upstream::MAX_RETRY_AFTER));
+                .map(|d| d.min(upstream::MAX_UPSTREAM_RETRY_AFTER));
             let message = format!(
                 "every {} route's circuit is open ({})",
                 kind.as_str(),
