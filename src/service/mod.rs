@@ -17,7 +17,7 @@ mod admin;
 mod budget;
 pub mod circuits;
 mod error;
-mod gone;
+mod reconnect;
 mod lifecycle;
 pub mod live_output;
 pub mod liveness;

@@ -27,7 +27,7 @@ impl Tasklane {
     /// Runs `operation` (named `what` in logs) until it succeeds, fails for another
     /// reason than a gone connection, or [`TRY_FOR`] has passed. When the server was
     /// found read-only, the connections made to it so far are not used again.
-    pub(super) async fn again_when_gone<T, F, Fut>(
+    pub(super) async fn again_on_fresh_connection<T, F, Fut>(
         &self,
         what: &'static str,
         mut operation: F,
