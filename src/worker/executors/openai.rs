@@ -29,13 +29,13 @@ use anyhow::Context as _;
 use reqwest::header::HeaderValue;
 use tracing::Instrument as _;
 
+use super::openai_answer::{self, Failure};
 use crate::admission::RefusalCode;
 use crate::service::circuits::{CircuitSpec, Permit};
 use crate::service::{ServiceError, Success};
 use crate::task::attempt::Provenance;
 use crate::task::output;
 use crate::task::routes::RouteSpec;
-use super::openai_answer::{self, Failure};
 use crate::task::{codes, TaskType};
 use crate::telemetry::GenAiCall;
 

@@ -283,5 +283,4 @@ mod tests {
         let f = classify(400, Some("7"), None, b"{}").unwrap_err();
         assert_eq!(f.retry_after, None, "permanent failures have no retry time");
     }
-
 }

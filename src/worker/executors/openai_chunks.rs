@@ -89,8 +89,7 @@ impl StreamedCompletion {
                 .get("message")
                 .and_then(|m| m.as_str())
                 .unwrap_or("an error event");
-            let mut failure =
-                self.failure(format!("stream error: {}", safe_text(detail)));
+            let mut failure = self.failure(format!("stream error: {}", safe_text(detail)));
             if openai_answer::is_quota(&json) {
                 failure.transient = false;
                 failure.code = codes::UPSTREAM_QUOTA_EXHAUSTED;

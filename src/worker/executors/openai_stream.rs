@@ -3,9 +3,9 @@
 //! output as it arrives; or, from a provider that answers without streaming, the whole
 //! JSON body as one piece. Either way the completion is the same.
 
-use crate::service::live_output::Writer;
 use super::openai_answer::{self, Failure};
 use super::openai_chunks::{SseEvents, StreamedCompletion};
+use crate::service::live_output::Writer;
 
 use super::call::{describe, Call};
 

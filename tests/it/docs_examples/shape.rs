@@ -165,7 +165,10 @@ fn shapes_compare_names_not_values_and_ids_pair_up() {
     let shown = serde_json::json!({"n": {"m": 1}, "l": [1]});
     assert!(differences(&shown, &serde_json::json!({"n": null, "l": null})).is_empty());
     assert_eq!(
-        differences(&serde_json::json!({"n": null}), &serde_json::json!({"n": []})),
+        differences(
+            &serde_json::json!({"n": null}),
+            &serde_json::json!({"n": []})
+        ),
         ["`body.n` is documented as a value, sent as an array"]
     );
     let open = serde_json::json!({"a": 1, "...": null});
