@@ -283,4 +283,14 @@ mod tests {
         let f = classify(400, Some("7"), None, b"{}").unwrap_err();
         assert_eq!(f.retry_after, None, "permanent failures have no retry time");
     }
+
+    #[test]
+    fn a_key_in_an_error_body_is_redacted() {
+        let key = "sk-proj-AbCdEf0123456789";
+        let f = failure(
+            401,
+            &format!(r#"{{"error":{{"message":"bad key {key}"}}}}"#),
+        );
+        assert!(!f.message.contains(key), "{}", f.message);
+    }
 }
