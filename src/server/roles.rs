@@ -89,7 +89,7 @@ impl Maintenance<'_> {
         };
         services.spawn(vacuum.run(shutdown.clone()));
         let sampler = ClusterSampler::new(
-            config.database_url.clone(),
+            config.session_url().to_owned(),
             cluster_sampler::INTERVAL,
             &telemetry.meter(),
         );

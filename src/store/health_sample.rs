@@ -3,6 +3,7 @@
 //! `maintenance::cluster_sampler`), so dashboards and alerts see one value per cluster
 //! whatever the number of replicas.
 
+use crate::store::Statements;
 use tokio_postgres::Client;
 
 use super::DbError;
@@ -26,7 +27,7 @@ pub struct OpenCircuit {
 
 pub async fn health(client: &Client) -> Result<Health, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/health_sample.sql"), &[])
+        .row(include_str!("../../sql/health_sample.sql"), &[])
         .await?;
     Ok(Health {
         replicas: row.try_get("replicas")?,
@@ -37,7 +38,7 @@ pub async fn health(client: &Client) -> Result<Health, DbError> {
 
 pub async fn open_circuits(client: &Client) -> Result<Vec<OpenCircuit>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/circuits_open.sql"), &[])
+        .rows(include_str!("../../sql/circuits_open.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {

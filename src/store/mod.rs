@@ -32,6 +32,7 @@ mod record;
 pub mod recover;
 pub mod replicas;
 pub mod retry;
+pub mod statement;
 pub mod statistics;
 pub mod submit;
 pub mod submit_batch;
@@ -44,6 +45,7 @@ pub use lease::LeaseError;
 pub use submit::SubmitError;
 
 pub use connect::{Pool, Pooled};
+pub use statement::Statements;
 pub use tokio_postgres::GenericClient;
 
 /// A connection-level failure or a statement that PostgreSQL refused.

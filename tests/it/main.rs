@@ -54,6 +54,7 @@ mod operations;
 mod otlp_tls;
 mod output;
 mod pause;
+mod pooler;
 mod races;
 mod references;
 mod replicas;
