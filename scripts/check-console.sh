@@ -57,7 +57,7 @@ done
 curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null
 
 token() { DATABASE_URL="$DB_URL" ./target/debug/tasklane token create "$@" | tail -n 1; }
-ADMIN_TOKEN="$(token --app console --perm submit,read,cancel,release,delete,admin --name console-admin)"
+ADMIN_TOKEN="$(token --app console --perm submit,read,cancel,release,delete,admin,work,webhooks --name console-admin)"
 SCOPE_TOKEN="$(token --app console --scope mailbox-9 --perm read,cancel --name console-scope)"
 
 rm -rf "$SHOTS"

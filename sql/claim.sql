@@ -40,6 +40,8 @@
 -- claim gets a fresh random lease token (one for the statement's tasks), counts an
 -- attempt, starts its clock (attempt_started_at, attempt_deadline_at) and writes its
 -- task.running event. Rendered from sql/claim.sql: the {route}, {slots} variant.
+-- It writes the claimed tasks' mirror rows itself (the `mirrored` CTE) and sets the
+-- transaction's tasklane.queue_written, so the mirror's update trigger skips it.
 -- $1 task_types text[], $2 worker_id, $3 limit, $4 replica_id (nullable: remote worker),
 -- $5 app, $6 scope_id (each nullable: any; remote workers claim only their token's tasks).
 -- Tasks of a paused type (tasklane.paused_task_types) are left queued: the paused types

@@ -8,7 +8,8 @@
 -- deadline is not fenced: only in-process workers batch, and their own timer ends an
 -- attempt at its deadline. The notifications it writes are claimed for this replica's
 -- deliverer when $14 is a token (webhooks::handoff), except those of the endpoints $16
--- lists.
+-- lists. It deletes the settled tasks' mirror rows itself and sets the transaction's
+-- tasklane.queue_written, so the mirror's update trigger skips this statement.
 -- $1 ids uuid[], $2 lease_tokens uuid[], $3 results jsonb[], $4 usage_units int8[],
 -- $5 providers text[], $6 models text[], $7 routes text[], $8 route_names text[],
 -- $9 input_tokens int8[], $10 output_tokens int8[], $11 total_tokens int8[],

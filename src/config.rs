@@ -1,5 +1,7 @@
 //! Configuration of `tasklane serve`, from flags or `TASKLANE_*` environment variables.
-//! Every field says its default; the Helm chart's values map onto these one to one.
+//! Every field says its default; the Helm chart's values map onto these one to one. The
+//! table below and `docs/api.md`'s flag table are held to the definitions by a test
+//! (`tests/it/docs_examples/flags.rs`).
 //!
 //! | variable | default |
 //! |---|---|
@@ -11,6 +13,8 @@
 //! | `TASKLANE_NO_MIGRATE` | false |
 //! | `TASKLANE_REPLICA_NAME` | host name + pid |
 //! | `TASKLANE_POOL_SIZE` | 16 |
+//! | `TASKLANE_STATEMENT_TIMEOUT_MS` | 10000 |
+//! | `TASKLANE_SUBMIT_GROUPS` | 2 (the pool size if smaller) |
 //! | `TASKLANE_CLAIMERS` | 1 |
 //! | `TASKLANE_CONCURRENCY` | 16 |
 //! | `TASKLANE_CLAIM_BATCH` | 16 |

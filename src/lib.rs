@@ -1,11 +1,12 @@
 //! tasklane: a durable task platform on PostgreSQL. The contract is in docs/ (the HTTP
 //! API and worker protocol in docs/api.md).
 //!
-//! Dependencies point one way: [`task`] (pure domain, and the types every layer above
-//! passes around) <- [`store`] (all SQL) <- [`admission`] <- [`service`] (the one door of
-//! every operation) <- [`worker`], [`maintenance`], [`webhooks`], [`http`] <- [`server`]
-//! and the binary. [`view`] (the task as its owner sees it) sits below both `webhooks`
-//! and `http`, which render it. [`load`] measures all of it from outside.
+//! Dependencies point one way, from the roles down to the pure domain: [`task`] <-
+//! [`store`] (all SQL) <- [`admission`], [`webhooks`] <- [`service`] (the door of every
+//! operation a caller asks for) <- [`worker`], [`maintenance`], [`http`] <- [`server`]
+//! and the binary. The one map of the layers, with what each module owns and which
+//! callers reach `store` around `service` (maintenance, webhooks, the load generator)
+//! and why, is docs/architecture.md, "Module map".
 
 pub mod admission;
 pub mod cli;

@@ -265,8 +265,25 @@ async fn dev(mut config: ServeConfig, mock_llm: bool, telemetry: &Telemetry) -> 
         config.listen
     ));
     banner(&token.secret);
+    banner("For the command line (tasklane tasks, tasklane admin) in another terminal:");
+    banner(format_args!(
+        "  export TASKLANE_URL='{}'",
+        cli_url(&config.listen)
+    ));
+    banner(format_args!("  export TASKLANE_TOKEN='{}'", token.secret));
     print_cli_hint(&config.database_url, &shown_url);
     serve_types(config, types, telemetry).await
+}
+
+/// The URL a client on this machine reaches `listen` at: a wildcard address (`0.0.0.0`,
+/// `[::]`) is reached on loopback.
+fn cli_url(listen: &str) -> String {
+    let host_port = match listen.rsplit_once(':') {
+        Some(("0.0.0.0", port)) => format!("127.0.0.1:{port}"),
+        Some(("[::]", port)) => format!("[::1]:{port}"),
+        _ => listen.to_owned(),
+    };
+    format!("http://{host_port}")
 }
 
 /// Tells the user how to point the CLI at the database `dev` serves (a private cluster
@@ -289,4 +306,14 @@ fn print_cli_hint(database_url: &str, shown_url: &str) {
     banner(format_args!(
         "  {binary} token create --app APP --perm submit,read"
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_wildcard_listen_address_is_reached_on_loopback() {
+        assert_eq!(super::cli_url("127.0.0.1:9090"), "http://127.0.0.1:9090");
+        assert_eq!(super::cli_url("0.0.0.0:8080"), "http://127.0.0.1:8080");
+        assert_eq!(super::cli_url("[::]:8080"), "http://[::1]:8080");
+    }
 }

@@ -3,6 +3,7 @@
 // Plain SVG built by Preact; its figure caption states the totals for screen readers.
 
 import { html } from "./vendor/htm-preact-standalone.mjs";
+import { time } from "./format.js";
 
 const W = 600;
 const H = 140;
@@ -25,7 +26,7 @@ export function ActivityChart({ minutes, refusals }) {
     cancelled: sum((m) => m.cancelled),
     refused: refused.reduce((a, b) => a + b, 0),
   };
-  const since = refusals ? new Date(refusals.since).toLocaleTimeString() : "";
+  const since = refusals ? time(refusals.since) : "";
   const caption = `Last hour: ${totals.submitted} submitted, ${totals.succeeded} succeeded, `
     + `${totals.failed} failed, ${totals.cancelled} cancelled; ${totals.refused} refused since ${since || "this page opened"}.`;
   const points = refused.map((n, i) => `${i * slot + slot / 2},${y(n)}`).join(" ");
@@ -41,7 +42,7 @@ export function ActivityChart({ minutes, refusals }) {
             return n > 0 ? html`<rect class=${cls} x=${x + bar + 1} y=${stack} width=${bar} height=${h(n)} />` : null;
           };
           return html`<g>
-            <title>${new Date(m.minute).toLocaleTimeString()}: ${m.submitted} submitted, ${m.succeeded} succeeded, ${m.failed} failed, ${m.cancelled} cancelled, ${refused[i]} refused</title>
+            <title>${time(m.minute)}: ${m.submitted} submitted, ${m.succeeded} succeeded, ${m.failed} failed, ${m.cancelled} cancelled, ${refused[i]} refused</title>
             ${m.submitted > 0 && html`<rect class="submitted" x=${x} y=${y(m.submitted)} width=${bar} height=${h(m.submitted)} />`}
             ${part(m.succeeded, "succeeded")}${part(m.failed, "failed")}${part(m.cancelled, "cancelled")}
           </g>`;

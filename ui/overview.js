@@ -1,6 +1,7 @@
 // The deployment at a glance (admin tokens): queue depth by type and state, the last
 // hour's activity, replicas, resource slots, limits, emergency stops, circuits, paused
-// types and today's refusals, refreshed every few seconds (the chart every 30 s).
+// types, today's refusals and the webhook outbox, refreshed every few seconds (the chart
+// every 30 s). Times are in UTC.
 
 import { html, useEffect, useState } from "./vendor/htm-preact-standalone.mjs";
 import { get } from "./api.js";
@@ -37,6 +38,20 @@ function Table({ head, rows, empty }) {
 export function limitRows(limits) {
   return limits.map((l) => [l.kind, l.app || "(global)", l.usage_subject || "—",
     l.window_seconds ? `${l.window_seconds} s` : "—", `${l.used} / ${l.limit}`]);
+}
+
+/** The outbox at a glance: endpoints, notifications waiting and how long, failures. */
+function Webhooks({ webhooks }) {
+  if (!webhooks) return html`<p class="muted">This server does not report webhooks.</p>`;
+  const w = webhooks;
+  const oldest = w.pending === 0 ? "—" : `${w.oldest_pending_seconds} s`;
+  return html`
+    <dl class="view" data-testid="webhooks">
+      <div class="field"><dt>Endpoints</dt><dd>${w.endpoints} (${w.disabled_endpoints} disabled)</dd></div>
+      <div class="field"><dt>Pending notifications</dt><dd>${w.pending}</dd></div>
+      <div class="field"><dt>Oldest pending</dt><dd>${oldest}</dd></div>
+      <div class="field"><dt>Failed</dt><dd>${w.failed}</dd></div>
+    </dl>`;
 }
 
 function Card({ title, id, children, wide }) {
@@ -89,6 +104,7 @@ export function Overview() {
             rows=${data.refusals_today.map((r) => [r.code, r.app, r.count])} />
         <//>
         <${Card} title="Circuits" id="h-circuits"><${Circuits} circuits=${circuits} /><//>
+        <${Card} title="Webhooks" id="h-webhooks"><${Webhooks} webhooks=${data.webhooks} /><//>
       </div>`}
     </main>`;
 }

@@ -1,4 +1,5 @@
-// One task: its view, its attempts, its live output, and its event timeline streamed live (SSE read
+// One task: its view (times in UTC, how long it queued and ran, the model that
+// answered), its attempts, its live output, and its event timeline streamed live (SSE read
 // through fetch, since EventSource cannot send the bearer header) until the terminal
 // event, consecutive progress events folded into one row; the view and attempts are
 // re-read as events arrive. Cancel and retry are
@@ -6,7 +7,7 @@
 
 import { html, useEffect, useRef, useState } from "./vendor/htm-preact-standalone.mjs";
 import { get, isNoRoute, post } from "./api.js";
-import { isTerminal, json, message, time } from "./format.js";
+import { duration, errorText, isTerminal, json, message, time } from "./format.js";
 import { LiveOutput } from "./output.js";
 import { streamEvents } from "./sse.js";
 
@@ -116,18 +117,48 @@ function View({ task }) {
       <${Field} name="Source">${task.source_id || "—"}<//>
       ${task.usage_subject !== undefined && html`<${Field} name="Usage subject">${task.usage_subject || "—"}<//>`}
       <${Field} name="Attempt">${task.attempt} of ${task.max_attempts}<//>
-      <${Field} name="Progress">${task.progress == null ? "—" : html`<progress max="100" value=${task.progress} aria-label="Progress">${task.progress}%</progress> ${task.progress}%`}${task.phase ? ` (${task.phase})` : ""}<//>
+      <${Field} name="Progress"><span data-testid="task-progress">${progress(task)}</span><//>
       <${Field} name="Priority">${task.priority}<//>
       <${Field} name="Created">${time(task.created_at)}<//>
       <${Field} name="Started">${time(task.started_at)}<//>
       <${Field} name="Finished">${time(task.finished_at)}<//>
+      <${Field} name="Queued for"><span data-testid="queued-for">${queuedFor(task)}</span><//>
+      <${Field} name="Ran for"><span data-testid="ran-for">${ranFor(task)}</span><//>
       <${Field} name="Queue deadline">${time(task.deadline_at)}<//>
       <${Field} name="Released">${time(task.released_at)}<//>
       ${task.provenance && html`<${Field} name="Provenance">${[task.provenance.provider, task.provenance.model, task.provenance.route, task.provenance.route_name].filter(Boolean).join(" · ") || "—"}<//>`}
+      ${task.provenance && html`<${Field} name="Answered by"><span data-testid="answered-by">${answeredBy(task.provenance)}</span><//>`}
       ${task.usage && html`<${Field} name="Usage">${usage(task.usage)}<//>`}
-      ${task.error && html`<${Field} name="Error"><code>${task.error.code}</code> ${task.error.message || ""}<//>`}
+      ${task.error && html`<${Field} name="Error"><span data-testid="task-error"><code>${task.error.code}</code> ${errorText(task.error)}</span><//>`}
     </dl>
     ${task.result != null && html`<h2>Result</h2><pre class="json">${json(task.result)}</pre>`}`;
+}
+
+/**
+ * Progress as the worker last reported it; the phase only while an attempt runs (a
+ * finished task's last phase says nothing about it now).
+ */
+function progress(task) {
+  if (task.progress == null) return "—";
+  const running = ["running", "cancelling"].includes(task.state) && task.phase;
+  return html`<progress max="100" value=${task.progress} aria-label="Progress">${task.progress}%</progress> ${task.progress}%${running ? ` (${task.phase})` : ""}`;
+}
+
+/** From submit to the first attempt's claim (or to the end, or now, if none started). */
+function queuedFor(task) {
+  const end = task.started_at || task.finished_at;
+  return `${duration(task.created_at, end)}${end ? "" : " so far"}`;
+}
+
+/** From the first attempt's claim to the end (or now, while it runs): retries included. */
+function ranFor(task) {
+  if (!task.started_at) return "—";
+  return `${duration(task.started_at, task.finished_at)}${task.finished_at ? "" : " so far"}`;
+}
+
+/** The model the provider says answered, and its system fingerprint, as the CLI shows them. */
+function answeredBy(p) {
+  return [p.response_model, p.system_fingerprint && `fingerprint ${p.system_fingerprint}`].filter(Boolean).join(" · ") || "—";
 }
 
 /** Token usage as the provider reported it. */
@@ -145,9 +176,9 @@ function Attempts({ attempts }) {
         <th scope="col">Usage</th><th scope="col">Started</th><th scope="col">Finished</th><th scope="col">Error</th></tr></thead>
       <tbody>${attempts.map((a) => html`
         <tr><td>${a.attempt}</td><td>${a.outcome}</td><td>${[a.route, a.route_name].filter(Boolean).join(" / ") || "—"}</td>
-          <td>${[a.provider, a.model].filter(Boolean).join(" · ") || "—"}</td><td>${usage(a.usage)}</td>
+          <td>${[a.provider, a.model].filter(Boolean).join(" · ") || "—"}${a.response_model && html`<br /><span class="muted">answered by ${answeredBy(a)}</span>`}</td><td>${usage(a.usage)}</td>
           <td>${time(a.started_at)}</td><td>${time(a.finished_at)}</td>
-          <td class="wrap">${a.error ? html`<code>${a.error.code}</code> ${a.error.message || ""}` : "—"}</td></tr>`)}
+          <td class="wrap">${a.error ? html`<code>${a.error.code}</code> ${errorText(a.error)}` : "—"}</td></tr>`)}
       </tbody></table></div>`;
 }
 

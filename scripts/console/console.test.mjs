@@ -118,6 +118,51 @@ describe("web console", () => {
     await page.context().close();
   });
 
+  it("shows a failed task plainly: its code once, no phase, how long it queued and ran, in UTC", async () => {
+    const id = await submit("sleep", { ms: 200, steps: 2, fail: "permanent" });
+    await eventually("the task failed", async () => (await state(id)) === "failed");
+    const task = (await call("GET", `/v1/tasks/${id}`)).body;
+    assert.equal(task.progress, 100, JSON.stringify(task));
+    const page = await browser.page();
+    await signIn(page, ADMIN_TOKEN, `#/tasks/${id}`);
+    await page.getByTestId("task-state").filter({ hasText: "failed" }).waitFor({ timeout: TIMEOUT });
+    const error = await page.getByTestId("task-error").innerText();
+    assert.ok(error.startsWith(task.error.code) && error.includes("failed as asked"), error);
+    assert.ok(!error.includes(`[${task.error.code}]`), `the code twice: ${error}`);
+    const progress = await page.getByTestId("task-progress").innerText();
+    assert.match(progress, /100%/, progress);
+    assert.doesNotMatch(progress, /running/, `a failed task's progress: ${progress}`);
+    const spans = /^(\d+ ms|\d+\.\d s|\d+ min \d+ s|\d+ h \d+ min)$/;
+    assert.match(await page.getByTestId("queued-for").innerText(), spans);
+    assert.match(await page.getByTestId("ran-for").innerText(), spans);
+    const view = await page.locator("dl.view").innerText();
+    const created = `${task.created_at.slice(0, 19).replace("T", " ")} UTC`;
+    assert.ok(view.includes(created), `Created ${created} in ${view}`);
+    await screenshot(page, "task-failed");
+    await page.context().close();
+  });
+
+  it("shows the model that answered a remote worker's task, and its fingerprint", async () => {
+    const id = await submit("remote", {});
+    const claimed = await eventually("the remote task claimed", async () => {
+      const answer = await call("POST", "/v1/worker/claim",
+        { worker_id: "console-test", task_types: ["remote"], route: "local", max: 1 });
+      return answer.body.tasks.find((t) => t.id === id);
+    });
+    const provenance = { provider: "vllm", model: "llama-3.1-8b", route_name: "local-vllm",
+      response_model: "llama-3.1-8b-instruct", system_fingerprint: "fp_console" };
+    const done = await call("POST", `/v1/worker/tasks/${id}/complete`,
+      { lease_token: claimed.lease_token, result: { summary: "ok" }, provenance });
+    assert.equal(done.status, 200, JSON.stringify(done.body));
+    const page = await browser.page();
+    await signIn(page, ADMIN_TOKEN, `#/tasks/${id}`);
+    await page.getByTestId("task-state").filter({ hasText: "succeeded" }).waitFor({ timeout: TIMEOUT });
+    await page.getByTestId("answered-by").filter({ hasText: "llama-3.1-8b-instruct · fingerprint fp_console" })
+      .waitFor({ timeout: TIMEOUT });
+    await page.getByRole("region", { name: "Attempts" }).getByText("answered by llama-3.1-8b-instruct").waitFor({ timeout: TIMEOUT });
+    await page.context().close();
+  });
+
   it("cancels a sleeping task selected in the list", async () => {
     const scope = `cancel-${Date.now()}`;
     const id = await submit("sleep", { ms: 60000, steps: 60 }, scope);
@@ -245,6 +290,20 @@ describe("web console", () => {
     assert.deepEqual(outside, [], `State cells outside 0..${width} px`);
     await screenshot(page, "tasks-states-390x844");
     await page.context().close();
+  });
+
+  it("shows the webhook outbox on the overview", async () => {
+    // Subscribed to cancellations only, and deleted at the end: nothing is sent to it.
+    const put = await call("PUT", "/v1/webhooks/console-hooks",
+      { url: "https://hooks.example.com/tasklane", events: ["task.cancelled"] });
+    assert.ok([200, 201].includes(put.status), JSON.stringify(put.body));
+    const page = await browser.page();
+    await signIn(page, ADMIN_TOKEN, "#/overview");
+    const card = page.getByRole("region", { name: "Webhooks" }).getByTestId("webhooks");
+    await card.filter({ hasText: /Endpoints\s*1 \(0 disabled\)/ }).waitFor({ timeout: TIMEOUT });
+    assert.match(await card.innerText(), /Pending notifications\s*0/);
+    await page.context().close();
+    assert.equal((await call("DELETE", "/v1/webhooks/console-hooks")).status, 204);
   });
 
   it("made no request outside its origin and logged no error", () => {

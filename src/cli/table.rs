@@ -35,12 +35,66 @@ pub fn cell(value: &Value) -> String {
     }
 }
 
+/// The task view's fields in the order the API defines them (its JSON object reaches
+/// the command line with its keys sorted): the identity first, then the state, times
+/// and outcome.
+const TASK_FIELDS: [&str; 21] = [
+    "id",
+    "task_type",
+    "scope_id",
+    "source_id",
+    "usage_subject",
+    "state",
+    "priority",
+    "attempt",
+    "max_attempts",
+    "progress",
+    "phase",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "released_at",
+    "deadline_at",
+    "result",
+    "error",
+    "usage",
+    "provenance",
+    "links",
+];
+
 /// One task, a field a line (its links left out): how `tasks get` and `tasks submit`
-/// show a task.
+/// show a task. Fields in the view's order; any field this binary does not know (a
+/// newer server's) after them.
 pub fn print_task(task: &Value) {
-    for (key, value) in task.as_object().into_iter().flatten() {
+    for (key, value) in task_fields(task) {
         if key != "links" {
             output::line(format_args!("{key:<14} {}", cell(value)));
         }
+    }
+}
+
+fn task_fields(task: &Value) -> Vec<(&str, &Value)> {
+    let Some(fields) = task.as_object() else {
+        return Vec::new();
+    };
+    let known = TASK_FIELDS
+        .iter()
+        .filter_map(|key| fields.get(*key).map(|value| (*key, value)));
+    let other = fields
+        .iter()
+        .filter(|(key, _)| !TASK_FIELDS.contains(&key.as_str()))
+        .map(|(key, value)| (key.as_str(), value));
+    known.chain(other).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_is_printed_in_the_views_order_then_unknown_fields() {
+        let task = serde_json::json!({"attempt": 1, "zeta": 0, "state": "queued", "id": "x"});
+        let keys: Vec<&str> = task_fields(&task).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["id", "state", "attempt", "zeta"]);
     }
 }

@@ -251,7 +251,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::InvalidOutput(message) => ApiError::InvalidOutput(message),
             ServiceError::Illegal(illegal) => ApiError::IllegalReport(illegal.to_string()),
             error if error.is_unavailable() => {
-                tracing::warn!(error = %error, sqlstate = error.sqlstate(), "the database is unavailable answering a request");
+                crate::telemetry::outage::failed("answer a request", &error, error.sqlstate());
                 ApiError::DatabaseUnavailable
             }
             error

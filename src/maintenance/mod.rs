@@ -18,8 +18,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::service::ServiceError;
+use crate::telemetry::outage;
+
 /// Runs `pass` every `interval` until `shutdown`, immediately again while it reports a
-/// full batch. Errors are logged here, where they are handled, and the loop goes on.
+/// full batch. Errors are logged here, where they are handled, and the loop goes on: a
+/// database that cannot be had once per outage (`telemetry::outage`), any other failure
+/// as a warning per pass.
 pub(crate) async fn every<F, Fut>(
     name: &'static str,
     interval: Duration,
@@ -31,7 +36,14 @@ pub(crate) async fn every<F, Fut>(
 {
     loop {
         let full = match pass().await {
-            Ok(full) => full,
+            Ok(full) => {
+                outage::answered();
+                full
+            }
+            Err(error) if ServiceError::unavailable(&error) => {
+                outage::failed(name, &format!("{error:#}"), None);
+                false
+            }
             Err(error) => {
                 tracing::warn!(service = name, error = %format!("{error:#}"), "maintenance pass failed");
                 false

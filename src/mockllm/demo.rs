@@ -5,7 +5,9 @@
 //! back to the external model meanwhile; `local_only` ones wait for the circuit without
 //! spending attempts (deferred). Once the circuit's open time has passed, one probe
 //! finds the local model up and closes it, and every waiting task answers locally.
-//! Answers stream in a few chunks, so the console shows live output arriving.
+//! Answers stream in a few chunks, so the console shows live output arriving. A call that
+//! asks for structured output (the demo's `extract` type) is answered with JSON that
+//! matches the schema it carries.
 
 use std::time::Duration;
 
@@ -31,13 +33,15 @@ pub async fn start_for(types: &mut [TaskType]) -> anyhow::Result<MockLlm> {
         "llama3.2",
         Reply::completion("Hello from the local model.", 12, 8)
             .after(Duration::from_millis(300))
-            .chunks(6, Duration::from_millis(150)),
+            .chunks(6, Duration::from_millis(150))
+            .following_schema(),
     );
     mock.set_default(
         "mock-external",
         Reply::completion("Hello from the external provider.", 12, 9)
             .after(Duration::from_millis(600))
-            .chunks(6, Duration::from_millis(150)),
+            .chunks(6, Duration::from_millis(150))
+            .following_schema(),
     );
     for task_type in types.iter_mut() {
         for route in &mut task_type.routes {

@@ -7,6 +7,7 @@
 //! with a CA of their own).
 
 pub mod demo;
+mod instance;
 mod reply;
 mod tls;
 
@@ -201,7 +202,8 @@ async fn chat(State(state): State<Arc<Shared>>, headers: HeaderMap, body: String
         .get_mut(&model)
         .and_then(VecDeque::pop_front)
         .or_else(|| lock(&state.defaults).get(&model).cloned())
-        .unwrap_or_else(Reply::ok);
+        .unwrap_or_else(Reply::ok)
+        .for_request(&request);
     let pending = Pending {
         state: state.clone(),
         done: false,

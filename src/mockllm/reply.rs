@@ -7,7 +7,8 @@
 //! usage in a last chunk when `stream_options.include_usage` asks, then
 //! `data: [DONE]`): in one content chunk, or as scripted with [`Reply::chunks`]; a
 //! reply marked [`Reply::plain`] answers one JSON body all the same, as a provider that
-//! does not stream does.
+//! does not stream does. A reply marked [`Reply::following_schema`] answers a request
+//! for structured output with JSON that matches the schema the request carries.
 
 use std::time::Duration;
 
@@ -41,6 +42,8 @@ pub struct Reply {
     every: Duration,
     /// Answer a stream request with one JSON body.
     plain: bool,
+    /// Answer a request for structured output with JSON its schema accepts.
+    follows_schema: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -155,6 +158,25 @@ impl Reply {
         self
     }
 
+    /// The same completion answering a request that asks for structured output
+    /// (`response_format.json_schema.schema`) with the smallest JSON that schema accepts
+    /// instead of its text, as a model in strict mode would; other requests get the text.
+    pub fn following_schema(mut self) -> Reply {
+        self.follows_schema = true;
+        self
+    }
+
+    /// This reply as it answers `request`.
+    pub(super) fn for_request(mut self, request: &serde_json::Value) -> Reply {
+        let schema = request.pointer("/response_format/json_schema/schema");
+        if let (true, Kind::Completion { content, .. }, Some(schema)) =
+            (self.follows_schema, &mut self.kind, schema)
+        {
+            *content = super::instance::instance(schema).to_string();
+        }
+        self
+    }
+
     fn of(kind: Kind) -> Reply {
         Reply {
             latency: Duration::ZERO,
@@ -163,6 +185,7 @@ impl Reply {
             chunks: 1,
             every: Duration::ZERO,
             plain: false,
+            follows_schema: false,
         }
     }
 

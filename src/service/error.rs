@@ -92,6 +92,20 @@ impl ServiceError {
         }
     }
 
+    /// Whether an error a background loop got (anyhow, its causes in the chain) means
+    /// the database could not be had, as [`ServiceError::is_unavailable`] says, or a
+    /// connection could not be made for a reason that passes by itself
+    /// (`store::connect::gone::passing`). Such failures are logged once per outage
+    /// (`telemetry::outage`), not once per pass.
+    pub fn unavailable(error: &anyhow::Error) -> bool {
+        error.chain().any(|e| {
+            e.downcast_ref::<ServiceError>()
+                .is_some_and(ServiceError::is_unavailable)
+                || e.downcast_ref::<tokio_postgres::Error>()
+                    .is_some_and(|e| crate::store::connect::gone::gone(e).is_some())
+        }) || crate::store::connect::gone::passing(error)
+    }
+
     /// PostgreSQL's SQLSTATE of a database error, for logs: `Display` of a server error
     /// says only "db error", and its message may quote row values.
     pub fn sqlstate(&self) -> Option<&str> {

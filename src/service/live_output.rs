@@ -161,8 +161,12 @@ async fn run(inner: Weak<Inner>, flush_now: Arc<Notify>, pool: store::Pool) {
         if store_due {
             last_store = Instant::now();
         }
-        if let Err(error) = write(&pool, &round).await {
-            tracing::warn!(error = %format!("{error:#}"), "publish live output");
+        match write(&pool, &round).await {
+            Ok(_) => {}
+            Err(error) if super::ServiceError::unavailable(&error) => {
+                crate::telemetry::outage::failed("publish live output", &format!("{error:#}"), None)
+            }
+            Err(error) => tracing::warn!(error = %format!("{error:#}"), "publish live output"),
         }
         for waiter in round.waiters {
             let _ = waiter.send(());

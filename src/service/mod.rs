@@ -8,18 +8,19 @@
 //! operation (which backoff a settlement uses, when workers are woken, which owner may
 //! touch a task) is written here once.
 //!
-//! Dependencies point one way: `task` (pure) <- `store` (all SQL) <- `admission` <-
-//! `service` <- `worker`, `maintenance`, `http`.
+//! Where this sits among the layers (below `worker`, `maintenance` and `http`; above
+//! `admission`, `webhooks` and `store`), and which callers reach `store` around it, is
+//! docs/architecture.md, "Module map".
 
 mod activity;
 mod admin;
 mod budget;
 pub mod circuits;
 mod error;
-mod gone;
 mod lifecycle;
 pub mod live_output;
 pub mod liveness;
+mod reconnect;
 pub mod remote_output;
 mod remote_work;
 mod submit;

@@ -26,7 +26,7 @@ impl Tasklane {
             }
         }
         let answers = self
-            .again_when_gone("heartbeat batch", || async {
+            .again_on_fresh_connection("heartbeat batch", || async {
                 let client = self.connection().await?;
                 Ok(remote_lease::heartbeat_batch(store::client(&client), owner, items).await?)
             })
@@ -57,7 +57,7 @@ impl Tasklane {
         remote::check_batch(batch.iter().map(|c| c.id))?;
         let ids: Vec<Uuid> = batch.iter().map(|c| c.id).collect();
         let checks = self
-            .again_when_gone("check completions", || async {
+            .again_on_fresh_connection("check completions", || async {
                 let client = self.connection().await?;
                 Ok(remote_lease::completion_checks(store::client(&client), owner, &ids).await?)
             })
@@ -128,7 +128,7 @@ impl Tasklane {
     ) -> Result<(), ServiceError> {
         remote::check_output("text", text)?;
         let holder = self
-            .again_when_gone("check output lease", || async {
+            .again_on_fresh_connection("check output lease", || async {
                 let client = self.connection().await?;
                 Ok(remote_lease::holder(store::client(&client), id, lease_token).await?)
             })

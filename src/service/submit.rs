@@ -70,7 +70,7 @@ impl Tasklane {
         });
         let id = crate::task::new_task_id();
         let submission = self
-            .again_when_gone("submit", || async {
+            .again_on_fresh_connection("submit", || async {
                 Ok(match &self.coalescer {
                     Some(coalescer) => coalescer.submit(id, task.clone()).await?,
                     None => submit::submit_pooled(&self.connection().await?, id, &task).await?,
@@ -169,7 +169,7 @@ impl Tasklane {
         items: &[(crate::task::TaskId, &NewTask)],
     ) -> Result<Vec<Result<Submitted, ServiceError>>, ServiceError> {
         let (client, decided) = self
-            .again_when_gone("submit batch", || async {
+            .again_on_fresh_connection("submit batch", || async {
                 let client = self.connection().await?;
                 let mut tries = 0;
                 let decided = loop {

@@ -30,7 +30,7 @@ impl Tasklane {
     /// One task, if `owner` may see it.
     pub async fn get(&self, owner: &Owner, id: Uuid) -> Result<TaskRecord, ServiceError> {
         // A read: safe to run again on a fresh connection (waiters poll through it).
-        self.again_when_gone("read a task", || async {
+        self.again_on_fresh_connection("read a task", || async {
             let client = self.connection().await?;
             let client = store::client(&client);
             let mut task = query::get(client, owner, id)

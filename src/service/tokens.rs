@@ -160,7 +160,7 @@ impl Tasklane {
         let hash = hash_secret(secret);
         // Every request asks this first: a read, safe to run again on a fresh connection.
         let found = self
-            .again_when_gone("authenticate", || async {
+            .again_on_fresh_connection("authenticate", || async {
                 let client = self.connection().await?;
                 Ok(tokens::lookup(&client, &hash).await?)
             })

@@ -74,8 +74,13 @@ impl Wakeup {
             }
             requests.borrow_and_update();
             if let Ok(client) = pool.get().await {
-                if let Err(error) = crate::store::notify::wake_replicas_pooled(&client).await {
-                    tracing::warn!(%error, "notify other replicas");
+                match crate::store::notify::wake_replicas_pooled(&client).await {
+                    Ok(()) => crate::telemetry::outage::answered(),
+                    Err(error) if crate::store::connect::gone::gone(&error).is_some() => {
+                        let sqlstate = error.code().map(|code| code.code());
+                        crate::telemetry::outage::failed("notify other replicas", &error, sqlstate)
+                    }
+                    Err(error) => tracing::warn!(%error, "notify other replicas"),
                 }
             }
             tokio::time::sleep(debounce).await;

@@ -122,7 +122,7 @@ impl Tasklane {
         lease_token: Uuid,
         beat: &Beat,
     ) -> Result<BeatAnswer, ServiceError> {
-        self.again_when_gone("heartbeat", || async {
+        self.again_on_fresh_connection("heartbeat", || async {
             let client = self.connection().await?;
             let client = store::client(&client);
             check_owner(client, owner, id).await?;
@@ -138,7 +138,7 @@ impl Tasklane {
         if leases.is_empty() {
             return Ok(Vec::new());
         }
-        self.again_when_gone("extend leases", || async {
+        self.again_on_fresh_connection("extend leases", || async {
             let client = self.connection().await?;
             Ok(lease::extend_many(store::client(&client), leases).await?)
         })
@@ -160,7 +160,7 @@ impl Tasklane {
         if owner.is_some() {
             self.finish_output(&[(id, lease_token)]).await;
         }
-        self.again_when_gone("complete", || async {
+        self.again_on_fresh_connection("complete", || async {
             let client = self.connection().await?;
             let client = store::client(&client);
             if let Some(task) = check_owner(client, owner, id).await? {
@@ -199,7 +199,7 @@ impl Tasklane {
         batch: &[Completion],
     ) -> Result<Vec<Result<(), ServiceError>>, ServiceError> {
         let settled = self
-            .again_when_gone("complete batch", || async {
+            .again_on_fresh_connection("complete batch", || async {
                 let client = self.connection().await?;
                 let offer = self.handoff.as_ref().and_then(|h| h.offer());
                 let claim = offer.as_ref().map(|o| complete_many::NotificationClaim {
@@ -266,7 +266,7 @@ impl Tasklane {
             circuit_wait: self.task_types.circuit_wait(task_type),
         };
         let state = self
-            .again_when_gone("settle", || async {
+            .again_on_fresh_connection("settle", || async {
                 let mut object = self.connection().await?;
                 let client: &mut tokio_postgres::Client = &mut object;
                 Ok(lease::settle_with(client, id, lease_token, reported.clone(), rules).await?)
@@ -321,7 +321,7 @@ impl Tasklane {
     /// it at commit instead of at their next poll.
     pub async fn hand_back(&self, id: Uuid, lease_token: Uuid) -> Result<(), ServiceError> {
         let recovered = self
-            .again_when_gone("hand back", || async {
+            .again_on_fresh_connection("hand back", || async {
                 let mut object = self.connection().await?;
                 let client: &mut tokio_postgres::Client = &mut object;
                 let tx = client.transaction().await?;

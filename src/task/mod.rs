@@ -20,6 +20,7 @@ pub mod output;
 pub mod output_schema;
 pub mod owner;
 pub mod record;
+pub mod redact;
 pub mod remote;
 pub mod request;
 pub mod restart;
@@ -27,8 +28,6 @@ pub mod routes;
 pub mod state;
 pub mod task_type;
 pub mod types_file;
-pub mod upstream;
-pub mod upstream_stream;
 
 pub use catalog::TaskTypes;
 pub use request::{NewTask, SubmitRequest};

@@ -14,8 +14,9 @@ use super::routes::{Privacy, Route};
 use super::state::{IllegalTransition, TaskState, Transition};
 use uuid::Uuid;
 
-/// The longest `retry_after` a worker may ask for.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(86_400);
+/// The longest `retry_after` a worker may report (a day); a model upstream's
+/// `Retry-After` has its own, shorter bound (`MAX_UPSTREAM_RETRY_AFTER`).
+pub const MAX_WORKER_RETRY_AFTER: Duration = Duration::from_secs(86_400);
 
 /// What a worker reports at the end of an attempt (success has its own fast path).
 #[derive(Debug, Clone, PartialEq)]
@@ -142,7 +143,7 @@ fn decide(task: Leased, report: Report, rules: Rules<'_>) -> Step {
             if !retryable {
                 failed(stable.unwrap_or(codes::PERMANENT_ERROR), message)
             } else {
-                let delay = retry_after.map(|d| d.min(MAX_RETRY_AFTER));
+                let delay = retry_after.map(|d| d.min(MAX_WORKER_RETRY_AFTER));
                 let code = stable.unwrap_or(codes::HANDLER_ERROR);
                 retry_or_exhaust(task, code, message, delay, backoff)
             }
@@ -181,7 +182,7 @@ fn decide(task: Leased, report: Report, rules: Rules<'_>) -> Step {
                 transition: Transition::RetryLater,
                 code: Some(codes::CIRCUIT_OPEN),
                 message: Some(message),
-                delay: Some(wait.min(MAX_RETRY_AFTER)),
+                delay: Some(wait.min(MAX_WORKER_RETRY_AFTER)),
                 attempt_code: None,
                 deferred: true,
             }

@@ -69,7 +69,7 @@ fn retry_after_is_honoured_and_capped() {
         rules(&Backoff::default()),
     )
     .unwrap();
-    assert_eq!(s.delay, Some(MAX_RETRY_AFTER));
+    assert_eq!(s.delay, Some(MAX_WORKER_RETRY_AFTER));
 }
 
 #[test]

@@ -168,7 +168,7 @@ pub fn excerpt(text: &str) -> String {
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    let redacted = super::upstream::redact(&flat);
+    let redacted = super::redact::redact(&flat);
     cut(&redacted, EXCERPT_CHARS)
 }
 

@@ -15,6 +15,7 @@ pub mod instruments;
 mod otlp;
 mod otlp_client;
 pub mod otlp_env;
+pub mod outage;
 mod resource;
 mod sampler;
 pub mod spans;

@@ -11,8 +11,9 @@ pub const DEFAULT_SCHEDULE: &str = "5s,5m,30m,2h,5h,10h,14h,20h,24h";
 /// back together are not hit by every retry at once.
 pub const JITTER: f64 = 0.1;
 
-/// The longest `Retry-After` honoured (a receiver cannot park a notification forever).
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest `Retry-After` of a webhook receiver honoured (a receiver cannot park a
+/// notification forever).
+pub const MAX_RECEIVER_RETRY_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The waits between attempts: after attempt `n` (1-based) fails, the next one is due
 /// `steps[n-1]` later; after the last step's attempt fails, the notification failed.
@@ -57,7 +58,7 @@ impl RetrySchedule {
         let step = *self.steps.get(usize::try_from(attempts - 1).ok()?)?;
         let jittered = step.mul_f64(1.0 + JITTER * (2.0 * random.clamp(0.0, 1.0) - 1.0));
         Some(match retry_after {
-            Some(floor) => jittered.max(floor.min(MAX_RETRY_AFTER)),
+            Some(floor) => jittered.max(floor.min(MAX_RECEIVER_RETRY_AFTER)),
             None => jittered,
         })
     }
@@ -151,7 +152,7 @@ mod tests {
         assert_eq!(schedule.next(1, two, 0.5), Some(Duration::from_secs(2)));
         assert_eq!(schedule.next(2, two, 0.5), Some(Duration::from_secs(300)));
         let huge = Some(Duration::from_secs(10 * 86400));
-        assert_eq!(schedule.next(1, huge, 0.5), Some(MAX_RETRY_AFTER));
+        assert_eq!(schedule.next(1, huge, 0.5), Some(MAX_RECEIVER_RETRY_AFTER));
     }
 
     #[test]

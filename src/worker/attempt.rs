@@ -123,6 +123,11 @@ impl Attempt {
                 tracing::debug!(task = %self.task.id, %error, "late write refused");
                 "lost"
             }
+            Err(error) if error.is_unavailable() => {
+                // Its lease runs out and the rescuer applies the restart policy.
+                crate::telemetry::outage::failed("settle a task", &error, error.sqlstate());
+                "error"
+            }
             Err(error) => {
                 tracing::warn!(task = %self.task.id, %error, "settle task");
                 "error"

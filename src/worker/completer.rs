@@ -109,7 +109,14 @@ async fn flush(tasklane: &Tasklane, mut batch: Vec<Request>) {
             }
         }
         Err(error) => {
-            tracing::warn!(%error, sqlstate = error.sqlstate(), tasks = completions.len(), "batched completion failed; settling one by one");
+            match error.is_unavailable() {
+                true => {
+                    crate::telemetry::outage::failed("batched completion", &error, error.sqlstate())
+                }
+                false => {
+                    tracing::warn!(%error, sqlstate = error.sqlstate(), tasks = completions.len(), "batched completion failed; settling one by one")
+                }
+            }
             for (c, reply) in completions.iter().zip(replies) {
                 let answer = tasklane
                     .complete(None, c.id, c.lease_token, &c.success)

@@ -154,7 +154,12 @@ fn apply(
     let statuses = match answer {
         Ok(statuses) => statuses,
         Err(error) => {
-            tracing::warn!(%error, sqlstate = error.sqlstate(), leases = batch.len(), "heartbeat");
+            match error.is_unavailable() {
+                true => crate::telemetry::outage::failed("heartbeat", &error, error.sqlstate()),
+                false => {
+                    tracing::warn!(%error, sqlstate = error.sqlstate(), leases = batch.len(), "heartbeat")
+                }
+            }
             for lease in batch {
                 if let Some(entry) = entries.get_mut(&lease.id) {
                     entry.due = Instant::now() + entry.period.min(RETRY);

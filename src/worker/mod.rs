@@ -137,7 +137,12 @@ impl Worker {
             let claimed = match self.claim(&claimant, free as i64).await {
                 Ok(claimed) => {
                     pace.observe(started.elapsed());
+                    crate::telemetry::outage::answered();
                     claimed
+                }
+                Err(error) if crate::service::ServiceError::unavailable(&error) => {
+                    crate::telemetry::outage::failed("claim tasks", &format!("{error:#}"), None);
+                    Vec::new()
                 }
                 Err(error) => {
                     tracing::warn!(error = %format!("{error:#}"), "claim tasks");

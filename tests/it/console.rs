@@ -104,7 +104,7 @@ async fn whoami_tells_a_token_what_it_may_do() {
     assert_eq!(
         me.body,
         json!({"app": "mail", "scope_id": null, "permissions": ["read", "submit"],
-            "task_types": ["noop", "openai", "remote", "sleep"]})
+            "task_types": ["extract", "noop", "openai", "remote", "sleep"]})
     );
 
     let scoped = serve.api(&api::token(&db.url, "mail", Some("box-1"), &["read"]).await);

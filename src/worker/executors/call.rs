@@ -1,11 +1,11 @@
 //! How one call of the `openai` executor ended, and a transport error in words: shared
 //! by the plain and the streamed reading of an answer.
 
-use crate::task::upstream::{self, Failure};
+use super::openai_answer::{self, Failure};
 
 /// How one call ended.
 pub(super) enum Call {
-    Answered(Result<upstream::Completion, Failure>),
+    Answered(Result<openai_answer::Completion, Failure>),
     /// The attempt's time ran out during the call.
     TimedOut,
     Cancelled,

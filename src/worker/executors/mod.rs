@@ -8,6 +8,8 @@ mod call;
 pub mod client;
 mod http;
 mod openai;
+mod openai_answer;
+mod openai_chunks;
 mod openai_exhausted;
 mod openai_stream;
 

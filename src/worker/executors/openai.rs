@@ -29,13 +29,13 @@ use anyhow::Context as _;
 use reqwest::header::HeaderValue;
 use tracing::Instrument as _;
 
+use super::openai_answer::{self, Failure};
 use crate::admission::RefusalCode;
 use crate::service::circuits::{CircuitSpec, Permit};
 use crate::service::{ServiceError, Success};
 use crate::task::attempt::Provenance;
 use crate::task::output;
 use crate::task::routes::RouteSpec;
-use crate::task::upstream::{self, Failure};
 use crate::task::{codes, TaskType};
 use crate::telemetry::GenAiCall;
 
@@ -297,7 +297,7 @@ impl Openai {
             _ = ctx.cancelled() => Call::Cancelled,
         };
         let (input_tokens, output_tokens) = match &call {
-            Call::Answered(Ok(upstream::Completion { usage: Some(u), .. }))
+            Call::Answered(Ok(openai_answer::Completion { usage: Some(u), .. }))
             | Call::Answered(Err(Failure { usage: Some(u), .. })) => (
                 Some(u.input_tokens.max(0) as u64),
                 Some(u.output_tokens.max(0) as u64),
@@ -361,7 +361,7 @@ impl Openai {
                 return Call::Answered(Err(Failure {
                     transient: false,
                     code: codes::UPSTREAM_REJECTED,
-                    message: upstream::safe_text(&format!(
+                    message: crate::task::redact::safe_text(&format!(
                         "TLS: the upstream's certificate is not trusted (add its CA with TASKLANE_CA_FILE): {}",
                         describe(&e)
                     )),
@@ -369,7 +369,7 @@ impl Openai {
                     usage: None,
                 }));
             }
-            Err(e) => return Call::Answered(Err(upstream::unreachable(&describe(&e)))),
+            Err(e) => return Call::Answered(Err(openai_answer::unreachable(&describe(&e)))),
         };
         let status = response.status().as_u16();
         if response.status().is_success() && openai_stream::is_event_stream(&response) {
@@ -387,9 +387,9 @@ impl Openai {
         let body = match response.bytes().await {
             Ok(body) => body,
             Err(e) if e.is_timeout() => return Call::TimedOut,
-            Err(e) => return Call::Answered(Err(upstream::unreachable(&describe(&e)))),
+            Err(e) => return Call::Answered(Err(openai_answer::unreachable(&describe(&e)))),
         };
-        let answer = upstream::classify(
+        let answer = openai_answer::classify(
             status,
             retry_after.as_deref(),
             retry_after_ms.as_deref(),

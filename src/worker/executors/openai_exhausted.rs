@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::task::upstream::{self, Failure};
+use super::openai_answer::{self, Failure};
 use crate::task::{codes, Privacy, Route, TaskType};
 
 use super::super::handler::{HandlerError, TaskContext};
@@ -39,7 +39,7 @@ pub(super) fn exhausted(
             let wait = open
                 .reopens
                 .and_then(|at| (at - chrono::Utc::now()).to_std().ok())
-                .map(|d| d.min(upstream::MAX_RETRY_AFTER));
+                .map(|d| d.min(openai_answer::MAX_UPSTREAM_RETRY_AFTER));
             let message = format!(
                 "every {} route's circuit is open ({})",
                 kind.as_str(),

@@ -3,9 +3,9 @@
 //! output as it arrives; or, from a provider that answers without streaming, the whole
 //! JSON body as one piece. Either way the completion is the same.
 
+use super::openai_answer::{self, Failure};
+use super::openai_chunks::{SseEvents, StreamedCompletion};
 use crate::service::live_output::Writer;
-use crate::task::upstream::{self, Failure};
-use crate::task::upstream_stream::{SseEvents, StreamedCompletion};
 
 use super::call::{describe, Call};
 
@@ -58,5 +58,5 @@ fn take(
 /// A stream broken by the transport: transient (the usage read so far is lost with
 /// it: a stream reports usage only at its end).
 fn cut(message: &str) -> Failure {
-    upstream::unreachable(&format!("the stream broke: {message}"))
+    openai_answer::unreachable(&format!("the stream broke: {message}"))
 }

@@ -4,13 +4,15 @@
 //! its answer compared with the one documented: the status, the headers shown, and the
 //! JSON fields (names, recursively, values aside; see `shape`). Ids an answer shows are
 //! paired with the live ones, so a later example naming a task reaches the live task. The
-//! error-code tables of `docs/api.md` are compared with the codes the code can send.
+//! error-code tables of `docs/api.md` are compared with the codes the code can send, and
+//! the tables of `serve`'s settings (`docs/api.md`, `src/config.rs`) with its flags.
 //!
 //! A failure names the document, the example (line and heading) and each difference.
 
 mod answer;
 mod codes;
 mod curl;
+mod flags;
 mod markdown;
 mod shape;
 

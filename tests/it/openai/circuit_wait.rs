@@ -3,7 +3,8 @@
 //! the local routes wait for the circuit instead of spending their attempts (a deferral
 //! is no attempt: no attempt row, an event saying `deferred`), and all succeed on the
 //! local model once it is up. Tasks that may leave fall back, their local attempt
-//! keeping why (`circuit_open`).
+//! keeping why (`circuit_open`). The demo's `extract` type, which has an output schema,
+//! succeeds with the mock's answer: JSON that matches the schema the request carried.
 
 use std::time::Duration;
 
@@ -113,4 +114,14 @@ async fn local_only_tasks_wait_for_the_open_circuit_without_spending_attempts() 
         let message = rows[0]["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains("demo-local"), "names the route: {message}");
     }
+
+    let extract = submit(&api, "extract", "structured", json!({})).await;
+    let task = finished(&api, &extract).await;
+    assert_eq!(task["state"], "succeeded", "{task}");
+    let output = &task["result"]["output"];
+    assert!(
+        ["positive", "neutral", "negative"].contains(&output["sentiment"].as_str().unwrap_or("")),
+        "{task}"
+    );
+    assert!(output["summary"].is_string(), "{task}");
 }

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use super::{ServiceError, Tasklane};
 use crate::store::connect::gone::{self, Gone};
+use crate::telemetry::outage;
 
 /// How long an operation keeps trying fresh connections: long enough for a managed
 /// PostgreSQL's failover (seconds to tens of seconds), short of a lease's expiry.
@@ -26,7 +27,7 @@ impl Tasklane {
     /// Runs `operation` (named `what` in logs) until it succeeds, fails for another
     /// reason than a gone connection, or [`TRY_FOR`] has passed. When the server was
     /// found read-only, the connections made to it so far are not used again.
-    pub(super) async fn again_when_gone<T, F, Fut>(
+    pub(super) async fn again_on_fresh_connection<T, F, Fut>(
         &self,
         what: &'static str,
         mut operation: F,
@@ -39,7 +40,10 @@ impl Tasklane {
         let mut wait = FIRST_WAIT;
         loop {
             let error = match operation().await {
-                Ok(value) => return Ok(value),
+                Ok(value) => {
+                    outage::answered();
+                    return Ok(value);
+                }
                 Err(error) => error,
             };
             let Some(how) = error.gone() else {
@@ -52,16 +56,14 @@ impl Tasklane {
                 self.pool.manager().forget_connections();
                 self.claims.manager().forget_connections();
             }
-            // Once per operation: a cut network path fails every operation in flight.
-            if wait == FIRST_WAIT {
-                tracing::warn!(
-                    operation = what,
-                    sqlstate = error.sqlstate(),
-                    %error,
-                    unanswered = how == Gone::Unanswered,
-                    "the database connection is gone or its server refused it (read-only, shutting down, too many connections); running the operation again on a fresh connection until it works, for up to 20 s"
-                );
-            }
+            // One line per outage, not per operation: a cut network path fails every
+            // operation in flight.
+            tracing::debug!(
+                operation = what,
+                unanswered = how == Gone::Unanswered,
+                "the connection is gone or its server refused it (read-only, shutting down, too many connections); running the operation again on a fresh connection, for up to 20 s"
+            );
+            outage::failed(what, &error, error.sqlstate());
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(LONGEST_WAIT);
         }

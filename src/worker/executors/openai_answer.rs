@@ -1,18 +1,18 @@
 //! How an OpenAI-compatible upstream's answer is read: success, a transient failure
 //! (retry, maybe on another route), or a permanent one, exactly as the contract
-//! classifies it; and how text copied from an upstream body is made safe to store
-//! (bounded, anything that looks like a key removed). Pure: the executor does the I/O.
+//! classifies it (text copied from an upstream body made safe to store by
+//! `task::redact`). The OpenAI wire format, so it lives with the executor that speaks
+//! it; pure: the executor does the I/O.
 
 use std::time::Duration;
 
-use super::attempt::Usage;
-use super::bounds;
-use super::codes;
+use crate::task::attempt::Usage;
+use crate::task::codes;
+use crate::task::redact::safe_text;
 
-/// The longest `Retry-After` honoured; a longer one is cut to this.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
-/// Bytes of upstream error text kept in a task's error message.
-pub const UPSTREAM_TEXT_BYTES: usize = 512;
+/// The longest `Retry-After` of a model upstream honoured; a longer one is cut to this
+/// (a worker's own `retry_after` has the longer `MAX_WORKER_RETRY_AFTER`).
+pub const MAX_UPSTREAM_RETRY_AFTER: Duration = Duration::from_secs(120);
 
 /// `error.code` (or `error.type`) values that mean the account's quota or spend limit
 /// is used up: no retry helps until someone pays.
@@ -118,14 +118,14 @@ pub fn unreachable(message: &str) -> Failure {
 
 /// `retry-after-ms` (milliseconds) wins over `Retry-After` (seconds); an HTTP date or
 /// anything unreadable is ignored (the type's backoff applies); capped at
-/// [`MAX_RETRY_AFTER`].
+/// [`MAX_UPSTREAM_RETRY_AFTER`].
 pub fn retry_delay(retry_after: Option<&str>, retry_after_ms: Option<&str>) -> Option<Duration> {
     let secs = |v: &str, scale: f64| {
         v.trim()
             .parse::<f64>()
             .ok()
             .filter(|n| n.is_finite() && *n >= 0.0)
-            .map(|n| (n / scale).min(MAX_RETRY_AFTER.as_secs_f64()))
+            .map(|n| (n / scale).min(MAX_UPSTREAM_RETRY_AFTER.as_secs_f64()))
     };
     retry_after_ms
         .and_then(|v| secs(v, 1000.0))
@@ -192,48 +192,6 @@ pub(super) fn completion_of(json: &serde_json::Value) -> Option<Completion> {
             .and_then(|f| f.as_str())
             .map(str::to_owned),
     })
-}
-
-/// Upstream text made safe to store: anything that looks like a key removed, control
-/// characters flattened, then cut to [`UPSTREAM_TEXT_BYTES`].
-pub fn safe_text(text: &str) -> String {
-    // Redact before cutting: a key cut in half would no longer look like one. Only
-    // the first few KiB can survive the cut, so only they are scanned.
-    let head = bounds::truncate(text, UPSTREAM_TEXT_BYTES * 8);
-    let flat: String = head
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    bounds::truncate(&redact(&flat), UPSTREAM_TEXT_BYTES).to_owned()
-}
-
-/// Replaces what looks like a secret with `[redacted]`: `sk-...` keys, the token after
-/// `Bearer`, and long runs of base64 or hex characters (32 or more).
-pub fn redact(text: &str) -> String {
-    let is_token_char = |c: char| c.is_ascii_alphanumeric() || "+/=_-.~".contains(c);
-    let mut out = String::with_capacity(text.len());
-    let mut after_bearer = false;
-    let mut rest = text;
-    while let Some(start) = rest.find(is_token_char) {
-        out.push_str(&rest[..start]);
-        let mut token_len = rest[start..]
-            .find(|c: char| !is_token_char(c))
-            .unwrap_or(rest.len() - start);
-        // A sentence's full stop is not part of the token before it.
-        while token_len > 1 && rest[start..start + token_len].ends_with('.') {
-            token_len -= 1;
-        }
-        let token = &rest[start..start + token_len];
-        let secret = after_bearer
-            || token.starts_with("sk-")
-            || token.starts_with("tl_")
-            || (token.len() >= 32 && token.chars().any(|c| c.is_ascii_digit()));
-        after_bearer = token.eq_ignore_ascii_case("bearer");
-        out.push_str(if secret { "[redacted]" } else { token });
-        rest = &rest[start + token_len..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
@@ -319,7 +277,7 @@ mod tests {
         let f = classify(503, Some("7"), Some("1500"), b"{}").unwrap_err();
         assert_eq!(f.retry_after, Some(Duration::from_millis(1500)));
         let f = classify(429, Some("100000"), None, b"{}").unwrap_err();
-        assert_eq!(f.retry_after, Some(MAX_RETRY_AFTER));
+        assert_eq!(f.retry_after, Some(MAX_UPSTREAM_RETRY_AFTER));
         let f = classify(429, Some("Wed, 21 Oct 2015 07:28:00 GMT"), None, b"{}").unwrap_err();
         assert_eq!(f.retry_after, None);
         let f = classify(400, Some("7"), None, b"{}").unwrap_err();
@@ -327,23 +285,8 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_redacted_and_text_bounded() {
+    fn a_key_in_an_error_body_is_redacted() {
         let key = "sk-proj-AbCdEf0123456789";
-        let text = format!(
-            "Incorrect API key provided: {key}. Authorization: Bearer abc.def and \
-             token 0123456789abcdef0123456789abcdef01 ok"
-        );
-        let safe = safe_text(&text);
-        assert!(!safe.contains("sk-proj"), "{safe}");
-        assert!(!safe.contains("abc.def"), "{safe}");
-        assert!(!safe.contains("0123456789abcdef0123"), "{safe}");
-        assert!(
-            safe.starts_with("Incorrect API key provided: [redacted]."),
-            "{safe}"
-        );
-        assert!(safe.ends_with(" ok"), "{safe}");
-        let long = "word ".repeat(1000);
-        assert!(safe_text(&long).len() <= UPSTREAM_TEXT_BYTES);
         let f = failure(
             401,
             &format!(r#"{{"error":{{"message":"bad key {key}"}}}}"#),

@@ -5,8 +5,9 @@
 //! Pure: the executor feeds it the bytes as they come and publishes the content
 //! deltas it returns.
 
-use super::codes;
-use super::upstream::{self, Completion, Failure};
+use super::openai_answer::{self, Completion, Failure};
+use crate::task::codes;
+use crate::task::redact::safe_text;
 
 /// Splits a byte stream into the `data` of its events (lines of one event joined by
 /// `\n`); comments and other fields are skipped.
@@ -80,7 +81,7 @@ impl StreamedCompletion {
         let Ok(json) = serde_json::from_str::<serde_json::Value>(data) else {
             return Err(self.failure(format!(
                 "a stream event that is not JSON: {}",
-                upstream::safe_text(data)
+                safe_text(data)
             )));
         };
         if let Some(error) = json.get("error") {
@@ -88,9 +89,8 @@ impl StreamedCompletion {
                 .get("message")
                 .and_then(|m| m.as_str())
                 .unwrap_or("an error event");
-            let mut failure =
-                self.failure(format!("stream error: {}", upstream::safe_text(detail)));
-            if upstream::is_quota(&json) {
+            let mut failure = self.failure(format!("stream error: {}", safe_text(detail)));
+            if openai_answer::is_quota(&json) {
                 failure.transient = false;
                 failure.code = codes::UPSTREAM_QUOTA_EXHAUSTED;
             }
@@ -131,7 +131,7 @@ impl StreamedCompletion {
             return Err(self.failure("the stream ended before the completion did".into()));
         }
         let body = self.as_body();
-        upstream::completion_of(&body)
+        openai_answer::completion_of(&body)
             .ok_or_else(|| self.failure("the stream did not make a chat completion".into()))
     }
 
@@ -163,11 +163,11 @@ impl StreamedCompletion {
         let usage = self
             .usage
             .as_ref()
-            .and_then(|u| upstream::usage_of(&serde_json::json!({ "usage": u })));
+            .and_then(|u| openai_answer::usage_of(&serde_json::json!({ "usage": u })));
         Failure {
             transient: true,
             code: codes::UPSTREAM_UNAVAILABLE,
-            message: upstream::safe_text(&message),
+            message: safe_text(&message),
             retry_after: None,
             usage,
         }
