@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use tasklane::load::wal::Counters;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 /// Whether `BENCH_WALDUMP=1` asked for the breakdown.
 pub fn wanted() -> bool {
@@ -65,21 +66,20 @@ pub async fn by_relation(
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    let output = tokio::process::Command::new(binary())
+    // Streamed: a drain of 200,000 tasks is millions of lines.
+    let mut child = tokio::process::Command::new(binary())
         .arg("-p")
         .arg(PathBuf::from(data).join("pg_wal"))
         .args(["-s", &start.lsn(), "-e", &end])
-        .output()
-        .await
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
         .context("run pg_waldump")?;
-    anyhow::ensure!(
-        output.status.success(),
-        "pg_waldump: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let mut lines = BufReader::new(child.stdout.take().context("pg_waldump's stdout")?).lines();
     let mut shares: HashMap<String, Share> = HashMap::new();
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Some((name, bytes, fpi)) = parse(line, db, &names) else {
+    while let Some(line) = lines.next_line().await? {
+        let Some((name, bytes, fpi)) = parse(&line, db, &names) else {
             continue;
         };
         let share = shares.entry(name.clone()).or_insert_with(|| Share {
@@ -90,6 +90,12 @@ pub async fn by_relation(
         share.bytes += bytes;
         share.full_page_images += fpi;
     }
+    let output = child.wait_with_output().await?;
+    anyhow::ensure!(
+        output.status.success(),
+        "pg_waldump: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let mut shares: Vec<Share> = shares.into_values().collect();
     shares.sort_by(|a, b| b.bytes.cmp(&a.bytes));
     Ok(shares)
