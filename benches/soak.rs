@@ -27,12 +27,15 @@
 //! `cargo bench --bench soak` (env: `BENCH_SOAK_MINUTES` (30), `BENCH_RATE` (2,000
 //! submits/s), `BENCH_REPLICAS` (2), `BENCH_CLIENTS` (64), `BENCH_TASK_TYPE` (`noop`), `BENCH_RETENTION_SECONDS`
 //! (120), `BENCH_WARMUP_MINUTES` (5), `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`,
-//! `BENCH_DURABILITY`).
+//! `BENCH_DURABILITY`, `BENCH_HOLD_SNAPSHOT` (`START:MINUTES`: a REPEATABLE READ
+//! snapshot held open from START for MINUTES, see `soak/hold.rs`)).
 
 mod common;
 
 #[path = "soak/app.rs"]
 mod app;
+#[path = "soak/hold.rs"]
+mod hold;
 #[path = "soak/plots.rs"]
 mod plots;
 #[path = "soak/record.rs"]
@@ -98,6 +101,7 @@ async fn main() -> anyhow::Result<()> {
     let (name, url) = bench.fresh_db().await?;
     let mut app = app::App::start(&bench, &url, &plan).await?;
     let mut recorder = Recorder::start(&url, &app).await?;
+    let held = hold::spawn(&url);
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(plan.minutes * 60.0);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
     while tokio::time::Instant::now() < deadline {
@@ -106,6 +110,9 @@ async fn main() -> anyhow::Result<()> {
         println!("{}", recorder.line());
     }
     let (submitted, errors) = app.stop_submitting().await;
+    if let Some(held) = held {
+        held.abort();
+    }
     app.wait_settled(&recorder.client, Duration::from_secs(300))
         .await?;
     let tail = recorder.finish(&app).await?;

@@ -55,7 +55,7 @@ const runner = await run({
   taskList: {
     noop: async () => {
       firstJob ??= performance.now();
-    completed += 1;
+      completed += 1;
       if (completed === jobs) allDone();
     },
   },
@@ -68,6 +68,7 @@ await new Promise((r) => setTimeout(r, 1500));
 // workers' pool, so every addJobs runs in the transaction opened here.
 const loader = new pg.Pool({ connectionString: url, max: 1, idleTimeoutMillis: 0 });
 loader.on("error", (e) => console.error(e));
+loader.on("connect", (client) => client.on("error", (e) => console.error(e)));
 await loader.query("BEGIN");
 const utils = await makeWorkerUtils({ pgPool: loader, logger });
 const enqueueStarted = performance.now();
