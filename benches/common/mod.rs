@@ -15,6 +15,7 @@
 pub mod peers;
 pub mod pgbench;
 pub mod plot;
+pub mod waldump;
 
 use std::path::{Path, PathBuf};
 
@@ -312,15 +313,21 @@ pub fn machine() -> String {
             })
         })
         .unwrap_or(0);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     format!(
         "{cores} cores ({cpu}), {:.1} GiB RAM, load average {}",
         mem as f64 / 1024.0 / 1024.0,
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
     )
+}
+
+/// The 1, 5 and 15-minute load averages, as `uptime` shows them: on a shared box, said
+/// beside each figure.
+pub fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Writes `value` as pretty JSON to `target/bench-results/<name>.json` and says where.

@@ -1,8 +1,10 @@
 //! The peers measured in the same run as tasklane: Graphile Worker in its fastest mode
-//! (a local queue and batched completion) and pg-boss (batched fetch), each draining the
-//! same number of no-op jobs on a fresh database of the same server. They are Node
-//! programs in benches/peers/ (installed by benches/peers/setup.sh, Node 22 included);
-//! a run without them says how to install them and reports tasklane alone.
+//! (a local queue and batched completion) and pg-boss (batched fetch, LISTEN/NOTIFY
+//! wake-ups), each draining the same number of no-op jobs on a fresh database of the
+//! same server, timed as tasklane is: workers started and idle first, the backlog queued
+//! in one open transaction, the clock from its commit to the last job gone. They are
+//! Node programs in benches/peers/ (installed by benches/peers/setup.sh, Node 22
+//! included); a run without them says how to install them and reports tasklane alone.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -16,7 +18,8 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 pub enum Peer {
     /// `concurrency` 64, `localQueue.size` 200, completions batched.
     GraphileWorker,
-    /// 4 workers fetching batches of 200, continuously while batches come back full.
+    /// 4 workers fetching batches of 200, continuously while batches come back full,
+    /// woken by the queue's NOTIFY (`useListenNotify`, queue `notify`).
     PgBoss,
 }
 
@@ -28,7 +31,7 @@ impl Peer {
             Peer::GraphileWorker => {
                 "Graphile Worker 0.18 (localQueue 200, batched completion, concurrency 64)"
             }
-            Peer::PgBoss => "pg-boss 12.38 (batch 200, 4 workers)",
+            Peer::PgBoss => "pg-boss 12.38 (batch 200, 4 workers, notify)",
         }
     }
 
@@ -45,12 +48,18 @@ impl Peer {
 pub struct PeerRun {
     pub system: String,
     pub jobs: i64,
+    /// From the commit that made the backlog visible to the last job gone.
     pub seconds: f64,
+    /// From that commit to the first job in a handler (the wake-up).
+    pub first_job_seconds: f64,
     pub jobs_per_second: f64,
     pub enqueue_per_second: f64,
     /// Measured here, not printed by the script.
     #[serde(skip_deserializing, default)]
     pub wal: Option<WalUse>,
+    /// The same WAL by relation, when `BENCH_WALDUMP=1` asked for it.
+    #[serde(skip_deserializing, default)]
+    pub wal_by_relation: Vec<super::waldump::Share>,
 }
 
 fn dir() -> PathBuf {
@@ -73,8 +82,9 @@ pub fn available() -> bool {
 }
 
 /// Drains `jobs` no-op jobs with `peer` on the (fresh) database at `url`, sampling the
-/// WAL counters (after a checkpoint) between the script's enqueue and its drain, and
-/// again once its sessions have left.
+/// WAL counters (after a checkpoint) between the script's enqueue (its workers already
+/// idle, the jobs not yet committed) and its drain, and again once its sessions have
+/// left.
 pub async fn drain(peer: Peer, url: &str, jobs: i64) -> anyhow::Result<PeerRun> {
     let (script, args) = peer.script();
     let mut child = tokio::process::Command::new(dir().join("node_modules/.bin/node"))
@@ -118,5 +128,9 @@ pub async fn drain(peer: Peer, url: &str, jobs: i64) -> anyhow::Result<PeerRun> 
     );
     let wal_start = wal_start.with_context(|| format!("{script} never said \"queued\""))?;
     run.wal = Some(wal_start.finish(&client, jobs).await?);
+    if super::waldump::wanted() {
+        run.wal_by_relation = super::waldump::by_relation(&client, &wal_start).await?;
+        super::waldump::print(peer.name(), &run.wal_by_relation, jobs);
+    }
     Ok(run)
 }

@@ -43,6 +43,13 @@ impl Counters {
         Counters::read(client).await
     }
 
+    /// The WAL position of this sample as PostgreSQL writes an LSN (`16/B374D848`), for
+    /// tools that read the WAL from it (pg_waldump).
+    pub fn lsn(&self) -> String {
+        let position = self.position as u64;
+        format!("{:X}/{:X}", position >> 32, position & 0xffff_ffff)
+    }
+
     /// Samples now.
     pub async fn read(client: &Client) -> anyhow::Result<Counters> {
         let (position, records, full_page_images, flushes, commits) =
