@@ -37,7 +37,8 @@
 //! warm-up; `record`: 30 and 5), `BENCH_SOAK_MINUTES`, `BENCH_RATE` (2,000
 //! submits/s), `BENCH_REPLICAS` (2), `BENCH_CLIENTS` (64), `BENCH_TASK_TYPE` (`noop`), `BENCH_RETENTION_SECONDS`
 //! (120), `BENCH_WARMUP_MINUTES`, `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`,
-//! `BENCH_DURABILITY`).
+//! `BENCH_DURABILITY`, `BENCH_HOLD_SNAPSHOT` (`START:MINUTES`: a REPEATABLE READ
+//! snapshot held open from START for MINUTES, see `soak/hold.rs`)).
 
 mod common;
 
@@ -47,6 +48,8 @@ mod app;
 mod bill;
 #[path = "soak/headline.rs"]
 mod headline;
+#[path = "soak/hold.rs"]
+mod hold;
 #[path = "soak/plots.rs"]
 mod plots;
 #[path = "soak/record.rs"]
@@ -139,6 +142,7 @@ async fn main() -> anyhow::Result<()> {
     let mut app = app::App::start(&bench, &url, &plan).await?;
     let mut recorder = Recorder::start(&url, &app).await?;
     let mut meter = bill::Meter::start(bench.server.url(), &name, recorder.backend).await?;
+    let held = hold::spawn(&url);
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(plan.minutes * 60.0);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
     let warm = (plan.warmup_minutes * 60.0 / EVERY.as_secs_f64()).round() as usize;
@@ -155,6 +159,9 @@ async fn main() -> anyhow::Result<()> {
     }
     let bill = meter.close(recorder.completed()).await?;
     let (submitted, errors) = app.stop_submitting().await;
+    if let Some(held) = held {
+        held.abort();
+    }
     app.wait_settled(&recorder.client, Duration::from_secs(300))
         .await?;
     let tail = recorder.finish(&app).await?;

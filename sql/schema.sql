@@ -490,7 +490,7 @@ ALTER TABLE ONLY tasklane.task_output
     ADD CONSTRAINT task_output_pkey PRIMARY KEY (task_id);
 
 
--- table task_queue: migrations/V14__task_queue.sql, migrations/V38__fair_turns.sql, migrations/V39__mirror_vacuum_truncate.sql
+-- table task_queue: migrations/V14__task_queue.sql, migrations/V38__fair_turns.sql, migrations/V39__mirror_vacuum_truncate.sql, migrations/V40__claims_start_at_the_floor.sql
 CREATE TABLE tasklane.task_queue (
     id uuid NOT NULL,
     state text NOT NULL,
@@ -505,6 +505,7 @@ CREATE TABLE tasklane.task_queue (
     resource text,
     subject text DEFAULT ''::text NOT NULL,
     turn double precision,
+    behind boolean DEFAULT false NOT NULL,
     CONSTRAINT task_queue_claimable_has_turn CHECK (((turn IS NOT NULL) OR (state <> ALL (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text]))))
 )
 WITH (fillfactor='80', vacuum_truncate='false');
@@ -512,8 +513,11 @@ WITH (fillfactor='80', vacuum_truncate='false');
 ALTER TABLE ONLY tasklane.task_queue
     ADD CONSTRAINT task_queue_pkey PRIMARY KEY (id);
 
--- index task_queue_claimable: migrations/V14__task_queue.sql, migrations/V23__claim_per_type.sql, migrations/V38__fair_turns.sql
-CREATE INDEX task_queue_claimable ON tasklane.task_queue USING btree (task_type, priority DESC, turn, id) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text]));
+-- index task_queue_behind: migrations/V40__claims_start_at_the_floor.sql
+CREATE INDEX task_queue_behind ON tasklane.task_queue USING btree (task_type, priority DESC, turn, id) WHERE ((state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text])) AND behind);
+
+-- index task_queue_claimable: migrations/V14__task_queue.sql, migrations/V23__claim_per_type.sql, migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql
+CREATE INDEX task_queue_claimable ON tasklane.task_queue USING btree (task_type, priority DESC, turn, id) WHERE ((state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text])) AND (NOT behind));
 
 -- index task_queue_deadline: migrations/V14__task_queue.sql
 CREATE INDEX task_queue_deadline ON tasklane.task_queue USING btree (deadline_at) WHERE ((deadline_at IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text])));
@@ -529,6 +533,22 @@ CREATE INDEX task_queue_resource ON tasklane.task_queue USING btree (resource) W
 
 -- index task_queue_turns: migrations/V38__fair_turns.sql
 CREATE INDEX task_queue_turns ON tasklane.task_queue USING btree (task_type, priority, app, subject, turn) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text]));
+
+
+-- table turn_floors: migrations/V40__claims_start_at_the_floor.sql
+CREATE TABLE tasklane.turn_floors (
+    task_type text NOT NULL,
+    priority smallint NOT NULL,
+    floor double precision DEFAULT '-Infinity'::double precision NOT NULL
+);
+
+COMMENT ON TABLE tasklane.turn_floors IS 'Where the claims of each task type and priority start reading the claimable index: every
+claimable mirror row below it is marked behind (task_queue_behind). One row for every task
+type and priority that has had a claimable task (written by tasklane.hold_floors); raised
+by the maintenance role to the turn point.';
+
+ALTER TABLE ONLY tasklane.turn_floors
+    ADD CONSTRAINT turn_floors_pkey PRIMARY KEY (task_type, priority);
 
 
 -- table turn_points: migrations/V38__fair_turns.sql

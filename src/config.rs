@@ -4,6 +4,7 @@
 //! | variable | default |
 //! |---|---|
 //! | `DATABASE_URL` / `TASKLANE_DATABASE_URL` | `postgres://postgres@127.0.0.1:5432/postgres` |
+//! | `TASKLANE_DIRECT_DATABASE_URL` | none (the database URL serves for everything) |
 //! | `TASKLANE_LISTEN` | `127.0.0.1:8080` |
 //! | `TASKLANE_TASK_TYPES` | none (no task types) |
 //! | `TASKLANE_ROLES` | `api,worker,maintenance` |
@@ -57,6 +58,14 @@ pub struct ServeConfig {
     )]
     pub database_url: String,
 
+    /// A URL of the same database that bypasses a connection pooler. With it, the
+    /// database URL is taken to reach PostgreSQL through a pooler in transaction mode
+    /// (PgBouncer): migrations, every LISTEN and the sessions that hold advisory locks
+    /// use this one, and pooled connections set nothing on their session. Without it
+    /// the database URL serves for everything.
+    #[arg(long, env = "TASKLANE_DIRECT_DATABASE_URL", hide_env_values = true)]
+    pub direct_database_url: Option<String>,
+
     /// HTTP listen address.
     #[arg(long, env = "TASKLANE_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
@@ -96,8 +105,9 @@ pub struct ServeConfig {
     /// and a connection that then still sends nothing while a statement waits for its
     /// answer (a black-holed network path, a hung server) is closed 2 s later and
     /// replaced. A request waits for a free connection at most twice this long. Behind
-    /// PgBouncer (`--listen-notify false`) nothing is set on the session: the
-    /// connection watchdog still applies.
+    /// a pooler in transaction mode (a direct URL set, or `--listen-notify false`)
+    /// nothing is set on the session (set `statement_timeout` on the database role
+    /// instead): the connection watchdog still applies.
     #[arg(long, env = "TASKLANE_STATEMENT_TIMEOUT_MS", default_value_t = 10_000)]
     pub statement_timeout_ms: u64,
 
@@ -132,7 +142,9 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_POLL_INTERVAL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub poll_interval_ms: u64,
 
-    /// LISTEN for other replicas' wake-ups (turn off behind PgBouncer in transaction mode).
+    /// LISTEN for other replicas' wake-ups, task events and live output (on the direct
+    /// URL when one is set). Turn it off behind a pooler in transaction mode without a
+    /// direct URL: claim loops, deliverers and waiters then poll.
     #[arg(long, env = "TASKLANE_LISTEN_NOTIFY", default_value_t = true, action = clap::ArgAction::Set)]
     pub listen_notify: bool,
 
@@ -310,7 +322,7 @@ impl ServeConfig {
             // Work wake-ups (a worker's, or an API's serving claim long polls), task
             // events (the API's waits and streams), webhook wake-ups (maintenance).
             listens: listen(self.has(Role::Worker) || self.has(Role::Api))
-                + usize::from(self.has(Role::Api))
+                + listen(self.has(Role::Api))
                 + listen(self.has(Role::Maintenance)),
             // The queue sampler's session, which holds its election lock.
             sampler: usize::from(self.has(Role::Maintenance)),
@@ -372,8 +384,24 @@ impl ServeConfig {
             schedule,
             guard: crate::webhooks::AddressGuard::new(allowed),
             poll_interval: self.poll_interval(),
-            listen_url: self.listen_notify.then(|| self.database_url.clone()),
+            listen_url: self.listen_notify.then(|| self.session_url().to_owned()),
         })
+    }
+
+    /// The URL of connections that need a session of their own (migrations, LISTEN,
+    /// session advisory locks): the direct one if set, else the database URL.
+    pub fn session_url(&self) -> &str {
+        self.direct_database_url
+            .as_deref()
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or(&self.database_url)
+    }
+
+    /// Whether the database URL goes through a pooler in transaction mode: a direct
+    /// URL beside it says so, and so does `--listen-notify false` (the setting for a
+    /// pooler with no direct URL).
+    pub fn behind_pooler(&self) -> bool {
+        self.session_url() != self.database_url || !self.listen_notify
     }
 
     /// Applies `TASKLANE_DATABASE_URL`, which wins over `DATABASE_URL` when both are set.

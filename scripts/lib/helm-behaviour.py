@@ -4,7 +4,10 @@ For each render named on the command line (its YAML in WORK/<name>.yaml), on a f
 database of the test server:
   - runs the migration Job's container first, when the render has one (as the hook does);
   - for every Deployment, starts the real `tasklane` binary with that container's args
-    and env, with the database Secret replaced by the test database's URL, the listen
+    and env, with the database Secret replaced by the test database's URL (a render with
+    a direct URL, TASKLANE_DIRECT_DATABASE_URL, runs behind a real PgBouncer in
+    transaction mode: its main key is the database through POOLER_URL, its direct key the
+    database itself, for the migration Job and KEDA's query too), the listen
     address 0.0.0.0:<containerPort> by a free loopback port, the task-types path by the
     rendered ConfigMap's file, and the pod-name field by a made-up pod name; asserts that
     every probed path (liveness, readiness, startup) answers 200 on the probed port within
@@ -19,7 +22,7 @@ A probe whose port is not the port the container listens on fails at once: nothi
 pod would answer it. Every wait is bounded. Prints `ok   ...` / `FAIL ...` lines and
 `PYRESULT <passed> <failed>` last.
 
-argv: WORK BIN SERVER_URL PSQL render...
+argv: WORK BIN SERVER_URL POOLER_URL PSQL render... (POOLER_URL empty: no PgBouncer)
 """
 
 import http.server
@@ -37,8 +40,8 @@ import urllib.request
 
 import yaml
 
-WORK, BIN, SERVER_URL, PSQL = sys.argv[1:5]
-RENDERS = sys.argv[5:]
+WORK, BIN, SERVER_URL, POOLER_URL, PSQL = sys.argv[1:6]
+RENDERS = sys.argv[6:]
 # Start-up (migrations included) on a loaded 2-core CI box; a probe that has not answered
 # 200 by then never will.
 READY_SECONDS = 60
@@ -100,7 +103,7 @@ def log_tail(path, n=20):
 class Pod:
     """One Deployment's (or Job's) container, translated to a local process."""
 
-    def __init__(self, render, obj, docs, db_url, files):
+    def __init__(self, render, obj, docs, stand_in, files):
         self.name = f"{render}: {obj['kind']} {obj['metadata']['name']}"
         self.spec = obj["spec"]["template"]["spec"]
         self.container = self.spec["containers"][0]
@@ -113,9 +116,9 @@ class Pod:
         volumes = {v["name"]: v for v in self.spec.get("volumes", [])}
         configmaps = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
         for e in self.container.get("env", []):
-            self.env_entry(e, db_url, mounts, volumes, configmaps, files, obj["metadata"]["name"])
+            self.env_entry(e, stand_in, mounts, volumes, configmaps, files, obj["metadata"]["name"])
 
-    def env_entry(self, e, db_url, mounts, volumes, configmaps, files, owner):
+    def env_entry(self, e, stand_in, mounts, volumes, configmaps, files, owner):
         name = e["name"]
         if name in DROPPED:
             return
@@ -123,8 +126,8 @@ class Pod:
             value = str(e["value"])
         else:
             src = e.get("valueFrom", {})
-            if "secretKeyRef" in src and name == "DATABASE_URL":
-                value = db_url
+            if "secretKeyRef" in src and name in ("DATABASE_URL", "TASKLANE_DIRECT_DATABASE_URL"):
+                value = stand_in(src["secretKeyRef"]["key"])
             elif src.get("fieldRef", {}).get("fieldPath") == "metadata.name":
                 value = f"{owner}-check"
             else:
@@ -290,9 +293,14 @@ def run_job(pod, files):
           f"exit {rc}; {pod.problems}\n{log_tail(log_path)}")
 
 
-def keda_queries(render, docs, db_url):
+def keda_queries(render, docs, stand_in):
+    auths = {d["metadata"]["name"]: d for d in docs if d["kind"] == "TriggerAuthentication"}
     for so in (d for d in docs if d["kind"] == "ScaledObject"):
-        query = so["spec"]["triggers"][0]["metadata"]["query"]
+        trigger = so["spec"]["triggers"][0]
+        query = trigger["metadata"]["query"]
+        auth = auths.get(trigger.get("authenticationRef", {}).get("name"), {})
+        refs = [r for r in auth.get("spec", {}).get("secretTargetRef", []) if r["parameter"] == "connection"]
+        db_url = stand_in(refs[0]["key"] if refs else "")
         try:
             value = psql(db_url, query)
             check(f"{render}: KEDA query returns one integer ({value})", value.isdigit(), query)
@@ -303,11 +311,31 @@ def keda_queries(render, docs, db_url):
             check(f"{render}: KEDA query runs", False, f"{e}\n{query}")
 
 
+def stand_ins(render, docs, db, db_url):
+    """Secret key -> the local URL standing in for it. A render with a direct URL runs
+    behind the pooler: its direct keys (those TASKLANE_DIRECT_DATABASE_URL names) are the
+    database itself, every other key the database through PgBouncer."""
+    direct_keys = {e["valueFrom"]["secretKeyRef"]["key"]
+                   for d in docs if d["kind"] == "Deployment"
+                   for e in d["spec"]["template"]["spec"]["containers"][0]["env"]
+                   if e["name"] == "TASKLANE_DIRECT_DATABASE_URL" and "secretKeyRef" in e.get("valueFrom", {})}
+    if not direct_keys:
+        return lambda key: db_url
+    check(f"{render}: a PgBouncer in transaction mode to run the pods behind (direct keys "
+          f"{sorted(direct_keys)})", POOLER_URL,
+          "no pgbouncer: install Debian's pgbouncer package (.ci/run does); the pods run direct")
+    if not POOLER_URL:
+        return lambda key: db_url
+    pooled = POOLER_URL.rsplit("/", 1)[0] + "/" + db
+    return lambda key: db_url if key in direct_keys else pooled
+
+
 def main():
     for render in RENDERS:
         docs = [d for d in yaml.safe_load_all(open(f"{WORK}/{render}.yaml")) if d]
         db = "helm_" + render.replace("-", "_")
         db_url = SERVER_URL.rsplit("/", 1)[0] + "/" + db
+        stand_in = stand_ins(render, docs, db, db_url)
         files = tempfile.mkdtemp(dir=WORK, prefix=f"run-{render}-")
         try:
             psql(SERVER_URL, f"DROP DATABASE IF EXISTS {db}")
@@ -316,17 +344,17 @@ def main():
             check(f"{render}: create test database {db}", False, e)
             continue
         for job in (d for d in docs if d["kind"] == "Job"):
-            run_job(Pod(render, job, docs, db_url, files), files)
+            run_job(Pod(render, job, docs, stand_in, files), files)
         tests = [d for d in docs if d["kind"] == "Pod"
                  and d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test"]
         test_pod = tests[0] if tests else None
         deployments = [d for d in docs if d["kind"] == "Deployment"]
         check(f"{render}: has Deployments to run", deployments)
         for dep in deployments:
-            run_deployment(Pod(render, dep, docs, db_url, files), test_pod, files)
+            run_deployment(Pod(render, dep, docs, stand_in, files), test_pod, files)
         if test_pod is not None:
             test_pod_negatives(test_pod)
-        keda_queries(render, docs, db_url)
+        keda_queries(render, docs, stand_in)
     print(f"PYRESULT {sum(results)} {len(results) - sum(results)}")
 
 

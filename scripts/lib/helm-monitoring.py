@@ -77,7 +77,7 @@ for a in alerts:
 check("every section of docs/runbook.md is an alert's runbook", sections <= linked, sorted(sections - linked))
 expected = {"TasklaneQueueNotDraining", "TasklaneTasksFailing", "TasklaneLeasesLost", "TasklaneCircuitOpen",
             "TasklaneWebhookDeliveriesFailing", "TasklaneWebhookBacklogGrowing", "TasklanePoolSaturated",
-            "TasklaneNoQueueSampler", "TasklaneEmergencyStopOn"}
+            "TasklaneNoQueueSampler", "TasklaneEmergencyStopOn", "TasklaneVacuumHorizonHeld"}
 check(f"the {len(expected)} alerts, and only them", {a["alert"] for a in alerts} == expected,
       sorted({a["alert"] for a in alerts} ^ expected))
 check("alerts select the release's namespace",

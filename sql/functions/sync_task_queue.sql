@@ -7,15 +7,16 @@
 -- leave it, and when any webhook endpoint is enabled their notifications are written to
 -- webhook_deliveries with one NOTIFY tasklane_webhooks for the statement; other tasks are
 -- upserted only when a mirrored column changed, and those becoming claimable take a turn
--- (tasklane.take_turns). A statement that wrote its own tasks' mirror rows and
--- notifications (the claim, the group commit) sets tasklane.queue_written to on; the
--- trigger then only clears it, so the next statement of the transaction is synced again.
--- Locks: the mirror rows it writes.
+-- (tasklane.take_turns); the floors of claimable ones are held (tasklane.hold_floors), and a
+-- kept turn the floor has passed is marked behind. A statement that wrote its own tasks'
+-- mirror rows and notifications (the claim, the group commit) sets tasklane.queue_written
+-- to on; the trigger then only clears it, so the next statement of the transaction is
+-- synced again. Locks: the mirror rows it writes, and the floors' advisory locks.
 --
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql
+-- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -51,7 +52,14 @@ BEGIN
         WHERE q.id = n.id AND n.state IN ('succeeded', 'failed', 'cancelled');
     END IF;
     -- The tasks becoming claimable (from running, cancelling or finished) take a turn;
-    -- the others keep theirs.
+    -- the others keep theirs. Every claimable task written holds its floor first.
+    SELECT array_agg(n.task_type), array_agg(n.priority)
+    INTO types, priorities
+    FROM fresh n
+    WHERE n.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback');
+    IF types IS NOT NULL THEN
+        PERFORM tasklane.hold_floors(types, priorities);
+    END IF;
     SELECT array_agg(n.id), array_agg(n.task_type), array_agg(n.priority), array_agg(n.app),
            array_agg(coalesce(n.usage_subject, ''))
     INTO ids, types, priorities, apps, subjects
@@ -62,15 +70,19 @@ BEGIN
                         AND o.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback'));
     INSERT INTO tasklane.task_queue AS q
         (id, state, priority, run_at, deadline_at, lease_expires_at, task_type, app,
-         scope_id, privacy, resource, subject, turn)
+         scope_id, privacy, resource, subject, turn, behind)
     SELECT n.id, n.state, n.priority, n.run_at, n.deadline_at, n.lease_expires_at,
            n.task_type, n.app, n.scope_id, n.privacy, n.resource,
            coalesce(n.usage_subject, ''),
            -- The row to insert carries the turn it keeps, since its CHECK is tested
            -- before the conflict is found.
-           coalesce(t.turn, o.turn)
+           coalesce(t.turn, o.turn),
+           -- A new turn is never below the floor (take_turns); a kept one is behind
+           -- when the floor has passed it, in its (perhaps new) priority.
+           t.turn IS NULL AND coalesce(o.turn < f.floor, false)
     FROM fresh n
     LEFT JOIN tasklane.task_queue o ON o.id = n.id
+    LEFT JOIN tasklane.turn_floors f ON f.task_type = n.task_type AND f.priority = n.priority
     LEFT JOIN tasklane.take_turns(ids, types, priorities, apps, subjects) t ON t.id = n.id
     WHERE n.state NOT IN ('succeeded', 'failed', 'cancelled')
       AND (o.id IS NULL
@@ -80,7 +92,7 @@ BEGIN
     ON CONFLICT (id) DO UPDATE
     SET state = excluded.state, priority = excluded.priority, run_at = excluded.run_at,
         deadline_at = excluded.deadline_at, lease_expires_at = excluded.lease_expires_at,
-        turn = excluded.turn;
+        turn = excluded.turn, behind = excluded.behind;
     RETURN NULL;
 END
 $$;

@@ -27,6 +27,7 @@ mod black_hole;
 mod cluster;
 mod databases;
 mod launcher;
+mod pooler;
 mod redact;
 mod replicated;
 mod sweep;
@@ -42,6 +43,7 @@ pub use databases::{
     url_with_database,
 };
 pub use launcher::find_pg_dump;
+pub use pooler::Pooler;
 pub use redact::redacted_url;
 pub use replicated::{Failover, Replicated};
 pub use sweep::{sweep_old_templates, sweep_stale_test_databases};

@@ -37,6 +37,7 @@ use utoipa_axum::routes;
 use crate::service::Tasklane;
 use api::{
     activity, admin, attempts, events, lifecycle, ops, output, tasks, webhooks, whoami, worker,
+    worker_batch,
 };
 
 /// What every handler shares.
@@ -86,14 +87,15 @@ impl AppState {
     /// streams (the events LISTEN plus a shared poll), and work wake-ups for claim long
     /// polls when no in-process worker listens already.
     pub fn spawn_sources(&self, config: &HttpConfig, stop: CancellationToken) {
-        let url = &config.database_url;
-        tokio::spawn(self.watch.clone().run(url.clone(), stop.clone()));
+        if let Some(url) = &config.listen_url {
+            tokio::spawn(self.watch.clone().run(url.clone(), stop.clone()));
+        }
         tokio::spawn(
             self.watch
                 .clone()
                 .run_poller(self.tasklane.clone(), stop.clone()),
         );
-        if config.listen_wakeups {
+        if let (true, Some(url)) = (config.listen_wakeups, &config.listen_url) {
             let wakeup = self.tasklane.wakeup().clone();
             tokio::spawn(wakeup.run_listener(url.clone(), stop));
         }
@@ -175,6 +177,9 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(worker::fail))
         .routes(routes!(worker::fallback))
         .routes(routes!(worker::cancelled))
+        .routes(routes!(worker_batch::heartbeats))
+        .routes(routes!(worker_batch::complete_many))
+        .routes(routes!(worker_batch::write_output))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))
@@ -269,8 +274,9 @@ fn finish(routes: Router<AppState>, state: AppState) -> Router {
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     pub listen: String,
-    /// For the server's own LISTEN connections.
-    pub database_url: String,
+    /// For the server's own LISTEN connections: the direct URL when one is set; none
+    /// with `--listen-notify false` (the shared poll then carries every change).
+    pub listen_url: Option<String>,
     /// The body limit of every route.
     pub body_limit: usize,
     /// Listen for other replicas' work wake-ups too (so claim long-polls answer at
@@ -287,7 +293,9 @@ impl HttpConfig {
     pub fn of(config: &crate::config::ServeConfig) -> Self {
         HttpConfig {
             listen: config.listen.clone(),
-            database_url: config.database_url.clone(),
+            listen_url: config
+                .listen_notify
+                .then(|| config.session_url().to_owned()),
             body_limit: config.body_limit(),
             listen_wakeups: config.listen_notify && !config.has(crate::config::Role::Worker),
             api: config.has(crate::config::Role::Api),

@@ -1,6 +1,6 @@
 //! The cluster's sampled gauges (`sampled_gauges`: queue depth by task type and state,
 //! the oldest claimable task's age by type, live replicas, emergency stops, circuits not
-//! closed). One replica of the cluster samples at a time: each maintenance replica keeps
+//! closed, the oldest holder of the vacuum horizon's age). One replica of the cluster samples at a time: each maintenance replica keeps
 //! one connection and tries to win a session advisory lock on it; the winner queries
 //! every interval and reports the sample, the others report only that they are not the
 //! sampler. When the winner dies its session and lock go with it, and another replica
@@ -11,6 +11,7 @@ use std::time::Duration;
 use opentelemetry::metrics::Meter;
 use tokio_util::sync::CancellationToken;
 
+use super::horizon::HorizonAges;
 use super::sampled_gauges::{self, Gauges, Sample, Shared};
 use crate::store::{health_sample, queue_depth};
 
@@ -21,6 +22,7 @@ pub struct ClusterSampler {
     pub database_url: String,
     pub interval: Duration,
     sample: Shared,
+    horizon: std::sync::Mutex<HorizonAges>,
     _gauges: Gauges,
 }
 
@@ -33,6 +35,7 @@ impl ClusterSampler {
             database_url,
             interval,
             sample,
+            horizon: Default::default(),
             _gauges: gauges,
         }
     }
@@ -73,12 +76,19 @@ impl ClusterSampler {
             *elected = queue_depth::elect(client).await?;
         }
         if *elected {
+            let holders = health_sample::snapshot_holders(client).await?;
+            let oldest_snapshot = self
+                .horizon
+                .lock()
+                .expect("horizon ages lock")
+                .oldest(&holders, std::time::Instant::now());
             let sample = Sample {
                 elected: true,
                 depth: queue_depth::depth(client).await?,
                 oldest: queue_depth::oldest_age(client).await?,
                 health: Some(health_sample::health(client).await?),
                 circuits: health_sample::open_circuits(client).await?,
+                oldest_snapshot: Some(oldest_snapshot),
             };
             *self.sample.lock().expect("cluster sample lock") = sample;
         }

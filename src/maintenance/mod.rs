@@ -5,6 +5,8 @@ pub mod admission_history;
 pub mod attempt_deadlines;
 pub mod cluster_sampler;
 pub mod deadlines;
+pub mod floors;
+pub mod horizon;
 pub mod pruner;
 pub mod replicas;
 pub mod rescuer;

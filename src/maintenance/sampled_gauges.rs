@@ -19,6 +19,8 @@ pub struct Sample {
     pub oldest: Vec<OldestAge>,
     pub health: Option<Health>,
     pub circuits: Vec<OpenCircuit>,
+    /// Seconds the oldest holder of the vacuum horizon has held it (`horizon`).
+    pub oldest_snapshot: Option<f64>,
 }
 
 pub type Shared = Arc<Mutex<Sample>>;
@@ -124,8 +126,23 @@ pub fn register(meter: &Meter, sample: &Shared) -> Gauges {
             }
         })
         .build();
+    let s = sample.clone();
+    let snapshot = meter
+        .f64_observable_gauge("tasklane.oldest_snapshot_age")
+        .with_unit("s")
+        .with_description(
+            "Seconds the oldest snapshot, transaction or replication slot holding back \
+             vacuum in tasklane's database has held it, 0 when none (reported by one \
+             replica of the cluster)",
+        )
+        .with_callback(move |observer| {
+            if let Some(seconds) = read(&s).oldest_snapshot {
+                observer.observe(seconds.max(0.0), &[]);
+            }
+        })
+        .build();
     Gauges {
         _u64: vec![depth, sampler, replicas, stops],
-        _f64: vec![oldest, circuits],
+        _f64: vec![oldest, circuits, snapshot],
     }
 }

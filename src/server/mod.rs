@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::config::{Role, ServeConfig};
 use crate::maintenance::replicas::ReplicaRegistry;
 use crate::service::{Tasklane, Wakeup};
+use crate::store::connect::sessions::{self, Sessions};
 use crate::store::connect::Database;
 use crate::task::catalog::TaskTypes;
 use crate::task::types_file::TaskTypesFile;
@@ -122,11 +123,11 @@ impl Replica {
         let checked = Checked::new(config, types, custom)?;
         let mut database = Database::from_url(&config.database_url)?
             .with_statement_timeout(config.statement_timeout());
-        if !config.listen_notify {
-            // `--listen-notify false` is the setting for PgBouncer in transaction mode.
+        if config.behind_pooler() {
             database = database.behind_transaction_pooler();
         }
         let pool = prepare_database(config, &database, &checked.task_types).await?;
+        check_sessions(config).await?;
         telemetry
             .instruments()
             .declare(checked.task_types.iter().map(|t| t.name.as_str()));
@@ -170,7 +171,7 @@ impl Replica {
             services.spawn(
                 wakeup
                     .clone()
-                    .run_listener(config.database_url.clone(), shutdown.clone()),
+                    .run_listener(config.session_url().to_owned(), shutdown.clone()),
             );
         }
         if config.has(Role::Maintenance) {
@@ -268,7 +269,7 @@ async fn prepare_database(
     task_types: &TaskTypes,
 ) -> anyhow::Result<crate::store::Pool> {
     if !config.no_migrate {
-        crate::store::migrate::run(&config.database_url).await?;
+        crate::store::migrate::run(config.session_url()).await?;
     } else {
         drop(database.connect().await?);
     }
@@ -281,6 +282,33 @@ async fn prepare_database(
         .context("register the task types")?;
     drop(object);
     Ok(pool)
+}
+
+/// Refuses a configuration whose LISTEN would go through a pooler in transaction mode,
+/// where it hears nothing: the direct URL must keep its sessions, and without one the
+/// database URL must, unless LISTEN is off.
+async fn check_sessions(config: &ServeConfig) -> anyhow::Result<()> {
+    let (url, fix) = match &config.direct_database_url {
+        Some(direct) if !direct.trim().is_empty() => (
+            direct.as_str(),
+            "--direct-database-url (TASKLANE_DIRECT_DATABASE_URL) reaches PostgreSQL \
+             through a pooler in transaction mode too: it must bypass the pooler",
+        ),
+        _ if !config.listen_notify => return Ok(()),
+        _ => (
+            config.database_url.as_str(),
+            "the database URL reaches PostgreSQL through a pooler in transaction mode \
+             (PgBouncer), where LISTEN (wake-ups, task events, live output) hears \
+             nothing: set --direct-database-url (TASKLANE_DIRECT_DATABASE_URL) to a URL \
+             that bypasses the pooler, or --listen-notify false (TASKLANE_LISTEN_NOTIFY) \
+             to poll instead",
+        ),
+    };
+    let database = Database::from_url(url)?;
+    match sessions::probe(&database).await? {
+        Sessions::Kept => Ok(()),
+        Sessions::Shared => anyhow::bail!("{fix}"),
+    }
 }
 
 /// The service of this replica, and the inbox of its webhook hand-off when it both works
@@ -311,8 +339,9 @@ fn service(
         0 => tasklane,
         groups => tasklane.with_submit_coalescing(groups),
     };
-    // Only a replica that runs attempts has live output to publish.
-    let tasklane = match config.has(Role::Worker) {
+    // Only a replica that runs attempts, or takes remote workers' output, has live
+    // output to publish.
+    let tasklane = match config.has(Role::Worker) || config.has(Role::Api) {
         true => tasklane.with_live_output(),
         false => tasklane,
     };

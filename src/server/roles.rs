@@ -13,6 +13,7 @@ use crate::maintenance::admission_history::{self, AdmissionHistoryPruner};
 use crate::maintenance::attempt_deadlines::AttemptDeadlineSweeper;
 use crate::maintenance::cluster_sampler::{self, ClusterSampler};
 use crate::maintenance::deadlines::DeadlineSweeper;
+use crate::maintenance::floors::{self, FloorKeeper};
 use crate::maintenance::pruner::Pruner;
 use crate::maintenance::rescuer::Rescuer;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
@@ -88,8 +89,14 @@ impl Maintenance<'_> {
             interval: vacuum::INTERVAL,
         };
         services.spawn(vacuum.run(shutdown.clone()));
+        let floors = FloorKeeper {
+            pool: pool.clone(),
+            interval: floors::INTERVAL,
+            idle_interval: floors::IDLE_INTERVAL,
+        };
+        services.spawn(floors.run(shutdown.clone()));
         let sampler = ClusterSampler::new(
-            config.database_url.clone(),
+            config.session_url().to_owned(),
             cluster_sampler::INTERVAL,
             &telemetry.meter(),
         );

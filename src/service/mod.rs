@@ -20,6 +20,8 @@ mod gone;
 mod lifecycle;
 pub mod live_output;
 pub mod liveness;
+pub mod remote_output;
+mod remote_work;
 mod submit;
 mod submit_coalesce;
 mod tasks;
@@ -48,6 +50,7 @@ pub use crate::task::owner::Owner;
 pub use crate::task::record::ListFilter;
 pub use crate::task::record::SourceRef;
 pub use crate::task::record::{SubmitOutcome, Submitted, TaskRecord};
+pub use crate::task::remote::BeatItem;
 pub use activity::ActivityMinute;
 pub use error::ServiceError;
 pub use lifecycle::MAX_SOURCE_PAGE;
@@ -78,6 +81,8 @@ pub struct Tasklane {
     handoff: Option<crate::webhooks::handoff::Handoff>,
     /// This replica's live output publisher, when started ([`Tasklane::with_live_output`]).
     live_output: Option<live_output::LiveOutput>,
+    /// Remote workers' streams, published through `live_output`.
+    remote_output: Option<remote_output::RemoteOutput>,
 }
 
 impl Tasklane {
@@ -100,6 +105,7 @@ impl Tasklane {
             coalescer: None,
             handoff: None,
             live_output: None,
+            remote_output: None,
         }
     }
 
@@ -121,7 +127,12 @@ impl Tasklane {
     /// The same service publishing its model calls' live output (see
     /// `service::live_output`); starts the publishing loop on the current runtime.
     pub fn with_live_output(mut self) -> Self {
-        self.live_output = Some(live_output::LiveOutput::start(self.pool.clone()));
+        let live = live_output::LiveOutput::start(self.pool.clone());
+        self.remote_output = Some(remote_output::RemoteOutput::start(
+            live.clone(),
+            self.pool.clone(),
+        ));
+        self.live_output = Some(live);
         self
     }
 

@@ -157,6 +157,9 @@ impl Tasklane {
         lease_token: Uuid,
         success: &Success,
     ) -> Result<(), ServiceError> {
+        if owner.is_some() {
+            self.finish_output(&[(id, lease_token)]).await;
+        }
         self.again_when_gone("complete", || async {
             let client = self.connection().await?;
             let client = store::client(&client);
@@ -170,7 +173,7 @@ impl Tasklane {
 
     /// Whether `result` is what `task_type`'s output schema asks for (a type without
     /// one, or unknown to this replica, takes any result).
-    fn check_output(
+    pub(super) fn check_output(
         &self,
         task_type: &str,
         result: &serde_json::Value,
@@ -231,6 +234,7 @@ impl Tasklane {
         let task = check_owner(store::client(&client), Some(owner), id).await?;
         drop(client);
         let task_type = task.map(|t| t.task_type).unwrap_or_default();
+        self.finish_output(&[(id, lease_token)]).await;
         self.settle_as(&task_type, id, lease_token, reported).await
     }
 

@@ -1,6 +1,7 @@
 //! Recent activity for the console's chart (`GET /v1/admin/activity`): tasks submitted
 //! and finished per minute over the last hour, cluster-wide. Read-only, one statement.
 
+use crate::store::Statements;
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
 
@@ -25,10 +26,10 @@ pub async fn last_hour<C: GenericClient + Sync>(
     client: &C,
 ) -> Result<Vec<ActivityMinute>, DbError> {
     client
-        .execute(include_str!("../../sql/activity_no_jit.sql"), &[])
+        .run(include_str!("../../sql/activity_no_jit.sql"), &[])
         .await?;
     let rows = client
-        .query(include_str!("../../sql/activity_minutes.sql"), &[])
+        .rows(include_str!("../../sql/activity_minutes.sql"), &[])
         .await?;
     rows.iter()
         .map(|r| {

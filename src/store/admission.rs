@@ -4,6 +4,7 @@
 //! into a [`crate::admission::Refusal`]. Also the bookkeeping around it: refusal counts
 //! and pruning of the admission history.
 
+use crate::store::Statements;
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
@@ -33,7 +34,7 @@ pub async fn admit<C: GenericClient + Sync>(
     now: Option<DateTime<Utc>>,
 ) -> Result<AdmitReport, DbError> {
     let row = tx
-        .query_one(
+        .row(
             include_str!("../../sql/admit.sql"),
             &[&id, &app, &usage_subject, &now],
         )
@@ -48,7 +49,7 @@ pub async fn admit<C: GenericClient + Sync>(
 
 /// Marks whether an existing task (requeued by `retry`) holds capacity after [`admit`].
 pub async fn mark_readmitted<C: GenericClient + Sync>(tx: &C, id: Uuid) -> Result<(), DbError> {
-    tx.execute(include_str!("../../sql/readmit_mark.sql"), &[&id])
+    tx.run(include_str!("../../sql/readmit_mark.sql"), &[&id])
         .await?;
     Ok(())
 }
@@ -61,7 +62,7 @@ pub async fn record_refusal<C: GenericClient + Sync>(
     count: i64,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/refusal_record.sql"),
             &[&code, &app, &count],
         )
@@ -74,7 +75,7 @@ pub async fn record_refusal<C: GenericClient + Sync>(
 /// rows went.
 pub async fn prune<C: GenericClient + Sync>(client: &C, limit: i64) -> Result<u64, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/admission_prune.sql"), &[&limit])
+        .row(include_str!("../../sql/admission_prune.sql"), &[&limit])
         .await?;
     Ok(row.try_get::<_, i64>(0)? as u64)
 }
@@ -90,7 +91,7 @@ pub async fn reconcile_slots(client: &mut tokio_postgres::Client) -> Result<u64,
         .start()
         .await?;
     let row = tx
-        .query_one(include_str!("../../sql/slots_reconcile.sql"), &[])
+        .row(include_str!("../../sql/slots_reconcile.sql"), &[])
         .await?;
     let freed: i64 = row.try_get(0)?;
     tx.commit().await?;

@@ -3,6 +3,7 @@
 //! (see `task::app_weight`); here the rows are only written and read, one statement
 //! each. Arguments are validated by `task::app_weight` before they get here.
 
+use crate::store::Statements;
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
 
@@ -28,7 +29,7 @@ pub async fn set_weight<C: GenericClient + Sync>(
     weight: i16,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/app_weight_set.sql"),
             &[&app, &weight],
         )
@@ -39,7 +40,7 @@ pub async fn set_weight<C: GenericClient + Sync>(
 /// Every app with an unrevoked token or a stored weight, by app, with its weight.
 pub async fn list<C: GenericClient + Sync>(client: &C) -> Result<Vec<AppWeight>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/app_list.sql"), &[])
+        .rows(include_str!("../../sql/app_list.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {

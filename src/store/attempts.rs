@@ -4,6 +4,7 @@
 //! attempts route, the task view's usage and provenance), binds an attempt's facts to
 //! those statements, and finds attempts past their server-side deadline.
 
+use crate::store::Statements;
 use std::collections::HashMap;
 
 use tokio_postgres::{GenericClient, Row};
@@ -57,7 +58,7 @@ pub async fn list<C: GenericClient + Sync>(
     id: Uuid,
 ) -> Result<Vec<AttemptRecord>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/attempts_list.sql"), &[&id])
+        .rows(include_str!("../../sql/attempts_list.sql"), &[&id])
         .await?;
     rows.iter().map(attempt_of).collect()
 }
@@ -106,7 +107,7 @@ pub async fn summaries<C: GenericClient + Sync>(
         return Ok(HashMap::new());
     }
     let rows = client
-        .query(include_str!("../../sql/attempt_summaries.sql"), &[&ids])
+        .rows(include_str!("../../sql/attempt_summaries.sql"), &[&ids])
         .await?;
     rows.iter()
         .map(|row| {
@@ -141,7 +142,7 @@ pub async fn overdue<C: GenericClient + Sync>(
     grace_seconds: f64,
 ) -> Result<Vec<Overdue>, DbError> {
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/attempt_overdue.sql"),
             &[&limit, &grace_seconds],
         )

@@ -2,6 +2,7 @@
 //! attempt may consume is reserved before it calls a provider, so the budgets it draws
 //! on are not overshot by attempts that all found room at once.
 
+use crate::store::Statements;
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
@@ -31,7 +32,7 @@ pub async fn reserve<C: GenericClient + Sync>(
     units: i64,
 ) -> Result<Reservation, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/budget_reserve.sql"),
             &[&id, &lease_token, &units],
         )

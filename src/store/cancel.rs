@@ -1,6 +1,7 @@
 //! The owner's cancel: a waiting task is cancelled at once, a running one
 //! is marked cancelling for its worker to hear at the next heartbeat.
 
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -19,7 +20,7 @@ pub async fn cancel<C: GenericClient + Sync>(
     id: Uuid,
 ) -> Result<Option<TaskRecord>, DbError> {
     client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/cancel.sql"),
             &[&id, &owner.app, &owner.scope_id],
         )

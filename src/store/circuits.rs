@@ -4,6 +4,7 @@
 //! probe, end the probe, reset a count, an operator's reset). What each means is
 //! decided in `task::circuit`.
 
+use crate::store::Statements;
 use chrono::{DateTime, Utc};
 use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
@@ -44,7 +45,7 @@ pub async fn read<C: GenericClient + Sync>(
     route_name: &str,
 ) -> Result<Option<(CircuitRow, DateTime<Utc>)>, DbError> {
     let row = client
-        .query_opt(include_str!("../../sql/circuit_read.sql"), &[&route_name])
+        .row_opt(include_str!("../../sql/circuit_read.sql"), &[&route_name])
         .await?;
     row.map(|row| Ok((circuit_row(&row)?, row.try_get("now")?)))
         .transpose()
@@ -58,7 +59,7 @@ pub async fn take_probe<C: GenericClient + Sync>(
     lease_seconds: u32,
 ) -> Result<bool, DbError> {
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/circuit_probe.sql"),
             &[&route_name, &f64::from(lease_seconds)],
         )
@@ -75,7 +76,7 @@ pub async fn count_failure<C: GenericClient + Sync>(
 ) -> Result<bool, DbError> {
     let threshold = i32::try_from(threshold.max(1)).unwrap_or(i32::MAX);
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/circuit_failure.sql"),
             &[&route_name, &threshold, &f64::from(open_seconds)],
         )
@@ -89,7 +90,7 @@ pub async fn reset_failures<C: GenericClient + Sync>(
     route_name: &str,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/circuit_success.sql"),
             &[&route_name],
         )
@@ -105,7 +106,7 @@ pub async fn end_probe<C: GenericClient + Sync>(
     open_seconds: u32,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/circuit_probe_result.sql"),
             &[&route_name, &succeeded, &f64::from(open_seconds)],
         )
@@ -116,7 +117,7 @@ pub async fn end_probe<C: GenericClient + Sync>(
 /// Every circuit with a row, by route name.
 pub async fn list<C: GenericClient + Sync>(client: &C) -> Result<Vec<Circuit>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/circuit_list.sql"), &[])
+        .rows(include_str!("../../sql/circuit_list.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {
@@ -136,7 +137,7 @@ pub async fn list<C: GenericClient + Sync>(client: &C) -> Result<Vec<Circuit>, D
 /// Closes `route_name`'s circuit (deletes its row); false if it had none.
 pub async fn reset<C: GenericClient + Sync>(client: &C, route_name: &str) -> Result<bool, DbError> {
     let row = client
-        .query_opt(include_str!("../../sql/circuit_reset.sql"), &[&route_name])
+        .row_opt(include_str!("../../sql/circuit_reset.sql"), &[&route_name])
         .await?;
     Ok(row.is_some())
 }
@@ -166,12 +167,9 @@ pub async fn start_call<C: super::cached::Cached>(
     lease_token: Uuid,
     reserve: Option<i64>,
 ) -> Result<CallStart, DbError> {
-    let statement = client
-        .prepare_cached(include_str!("../../sql/call_start.sql"))
-        .await?;
     let row = client
-        .query_one(
-            &statement,
+        .cached_row(
+            include_str!("../../sql/call_start.sql"),
             &[
                 &route_name,
                 &f64::from(probe_seconds),

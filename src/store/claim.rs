@@ -2,6 +2,8 @@
 //! `sql/claim.sql`, rendered by `build.rs` into a variant per route and [`Slots`], plus the
 //! external claim of waiting fallbacks only.
 
+use crate::store::Statements;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{GenericClient, Row};
 
 use super::DbError;
@@ -26,8 +28,10 @@ pub async fn claim_without_resources<C: GenericClient + Sync>(
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let statement = client.prepare(sql(claimant.route, Slots::Plain)).await?;
-    claim_with(client, &statement, claimant, None, task_types, limit).await
+    let sql = sql(claimant.route, Slots::Plain);
+    let params = ClaimParams::new(claimant, None, task_types, limit);
+    let rows = client.rows(sql, &params.values()).await?;
+    rows.iter().map(from_row).collect()
 }
 
 /// Claims like [`claim`], only tasks of `owner` (a remote worker's token): another
@@ -39,8 +43,10 @@ pub async fn claim_owned<C: GenericClient + Sync>(
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let statement = client.prepare(sql(claimant.route, Slots::Aware)).await?;
-    claim_with(client, &statement, claimant, owner, task_types, limit).await
+    let sql = sql(claimant.route, Slots::Aware);
+    let params = ClaimParams::new(claimant, owner, task_types, limit);
+    let rows = client.rows(sql, &params.values()).await?;
+    rows.iter().map(from_row).collect()
 }
 
 /// [`claim_owned`] on a pooled connection, with the statement for `slots` prepared once
@@ -54,16 +60,8 @@ pub async fn claim_pooled(
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let statement = client.prepare_cached(sql(claimant.route, slots)).await?;
-    claim_with(
-        crate::store::client(client),
-        &statement,
-        claimant,
-        owner,
-        task_types,
-        limit,
-    )
-    .await
+    let params = ClaimParams::new(claimant, owner, task_types, limit);
+    claim_on_claim_pool(client, sql(claimant.route, slots), &params).await
 }
 
 /// Like [`claim_pooled`] for an external claimant, taking only tasks waiting for an
@@ -79,9 +77,8 @@ pub async fn claim_fallbacks_pooled(
         Slots::Aware => FALLBACK,
         Slots::Plain => FALLBACK_PLAIN,
     };
-    let statement = client.prepare_cached(sql).await?;
-    let client = crate::store::client(client);
-    claim_with(client, &statement, claimant, None, task_types, limit).await
+    let params = ClaimParams::new(claimant, None, task_types, limit);
+    claim_on_claim_pool(client, sql, &params).await
 }
 
 /// The rendered claim variants by file name (tests prepare and check each one).
@@ -110,29 +107,73 @@ fn sql(route: Route, slots: Slots) -> &'static str {
     }
 }
 
-async fn claim_with<C: GenericClient + Sync>(
-    client: &C,
-    statement: &tokio_postgres::Statement,
-    claimant: &Claimant<'_>,
-    owner: Option<&crate::task::owner::Owner>,
-    task_types: &[String],
+/// A claim statement's parameters, in its order.
+struct ClaimParams<'a> {
+    task_types: &'a [String],
+    worker_id: &'a str,
     limit: i64,
+    replica_id: Option<uuid::Uuid>,
+    app: Option<&'a str>,
+    scope: Option<&'a str>,
+}
+
+impl<'a> ClaimParams<'a> {
+    fn new(
+        claimant: &'a Claimant<'a>,
+        owner: Option<&'a crate::task::owner::Owner>,
+        task_types: &'a [String],
+        limit: i64,
+    ) -> Self {
+        ClaimParams {
+            task_types,
+            worker_id: claimant.worker_id,
+            limit,
+            replica_id: claimant.replica_id,
+            app: owner.map(|o| o.app.as_str()),
+            scope: owner.and_then(|o| o.scope_id.as_deref()),
+        }
+    }
+
+    fn values(&self) -> [&(dyn ToSql + Sync); 6] {
+        [
+            &self.task_types,
+            &self.worker_id,
+            &self.limit,
+            &self.replica_id,
+            &self.app,
+            &self.scope,
+        ]
+    }
+}
+
+/// A claim on a connection of the claim pool, planned as that pool's sessions say
+/// (`connect::CLAIM_SESSION`): prepared once per connection with its generic plan.
+/// Behind a pooler in transaction mode, where nothing may stay on a session, the same
+/// settings are made for the claim's own transaction (`SET LOCAL`), the three messages
+/// sent at once so the claim still costs one round trip.
+async fn claim_on_claim_pool(
+    client: &crate::store::Pooled,
+    sql: &'static str,
+    params: &ClaimParams<'_>,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let app = owner.map(|o| o.app.as_str());
-    let scope = owner.and_then(|o| o.scope_id.as_deref());
-    let rows = client
-        .query(
-            statement,
-            &[
-                &task_types,
-                &claimant.worker_id,
-                &limit,
-                &claimant.replica_id,
-                &app,
-                &scope,
-            ],
-        )
-        .await?;
+    let plain = crate::store::client(client);
+    if !crate::store::connect::unnamed_statements_only() {
+        let statement = client.prepare_cached(sql).await?;
+        let rows = plain.query(&statement, &params.values()).await?;
+        return rows.iter().map(from_row).collect();
+    }
+    let values = params.values();
+    let types = crate::store::statement::parameter_types(plain, sql, values.len()).await?;
+    let typed: Vec<(&(dyn ToSql + Sync), Type)> =
+        values.iter().copied().zip(types.iter().cloned()).collect();
+    let (begun, rows, committed) = tokio::join!(
+        plain.batch_execute(crate::store::connect::CLAIM_TRANSACTION),
+        plain.query_typed(sql, &typed),
+        plain.batch_execute("COMMIT"),
+    );
+    begun?;
+    let rows = rows?;
+    committed?;
     rows.iter().map(from_row).collect()
 }
 

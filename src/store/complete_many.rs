@@ -82,12 +82,9 @@ pub async fn complete_many<C: Cached>(
     let claim_token = claim.map(|c| c.token);
     let claim_seconds = claim.map_or(0.0, |c| c.claim_for.as_secs_f64());
     let busy = claim.map_or(&[][..], |c| c.busy);
-    let statement = client
-        .prepare_cached(include_str!("../../sql/complete_many.sql"))
-        .await?;
     let rows = client
-        .query(
-            &statement,
+        .cached_rows(
+            include_str!("../../sql/complete_many.sql"),
             &[
                 &ids,
                 &tokens,
@@ -138,10 +135,9 @@ pub async fn complete_many<C: Cached>(
         .filter(|c| !settled.contains(&(c.id, c.lease_token)))
         .map(|c| c.id)
         .collect();
-    let probe = client
-        .prepare_cached(include_str!("../../sql/lease_probe_many.sql"))
+    let rows = client
+        .cached_rows(include_str!("../../sql/lease_probe_many.sql"), &[&missing])
         .await?;
-    let rows = client.query(&probe, &[&missing]).await?;
     let existing: HashSet<Uuid> = rows
         .iter()
         .map(|row| row.try_get("id"))

@@ -1,5 +1,6 @@
 //! Reading a task's events (they are written by the transition statements themselves).
 
+use crate::store::Statements;
 use crate::task::event::Event;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
@@ -15,7 +16,7 @@ pub async fn after<C: GenericClient + Sync>(
     limit: i64,
 ) -> Result<Vec<Event>, DbError> {
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/events_after.sql"),
             &[&task_id, &after, &limit],
         )
@@ -39,7 +40,7 @@ pub async fn latest_seqs<C: GenericClient + Sync>(
     ids: &[Uuid],
 ) -> Result<std::collections::HashMap<Uuid, i32>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/task_event_seqs.sql"), &[&ids])
+        .rows(include_str!("../../sql/task_event_seqs.sql"), &[&ids])
         .await?;
     rows.iter()
         .map(|row| Ok((row.try_get("id")?, row.try_get("event_seq")?)))

@@ -3,6 +3,7 @@
 //! `maintenance::cluster_sampler`), so dashboards and alerts see one value per cluster
 //! whatever the number of replicas.
 
+use crate::store::Statements;
 use tokio_postgres::Client;
 
 use super::DbError;
@@ -26,7 +27,7 @@ pub struct OpenCircuit {
 
 pub async fn health(client: &Client) -> Result<Health, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/health_sample.sql"), &[])
+        .row(include_str!("../../sql/health_sample.sql"), &[])
         .await?;
     Ok(Health {
         replicas: row.try_get("replicas")?,
@@ -37,12 +38,37 @@ pub async fn health(client: &Client) -> Result<Health, DbError> {
 
 pub async fn open_circuits(client: &Client) -> Result<Vec<OpenCircuit>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/circuits_open.sql"), &[])
+        .rows(include_str!("../../sql/circuits_open.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {
             Ok(OpenCircuit {
                 route_name: row.try_get("route_name")?,
+                seconds: row.try_get("seconds")?,
+            })
+        })
+        .collect()
+}
+
+/// One holder of the vacuum horizon (`sql/snapshot_holders.sql`): a backend, a prepared
+/// transaction or a replication slot, the transaction id it holds, and its age in
+/// seconds when PostgreSQL knows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HorizonHolder {
+    pub holder: String,
+    pub xmin: String,
+    pub seconds: Option<f64>,
+}
+
+pub async fn snapshot_holders(client: &Client) -> Result<Vec<HorizonHolder>, DbError> {
+    let rows = client
+        .rows(include_str!("../../sql/snapshot_holders.sql"), &[])
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(HorizonHolder {
+                holder: row.try_get("holder")?,
+                xmin: row.try_get("xmin")?,
                 seconds: row.try_get("seconds")?,
             })
         })

@@ -4,6 +4,7 @@
 //! state test there makes the plan quadratic. Zero rows is [`LeaseError::Lost`] or
 //! [`LeaseError::Gone`], never "not found".
 
+use crate::store::Statements;
 use std::time::Duration;
 
 use tokio_postgres::GenericClient;
@@ -50,7 +51,7 @@ pub async fn heartbeat<C: GenericClient + Sync>(
     events.extend(beat.events.iter().cloned());
     let events = serde_json::Value::Array(events);
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/heartbeat.sql"),
             &[
                 &id,
@@ -68,6 +69,7 @@ pub async fn heartbeat<C: GenericClient + Sync>(
     let state: &str = row.try_get("state")?;
     Ok(BeatAnswer {
         lease_expires_at: row.try_get("lease_expires_at")?,
+        attempt: row.try_get("attempt")?,
         cancel_requested: state == TaskState::Cancelling.as_str(),
     })
 }
@@ -84,7 +86,7 @@ pub async fn extend_many<C: GenericClient + Sync>(
     let ids: Vec<Uuid> = sorted.iter().map(|l| l.id).collect();
     let tokens: Vec<Uuid> = sorted.iter().map(|l| l.lease_token).collect();
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/heartbeat_many.sql"),
             &[&ids, &tokens],
         )
@@ -115,7 +117,7 @@ pub async fn complete<C: GenericClient + Sync>(
 ) -> Result<(), LeaseError> {
     let facts = FactColumns::of(&success.facts);
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/complete.sql"),
             &[
                 &id,
@@ -175,7 +177,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
 ) -> Result<TaskState, LeaseError> {
     let tx = client.transaction().await?;
     let Some(row) = tx
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/lease_lock.sql"),
             &[&id, &lease_token],
         )
@@ -208,7 +210,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
     let outcome = Outcome::of_settlement(timed_out, settlement.state);
     let delay_ms = settlement.delay.map(|d| d.as_millis() as i64);
     let facts = FactColumns::of(&reported.facts);
-    tx.execute(
+    tx.run(
         include_str!("../../sql/settle.sql"),
         &[
             &id,
@@ -240,7 +242,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
 /// Why a fenced write matched nothing.
 async fn probe<C: GenericClient + Sync>(client: &C, id: Uuid) -> LeaseError {
     match client
-        .query_opt(include_str!("../../sql/lease_probe.sql"), &[&id])
+        .row_opt(include_str!("../../sql/lease_probe.sql"), &[&id])
         .await
     {
         Ok(Some(_)) => LeaseError::Lost,

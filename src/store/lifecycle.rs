@@ -7,6 +7,7 @@
 //! client: pass a transaction to make the change commit or roll back with the caller's
 //! own writes.
 
+use crate::store::Statements;
 use crate::task::record::SourceRef;
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
@@ -28,7 +29,7 @@ pub async fn release<C: GenericClient + Sync>(
     usage_subject: Option<&str>,
 ) -> Result<Option<DateTime<Utc>>, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/lifecycle_release.sql"),
             &[&app, &scope_id, &effect_key, &usage_subject],
         )
@@ -50,7 +51,7 @@ pub async fn delete<C: GenericClient + Sync>(
     fence: bool,
 ) -> Result<u64, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/lifecycle_delete.sql"),
             &[&app, &scope_id, &source_id, &fence],
         )
@@ -65,7 +66,7 @@ pub async fn lift_fence<C: GenericClient + Sync>(
     scope_id: &str,
 ) -> Result<bool, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/lifecycle_lift_fence.sql"),
             &[&app, &scope_id],
         )
@@ -81,7 +82,7 @@ pub async fn check_fence<C: GenericClient + Sync>(
     scope_id: &str,
 ) -> Result<(), SubmitError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/fence_check.sql"),
             &[&app, &scope_id],
         )
@@ -104,7 +105,7 @@ pub async fn unreleased_sources<C: GenericClient + Sync>(
     let after_scope = after.map(|a| a.scope_id.as_str());
     let after_source = after.and_then(|a| a.source_id.as_deref());
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/lifecycle_unreleased.sql"),
             &[&app, &after_scope, &after_source, &limit],
         )

@@ -4,6 +4,7 @@
 //! the caller's transaction.
 //! Arguments are validated by `crate::admission` before they get here.
 
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 
 use super::DbError;
@@ -24,7 +25,7 @@ pub async fn set_limit<C: GenericClient + Sync>(
     max: i64,
 ) -> Result<i64, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/limit_set.sql"),
             &[
                 &key.kind,
@@ -44,7 +45,7 @@ pub async fn remove_limit<C: GenericClient + Sync>(
     key: LimitKey<'_>,
 ) -> Result<bool, DbError> {
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/limit_remove.sql"),
             &[&key.kind, &key.app, &key.usage_subject, &key.window_seconds],
         )
@@ -59,7 +60,7 @@ pub async fn set_emergency_stop<C: GenericClient + Sync>(
     enabled: bool,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/emergency_stop_set.sql"),
             &[&app, &enabled],
         )
@@ -79,7 +80,7 @@ pub async fn set_paused<C: GenericClient + Sync>(
     } else {
         include_str!("../../sql/task_type_resume.sql")
     };
-    Ok(client.execute(sql, &[&task_type]).await? > 0)
+    Ok(client.run(sql, &[&task_type]).await? > 0)
 }
 
 /// Sets the slot count of a resource.
@@ -89,7 +90,7 @@ pub async fn set_resource<C: GenericClient + Sync>(
     slots: i32,
 ) -> Result<(), DbError> {
     client
-        .execute(include_str!("../../sql/resource_set.sql"), &[&name, &slots])
+        .run(include_str!("../../sql/resource_set.sql"), &[&name, &slots])
         .await?;
     Ok(())
 }
@@ -100,7 +101,7 @@ pub async fn remove_resource<C: GenericClient + Sync>(
     name: &str,
 ) -> Result<bool, DbError> {
     Ok(client
-        .execute(include_str!("../../sql/resource_remove.sql"), &[&name])
+        .run(include_str!("../../sql/resource_remove.sql"), &[&name])
         .await?
         > 0)
 }

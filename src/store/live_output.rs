@@ -2,6 +2,7 @@
 //! running attempts (`tasklane.task_output`). Each write covers every attempt of a
 //! replica at once, so PostgreSQL's cost grows with replicas and ticks, not tokens.
 
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -17,7 +18,7 @@ pub async fn publish<C: GenericClient + Sync>(
     payloads: &[String],
 ) -> Result<(), DbError> {
     client
-        .execute(include_str!("../../sql/output_publish.sql"), &[&payloads])
+        .run(include_str!("../../sql/output_publish.sql"), &[&payloads])
         .await?;
     Ok(())
 }
@@ -31,7 +32,7 @@ pub async fn store<C: GenericClient + Sync>(
     let attempts: Vec<i32> = rows.iter().map(|r| r.1).collect();
     let texts: Vec<&str> = rows.iter().map(|r| r.2.as_str()).collect();
     client
-        .execute(
+        .run(
             include_str!("../../sql/output_store.sql"),
             &[&ids, &attempts, &texts],
         )
@@ -47,7 +48,7 @@ pub async fn forget<C: GenericClient + Sync>(
     let ids: Vec<Uuid> = ended.iter().map(|r| r.0).collect();
     let attempts: Vec<i32> = ended.iter().map(|r| r.1).collect();
     client
-        .execute(
+        .run(
             include_str!("../../sql/output_forget.sql"),
             &[&ids, &attempts],
         )
@@ -61,7 +62,7 @@ pub async fn get<C: GenericClient + Sync>(
     task: Uuid,
 ) -> Result<Option<(i32, String)>, DbError> {
     let row = client
-        .query_opt(include_str!("../../sql/output_get.sql"), &[&task])
+        .row_opt(include_str!("../../sql/output_get.sql"), &[&task])
         .await?;
     row.map(|row| Ok((row.try_get("attempt")?, row.try_get("text")?)))
         .transpose()

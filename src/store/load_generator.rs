@@ -1,6 +1,7 @@
 //! Statements of the load generator and the benchmarks: bulk enqueue and history, the
 //! checks and clocks a drain is measured by. Not used by a serving replica.
 
+use crate::store::Statements;
 use chrono::{DateTime, Utc};
 use tokio_postgres::{Client, GenericClient};
 use uuid::Uuid;
@@ -19,7 +20,7 @@ pub async fn enqueue<C: GenericClient + Sync>(
     input: &serde_json::Value,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/load_enqueue.sql"),
             &[
                 &task_type, &count, &app, &prefix, input, &3i32, &30i32, &300i32,
@@ -37,7 +38,7 @@ pub async fn add_history(
     prefix: &str,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/load_history.sql"),
             &[&count, &app, &prefix],
         )
@@ -55,7 +56,7 @@ pub async fn vacuum(client: &Client) -> Result<(), DbError> {
 /// ANALYZE of the tasks table, counting the caller's uncommitted rows.
 pub async fn analyze_tasks<C: GenericClient + Sync>(client: &C) -> Result<(), DbError> {
     client
-        .execute(include_str!("../../sql/load_analyze.sql"), &[])
+        .run(include_str!("../../sql/load_analyze.sql"), &[])
         .await?;
     Ok(())
 }
@@ -63,7 +64,7 @@ pub async fn analyze_tasks<C: GenericClient + Sync>(client: &C) -> Result<(), Db
 /// Tasks of `app` and how many of them are not exactly queued → running → succeeded.
 pub async fn verify(client: &Client, app: &str) -> Result<(i64, i64), DbError> {
     let row = client
-        .query_one(include_str!("../../sql/load_verify.sql"), &[&app])
+        .row(include_str!("../../sql/load_verify.sql"), &[&app])
         .await?;
     Ok((row.try_get("tasks")?, row.try_get("broken")?))
 }
@@ -74,7 +75,7 @@ pub async fn progress(
     app: &str,
 ) -> Result<(i64, i64, i64, Option<DateTime<Utc>>), DbError> {
     let row = client
-        .query_one(include_str!("../../sql/load_progress.sql"), &[&app])
+        .row(include_str!("../../sql/load_progress.sql"), &[&app])
         .await?;
     Ok((
         row.try_get("finished")?,
@@ -87,7 +88,7 @@ pub async fn progress(
 /// Whether `app` still has unfinished tasks.
 pub async fn pending(client: &Client, app: &str) -> Result<bool, DbError> {
     client
-        .query_one(include_str!("../../sql/load_pending.sql"), &[&app])
+        .row(include_str!("../../sql/load_pending.sql"), &[&app])
         .await?
         .try_get(0)
 }
@@ -95,7 +96,7 @@ pub async fn pending(client: &Client, app: &str) -> Result<bool, DbError> {
 /// How many of `ids` have not finished.
 pub async fn open_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError> {
     client
-        .query_one(include_str!("../../sql/load_open.sql"), &[&ids])
+        .row(include_str!("../../sql/load_open.sql"), &[&ids])
         .await?
         .try_get(0)
 }
@@ -103,7 +104,7 @@ pub async fn open_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError> {
 /// How many of `ids` finished in a state other than succeeded.
 pub async fn failed_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError> {
     client
-        .query_one(include_str!("../../sql/load_failed.sql"), &[&ids])
+        .row(include_str!("../../sql/load_failed.sql"), &[&ids])
         .await?
         .try_get(0)
 }
@@ -120,7 +121,7 @@ pub struct Timing {
 /// The [`Timing`] of each of `ids`.
 pub async fn timings(client: &Client, ids: &[Uuid]) -> Result<Vec<Timing>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/load_timings.sql"), &[&ids])
+        .rows(include_str!("../../sql/load_timings.sql"), &[&ids])
         .await?;
     rows.iter()
         .map(|row| {
@@ -137,7 +138,7 @@ pub async fn timings(client: &Client, ids: &[Uuid]) -> Result<Vec<Timing>, DbErr
 /// The database's clock now.
 pub async fn clock(client: &Client) -> Result<DateTime<Utc>, DbError> {
     client
-        .query_one(include_str!("../../sql/load_clock.sql"), &[])
+        .row(include_str!("../../sql/load_clock.sql"), &[])
         .await?
         .try_get(0)
 }
@@ -145,7 +146,7 @@ pub async fn clock(client: &Client) -> Result<DateTime<Utc>, DbError> {
 /// Process ids of the other backends connected to this database.
 pub async fn backend_pids(client: &Client) -> Result<Vec<i32>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/load_backends.sql"), &[])
+        .rows(include_str!("../../sql/load_backends.sql"), &[])
         .await?;
     rows.iter().map(|row| row.try_get(0)).collect()
 }
@@ -154,7 +155,7 @@ pub async fn backend_pids(client: &Client) -> Result<Vec<i32>, DbError> {
 /// retry, a second claim); events of their own, such as progress, are allowed.
 pub async fn reclaimed(client: &Client, app: &str) -> Result<i64, DbError> {
     client
-        .query_one(include_str!("../../sql/load_reclaimed.sql"), &[&app])
+        .row(include_str!("../../sql/load_reclaimed.sql"), &[&app])
         .await?
         .try_get(0)
 }
@@ -162,7 +163,7 @@ pub async fn reclaimed(client: &Client, app: &str) -> Result<i64, DbError> {
 /// Transactions committed and rolled back in this database so far.
 pub async fn transactions(client: &Client) -> Result<i64, DbError> {
     client
-        .query_one(include_str!("../../sql/load_transactions.sql"), &[])
+        .row(include_str!("../../sql/load_transactions.sql"), &[])
         .await?
         .try_get(0)
 }
@@ -170,7 +171,7 @@ pub async fn transactions(client: &Client) -> Result<i64, DbError> {
 /// How many replicas are registered.
 pub async fn replica_count(client: &Client) -> Result<i64, DbError> {
     client
-        .query_one(include_str!("../../sql/load_replicas.sql"), &[])
+        .row(include_str!("../../sql/load_replicas.sql"), &[])
         .await?
         .try_get(0)
 }
@@ -189,7 +190,7 @@ pub struct WebhookProgress {
 /// Reads [`WebhookProgress`] of `app`.
 pub async fn webhook_progress(client: &Client, app: &str) -> Result<WebhookProgress, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/load_webhooks.sql"), &[&app])
+        .row(include_str!("../../sql/load_webhooks.sql"), &[&app])
         .await?;
     Ok(WebhookProgress {
         delivered: row.try_get("delivered")?,
@@ -203,7 +204,7 @@ pub async fn webhook_progress(client: &Client, app: &str) -> Result<WebhookProgr
 /// `sql/load_wal.sql`): (position in bytes, records, full-page images, flushes, commits).
 pub async fn wal_counters(client: &Client) -> Result<(f64, i64, i64, i64, i64), DbError> {
     let row = client
-        .query_one(include_str!("../../sql/load_wal.sql"), &[])
+        .row(include_str!("../../sql/load_wal.sql"), &[])
         .await?;
     Ok((row.get(0), row.get(1), row.get(2), row.get(3), row.get(4)))
 }
@@ -211,7 +212,7 @@ pub async fn wal_counters(client: &Client) -> Result<(f64, i64, i64, i64, i64), 
 /// Other client sessions on this database now.
 pub async fn other_sessions(client: &Client) -> Result<i64, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/load_sessions.sql"), &[])
+        .row(include_str!("../../sql/load_sessions.sql"), &[])
         .await?;
     Ok(row.get(0))
 }
@@ -248,7 +249,7 @@ impl Relation {
 /// Every tasklane table, by name.
 pub async fn relations(client: &Client) -> Result<Vec<Relation>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/load_relations.sql"), &[])
+        .rows(include_str!("../../sql/load_relations.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {
@@ -270,7 +271,7 @@ pub async fn relations(client: &Client) -> Result<Vec<Relation>, DbError> {
 /// Tasks not finished yet, of every app.
 pub async fn unfinished(client: &Client) -> Result<i64, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/load_backlog.sql"), &[])
+        .row(include_str!("../../sql/load_backlog.sql"), &[])
         .await?;
     Ok(row.try_get("unfinished")?)
 }

@@ -1,7 +1,10 @@
 //! Schema migrations (refinery, files in `migrations/`), run under an advisory lock on a
 //! dedicated connection so replicas starting together migrate exactly once.
 
+use crate::store::Statements;
 use anyhow::Context;
+
+use super::connect::sessions::{self, Sessions};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -15,7 +18,19 @@ const HISTORY_TABLE: &str = "tasklane_schema_history";
 
 /// Applies every pending migration to the database at `database_url`.
 pub async fn run(database_url: &str) -> anyhow::Result<()> {
-    let (mut client, connection) = super::connect::Database::from_url(database_url)?
+    let database = super::connect::Database::from_url(database_url)?;
+    // Through a pooler in transaction mode the lock below would be taken on a server
+    // session the pooler lends to others next, and kept there.
+    if sessions::probe(&database).await? == Sessions::Shared {
+        anyhow::bail!(
+            "the database URL reaches PostgreSQL through a pooler in transaction mode \
+             (PgBouncer), and migrations need a session of their own: set \
+             --direct-database-url (TASKLANE_DIRECT_DATABASE_URL) to a URL that bypasses \
+             the pooler, or run `tasklane migrate` against the database directly and \
+             start with --no-migrate"
+        );
+    }
+    let (mut client, connection) = database
         .connect_with_driver()
         .await
         .context("connect to migrate")?;
@@ -29,7 +44,7 @@ pub async fn run(database_url: &str) -> anyhow::Result<()> {
         .await
         .context("quiet migration notices")?;
     client
-        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+        .run("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
         .await
         .context("take the migration lock")?;
     // A database migrated by a newer release has versions this binary lacks; that is
@@ -44,7 +59,7 @@ pub async fn run(database_url: &str) -> anyhow::Result<()> {
         .context("apply migrations");
     // Closing the connection releases the session lock even if the unlock fails.
     let _ = client
-        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+        .run("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
         .await;
     drop(client);
     let _ = driver.await;
@@ -71,7 +86,7 @@ pub async fn check_writable_and_current<C: tokio_postgres::GenericClient + Sync>
          FROM {HISTORY_TABLE}"
     );
     let row = client
-        .query_one(sql.as_str(), &[])
+        .row(sql.as_str(), &[])
         .await
         .map_err(|error| match error.code() {
             Some(code) => format!("the database refused the check (SQLSTATE {})", code.code()),

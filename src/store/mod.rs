@@ -30,13 +30,16 @@ pub mod query;
 pub mod queue_depth;
 mod record;
 pub mod recover;
+pub mod remote_lease;
 pub mod replicas;
 pub mod retry;
+pub mod statement;
 pub mod statistics;
 pub mod submit;
 pub mod submit_batch;
 pub mod task_types;
 pub mod tokens;
+pub mod turn_floors;
 pub mod vacuum;
 pub mod webhooks;
 
@@ -44,6 +47,7 @@ pub use lease::LeaseError;
 pub use submit::SubmitError;
 
 pub use connect::{Pool, Pooled};
+pub use statement::Statements;
 pub use tokio_postgres::GenericClient;
 
 /// A connection-level failure or a statement that PostgreSQL refused.

@@ -2,6 +2,8 @@
 //! work may be claimable (they LISTEN on [`super::WAKEUP_CHANNEL`]). A lost one costs a
 //! poll interval of latency, never a task.
 
+use super::cached::Cached;
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 
 use super::{DbError, WAKEUP_CHANNEL};
@@ -11,7 +13,7 @@ use super::{DbError, WAKEUP_CHANNEL};
 /// notifier sends one per burst of submits, and pickup latency waits on it.
 pub async fn wake_replicas<C: GenericClient + Sync>(client: &C) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/notify_wakeup.sql"),
             &[&WAKEUP_CHANNEL],
         )
@@ -19,11 +21,14 @@ pub async fn wake_replicas<C: GenericClient + Sync>(client: &C) -> Result<(), Db
     Ok(())
 }
 
-/// [`wake_replicas`] on a pooled connection, the statement prepared once per connection.
+/// [`wake_replicas`] on a pooled connection, the statement prepared once per connection
+/// (where that is safe: see [`super::cached`]).
 pub async fn wake_replicas_pooled(client: &crate::store::Pooled) -> Result<(), DbError> {
-    let statement = client
-        .prepare_cached(include_str!("../../sql/notify_wakeup.sql"))
+    client
+        .cached_rows(
+            include_str!("../../sql/notify_wakeup.sql"),
+            &[&WAKEUP_CHANNEL],
+        )
         .await?;
-    client.execute(&statement, &[&WAKEUP_CHANNEL]).await?;
     Ok(())
 }

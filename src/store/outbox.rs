@@ -9,6 +9,7 @@
 //! other terminal move. The deliverer's statements are prepared once per connection
 //! (deadpool's statement cache): it runs them every round.
 
+use crate::store::Statements;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -59,12 +60,9 @@ pub struct ClaimLimits {
 /// statement is prepared once per connection: the deliverer runs it every round.
 pub async fn claim<C: Cached>(client: &C, limits: &ClaimLimits) -> Result<Vec<Claimed>, DbError> {
     let (endpoints, rows): (Vec<Uuid>, Vec<i64>) = limits.allowance.iter().copied().unzip();
-    let statement = client
-        .prepare_cached(include_str!("../../sql/webhook_claim.sql"))
-        .await?;
     let rows = client
-        .query(
-            &statement,
+        .cached_rows(
+            include_str!("../../sql/webhook_claim.sql"),
             &[
                 &limits.max,
                 &limits.default_allowance,
@@ -110,10 +108,12 @@ pub async fn targets<C: Cached>(
     client: &C,
     endpoint_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Target>, DbError> {
-    let statement = client
-        .prepare_cached(include_str!("../../sql/webhook_targets.sql"))
+    let rows = client
+        .cached_rows(
+            include_str!("../../sql/webhook_targets.sql"),
+            &[&endpoint_ids],
+        )
         .await?;
-    let rows = client.query(&statement, &[&endpoint_ids]).await?;
     rows.iter()
         .map(|row| {
             Ok((
@@ -133,10 +133,9 @@ pub async fn tasks<C: Cached>(
     client: &C,
     task_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, TaskRecord>, DbError> {
-    let statement = client
-        .prepare_cached(include_str!("../../sql/webhook_tasks.sql"))
+    let rows = client
+        .cached_rows(include_str!("../../sql/webhook_tasks.sql"), &[&task_ids])
         .await?;
-    let rows = client.query(&statement, &[&task_ids]).await?;
     rows.iter()
         .map(|row| TaskRecord::from_row(row).map(|task| (task.id, task)))
         .collect()
@@ -209,12 +208,9 @@ pub async fn settle_many<C: Cached>(
         statuses.push(status);
         errors.push(error);
     }
-    let statement = client
-        .prepare_cached(include_str!("../../sql/webhook_settle_many.sql"))
-        .await?;
     let rows = client
-        .query(
-            &statement,
+        .cached_rows(
+            include_str!("../../sql/webhook_settle_many.sql"),
             &[&ids, &tokens, &states, &delays, &statuses, &errors],
         )
         .await?;
@@ -228,7 +224,7 @@ pub async fn disable_endpoint<C: GenericClient + Sync>(
     endpoint_id: Uuid,
 ) -> Result<i64, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/webhook_endpoint_disable.sql"),
             &[&endpoint_id],
         )
@@ -244,7 +240,7 @@ pub async fn prune<C: GenericClient + Sync>(
     limit: i64,
 ) -> Result<u64, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/webhook_prune.sql"),
             &[&retention.as_secs_f64(), &limit],
         )
@@ -269,7 +265,7 @@ pub struct WebhooksOverview {
 /// Reads [`WebhooksOverview`].
 pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<WebhooksOverview, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/webhook_overview.sql"), &[])
+        .row(include_str!("../../sql/webhook_overview.sql"), &[])
         .await?;
     Ok(WebhooksOverview {
         endpoints: row.try_get("endpoints")?,

@@ -3,6 +3,7 @@
 //! stops, paused task types, circuit breakers and today's refusals. Read-only; each part
 //! is one statement.
 
+use crate::store::Statements;
 use chrono::{DateTime, Utc};
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
@@ -89,25 +90,25 @@ fn non_empty(s: String) -> Option<String> {
 /// Reads the whole overview.
 pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, DbError> {
     let queue = client
-        .query(include_str!("../../sql/overview_queue.sql"), &[])
+        .rows(include_str!("../../sql/overview_queue.sql"), &[])
         .await?;
     let replicas = client
-        .query(include_str!("../../sql/overview_replicas.sql"), &[])
+        .rows(include_str!("../../sql/overview_replicas.sql"), &[])
         .await?;
     let resources = client
-        .query(include_str!("../../sql/overview_resources.sql"), &[])
+        .rows(include_str!("../../sql/overview_resources.sql"), &[])
         .await?;
     let limits = client
-        .query(include_str!("../../sql/overview_limits.sql"), &[])
+        .rows(include_str!("../../sql/overview_limits.sql"), &[])
         .await?;
     let stops = client
-        .query(include_str!("../../sql/overview_stops.sql"), &[])
+        .rows(include_str!("../../sql/overview_stops.sql"), &[])
         .await?;
     let refusals = client
-        .query(include_str!("../../sql/overview_refusals.sql"), &[])
+        .rows(include_str!("../../sql/overview_refusals.sql"), &[])
         .await?;
     let paused = client
-        .query(include_str!("../../sql/overview_paused.sql"), &[])
+        .rows(include_str!("../../sql/overview_paused.sql"), &[])
         .await?;
     let circuits = super::circuits::list(client).await?;
     Ok(Overview {

@@ -3,6 +3,7 @@
 //! replicas run at once (SKIP LOCKED). Once a task is pruned its effect key no longer
 //! blocks a new task.
 
+use crate::store::Statements;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -20,7 +21,7 @@ pub async fn prune_tasks<C: GenericClient + Sync>(
     now: Option<DateTime<Utc>>,
 ) -> Result<u64, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/prune_tasks.sql"),
             &[&retention.as_secs_f64(), &limit, &now],
         )

@@ -2,6 +2,7 @@
 //! Every owner's statement is filtered by app (and scope for scope tokens): another
 //! owner's task is not found.
 
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -18,7 +19,7 @@ pub async fn get<C: GenericClient + Sync>(
     id: Uuid,
 ) -> Result<Option<TaskRecord>, DbError> {
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/task_get.sql"),
             &[&id, &owner.app, &owner.scope_id],
         )
@@ -42,7 +43,7 @@ pub async fn list<C: GenericClient + Sync>(
     }
     let state = filter.state.map(TaskState::as_str);
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/task_list.sql"),
             &[
                 &owner.app,
@@ -85,7 +86,7 @@ pub async fn owner_of<C: GenericClient + Sync>(
     id: Uuid,
 ) -> Result<Option<TaskOwner>, DbError> {
     let row = client
-        .query_opt(include_str!("../../sql/task_owner.sql"), &[&id])
+        .row_opt(include_str!("../../sql/task_owner.sql"), &[&id])
         .await?;
     row.map(|row| {
         Ok(TaskOwner {

@@ -2,6 +2,7 @@
 //! replica of the cluster at a time (a session advisory lock elects it), so scrapes of
 //! any number of replicas cost one query per interval, not one per scrape.
 
+use crate::store::Statements;
 use tokio_postgres::Client;
 
 use super::DbError;
@@ -20,7 +21,7 @@ pub struct Depth {
 /// Tries to become the sampler on this (dedicated) connection; true once it is.
 pub async fn elect(client: &Client) -> Result<bool, DbError> {
     client
-        .query_one(
+        .row(
             include_str!("../../sql/queue_sampler_lock.sql"),
             &[&SAMPLER_LOCK],
         )
@@ -32,7 +33,7 @@ pub async fn elect(client: &Client) -> Result<bool, DbError> {
 /// non-terminal state it has no task in.
 pub async fn depth(client: &Client) -> Result<Vec<Depth>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/queue_depth_sample.sql"), &[])
+        .rows(include_str!("../../sql/queue_depth_sample.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {
@@ -56,7 +57,7 @@ pub struct OldestAge {
 /// with tasks waiting).
 pub async fn oldest_age(client: &Client) -> Result<Vec<OldestAge>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/queue_oldest_age.sql"), &[])
+        .rows(include_str!("../../sql/queue_oldest_age.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {

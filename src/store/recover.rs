@@ -3,6 +3,7 @@
 //! `task::restart::decide`, turned into states by the transition table
 //! (`RestartDecision::apply`); this module only selects, locks and writes.
 
+use crate::store::Statements;
 use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
 
@@ -36,12 +37,12 @@ pub async fn recover<C: GenericClient + Sync>(
 ) -> Result<usize, DbError> {
     let (rows, because) = match lost {
         Lost::Expired => (
-            tx.query(include_str!("../../sql/lost_expired.sql"), &[&limit])
+            tx.rows(include_str!("../../sql/lost_expired.sql"), &[&limit])
                 .await?,
             LostBecause::LeaseExpired,
         ),
         Lost::ColdStart { replica_id } => (
-            tx.query(
+            tx.rows(
                 include_str!("../../sql/lost_cold_start.sql"),
                 &[&limit, replica_id],
             )
@@ -49,7 +50,7 @@ pub async fn recover<C: GenericClient + Sync>(
             LostBecause::ServerRestarted,
         ),
         Lost::HandedBack { ids, lease_tokens } => (
-            tx.query(
+            tx.rows(
                 include_str!("../../sql/lost_handback.sql"),
                 &[ids, lease_tokens],
             )
@@ -83,7 +84,7 @@ pub async fn recover<C: GenericClient + Sync>(
         // The attempt each leased task loses ends with this code, whatever becomes of
         // the task (requeued, failed, or its requested cancel honoured).
         let lost_code = because.code();
-        tx.query_one(
+        tx.row(
             include_str!("../../sql/recover.sql"),
             &[&ids, &states, &codes, &keep, &lost_code],
         )
@@ -114,7 +115,7 @@ pub async fn expire_deadlines<C: GenericClient + Sync>(
     limit: i64,
 ) -> Result<usize, DbError> {
     let row = client
-        .query_one(include_str!("../../sql/expire_deadlines.sql"), &[&limit])
+        .row(include_str!("../../sql/expire_deadlines.sql"), &[&limit])
         .await?;
     Ok(row.get::<_, i64>(0) as usize)
 }

@@ -2,6 +2,7 @@
 //! other is live is a cold start: the tasks that replica processes held are lost and
 //! get their restart policy.
 
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -16,10 +17,10 @@ pub async fn register<C: GenericClient + Sync>(
     name: &str,
     ttl_seconds: f64,
 ) -> Result<bool, DbError> {
-    tx.execute(include_str!("../../sql/replica_lock.sql"), &[])
+    tx.run(include_str!("../../sql/replica_lock.sql"), &[])
         .await?;
     let row = tx
-        .query_one(
+        .row(
             include_str!("../../sql/replica_register.sql"),
             &[&id, &name, &ttl_seconds],
         )
@@ -35,7 +36,7 @@ pub async fn heartbeat<C: GenericClient + Sync>(
     ttl_seconds: f64,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/replica_heartbeat.sql"),
             &[&id, &name, &ttl_seconds],
         )
@@ -46,7 +47,7 @@ pub async fn heartbeat<C: GenericClient + Sync>(
 /// Removes `id` (clean shutdown).
 pub async fn deregister<C: GenericClient + Sync>(client: &C, id: Uuid) -> Result<(), DbError> {
     client
-        .execute(include_str!("../../sql/replica_deregister.sql"), &[&id])
+        .run(include_str!("../../sql/replica_deregister.sql"), &[&id])
         .await?;
     Ok(())
 }

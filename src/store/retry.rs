@@ -1,5 +1,6 @@
 //! The owner's retry of a failed or cancelled task.
 
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -40,14 +41,14 @@ where
     ) {
         return Ok(Retried::NotRetryable(task));
     }
-    tx.execute(
+    tx.run(
         include_str!("../../sql/owner_lock_scope.sql"),
         &[&task.app, &task.scope_id],
     )
     .await?;
     admit(task.clone()).await?;
     let moved = tx
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/task_retry.sql"),
             &[&id, &owner.app, &owner.scope_id],
         )

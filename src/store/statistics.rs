@@ -5,6 +5,7 @@
 //! both slower with every row, until autovacuum's first ANALYZE (up to a minute).
 //! ANALYZE here replaces the statistics, which invalidates those plans.
 
+use crate::store::Statements;
 use tokio_postgres::{Client, GenericClient};
 
 use super::DbError;
@@ -36,7 +37,7 @@ pub async fn analyze_stale(
     }
     let tx = client.transaction().await?;
     let taken: bool = tx
-        .query_one(
+        .row(
             include_str!("../../sql/stats_analyze_lock.sql"),
             &[&ANALYZE_LOCK],
         )
@@ -60,7 +61,7 @@ pub async fn analyze_stale(
     let mut sampled = false;
     for (name, young) in &stale {
         if *young && !sampled {
-            tx.execute(
+            tx.run(
                 include_str!("../../sql/stats_sample.sql"),
                 &[&SAMPLE_TARGET.to_string()],
             )
@@ -80,7 +81,7 @@ async fn stale<C: GenericClient + Sync>(
     least_changes: i64,
 ) -> Result<Vec<(String, bool)>, DbError> {
     client
-        .query(include_str!("../../sql/stats_stale.sql"), &[&least_changes])
+        .rows(include_str!("../../sql/stats_stale.sql"), &[&least_changes])
         .await?
         .iter()
         .map(|row| Ok((row.try_get("name")?, row.try_get("young")?)))

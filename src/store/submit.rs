@@ -56,13 +56,18 @@ pub async fn submit<C: GenericClient + Sync>(
 
 /// [`submit`] on a pooled connection, the statement prepared once per connection
 /// (deadpool's cache): the HTTP hot path, one round trip and no re-parse or re-plan.
+/// Behind a pooler in transaction mode it runs unnamed, as [`submit`] does.
 pub async fn submit_pooled(
     client: &crate::store::Pooled,
     id: TaskId,
     task: &NewTask,
 ) -> Result<Submission, SubmitError> {
-    let statement = client.prepare_cached(SQL).await?;
     let params = Params::new(id, task);
+    if crate::store::connect::unnamed_statements_only() {
+        let row = client.query_typed_opt(SQL, &params.typed()).await?;
+        return decide(row);
+    }
+    let statement = client.prepare_cached(SQL).await?;
     let typed = params.typed();
     let values: Vec<&(dyn ToSql + Sync)> = typed.iter().map(|(value, _)| *value).collect();
     let row = client.query_opt(&statement, &values).await?;

@@ -12,17 +12,23 @@ use super::DbError;
 use crate::task::{NewTask, TaskId};
 
 /// Submits `tasks` (each with the id it gets if created) in one statement, on a pooled
-/// connection (the statement prepared once per connection). The answers are in `tasks`'
+/// connection (the statement prepared once per connection; unnamed behind a pooler in
+/// transaction mode, see [`super::cached`]). The answers are in `tasks`'
 /// order. An `Err` of the whole call means nothing of the batch was written.
 pub async fn submit_many(
     client: &crate::store::Pooled,
     tasks: &[(TaskId, &NewTask)],
 ) -> Result<Vec<Result<Submission, SubmitError>>, DbError> {
     let columns = Columns::of(tasks);
-    let statement = client
-        .prepare_typed_cached(include_str!("../../sql/submit_batch.sql"), &Columns::TYPES)
-        .await?;
-    let rows = client.query(&statement, &columns.params()).await?;
+    let rows = if crate::store::connect::unnamed_statements_only() {
+        let params = columns.params();
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> =
+            params.iter().copied().zip(Columns::TYPES).collect();
+        client.query_typed(SQL, &typed).await?
+    } else {
+        let statement = client.prepare_typed_cached(SQL, &Columns::TYPES).await?;
+        client.query(&statement, &columns.params()).await?
+    };
     // Placed by the statement's item number `n` (1-based): an item without its row
     // (which submit_task never does) is answered as a vanished identity, never panics.
     let mut answers: Vec<Result<Submission, SubmitError>> =
@@ -35,6 +41,8 @@ pub async fn submit_many(
     }
     Ok(answers)
 }
+
+const SQL: &str = include_str!("../../sql/submit_batch.sql");
 
 /// The positions of `tasks` in identity order (app, scope, effect key, subject), equal
 /// identities in item order: the order `tasklane.submit_tasks` inserts in, which makes

@@ -2,6 +2,7 @@
 //! (`tasklane.registered_task_types`) so the SQL door (`tasklane.run_task`) knows
 //! which types exist and resolves their defaults exactly as the HTTP door does.
 
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 
 use super::DbError;
@@ -29,7 +30,7 @@ pub async fn register<C: GenericClient + Sync>(
     let resource: Vec<Option<&str>> = types.iter().map(|t| t.resource.as_deref()).collect();
     let input_bytes = i64::try_from(input_bytes).unwrap_or(i64::MAX);
     client
-        .execute(
+        .run(
             include_str!("../../sql/task_types_register.sql"),
             &[
                 &names,

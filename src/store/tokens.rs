@@ -1,6 +1,8 @@
 //! API tokens at rest: only their SHA-256 is stored. Reads happen on every request with
 //! no cache, so a revocation takes effect at once on every replica.
 
+use crate::store::cached::Cached;
+use crate::store::Statements;
 use tokio_postgres::GenericClient;
 use uuid::Uuid;
 
@@ -34,7 +36,7 @@ pub async fn insert<C: GenericClient + Sync>(
     token: &NewToken<'_>,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/token_insert.sql"),
             &[
                 &token.id,
@@ -55,10 +57,9 @@ pub async fn lookup(
     client: &crate::store::Pooled,
     token_hash: &[u8],
 ) -> Result<Option<TokenRow>, DbError> {
-    let statement = client
-        .prepare_cached(include_str!("../../sql/token_lookup.sql"))
+    let row = client
+        .cached_row_opt(include_str!("../../sql/token_lookup.sql"), &[&token_hash])
         .await?;
-    let row = client.query_opt(&statement, &[&token_hash]).await?;
     row.map(|row| {
         Ok(TokenRow {
             id: row.try_get("id")?,
@@ -74,7 +75,7 @@ pub async fn lookup(
 /// Revokes token `id`; false when there is no such token.
 pub async fn revoke<C: GenericClient + Sync>(client: &C, id: Uuid) -> Result<bool, DbError> {
     Ok(client
-        .query_opt(include_str!("../../sql/token_revoke.sql"), &[&id])
+        .row_opt(include_str!("../../sql/token_revoke.sql"), &[&id])
         .await?
         .is_some())
 }

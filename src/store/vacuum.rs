@@ -4,6 +4,7 @@
 //! visits (a minute or more apart) their index entries pile up in front of every claim,
 //! which walks them.
 
+use crate::store::Statements;
 use std::time::Duration;
 
 use tokio_postgres::Client;
@@ -33,7 +34,7 @@ pub struct Due {
 /// indexes this small.
 pub async fn vacuum_due(client: &Client, due: Due) -> Result<Vec<String>, DbError> {
     let due: Vec<String> = client
-        .query(
+        .rows(
             include_str!("../../sql/vacuum_due.sql"),
             &[&due.least_dead, &due.gap.as_secs_f64(), &due.most_bytes],
         )

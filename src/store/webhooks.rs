@@ -3,6 +3,7 @@
 //! the app (endpoint names are unique per app). The outbox's own statements, which the
 //! deliverer runs, are in `outbox`.
 
+use crate::store::Statements;
 use chrono::{DateTime, Utc};
 use tokio_postgres::{GenericClient, Row};
 use uuid::Uuid;
@@ -49,7 +50,7 @@ pub async fn upsert<C: GenericClient + Sync>(
     events: &[String],
 ) -> Result<Endpoint, DbError> {
     let row = client
-        .query_one(
+        .row(
             include_str!("../../sql/webhook_endpoint_upsert.sql"),
             &[&Uuid::now_v7(), &app, &name, &url, &events],
         )
@@ -64,7 +65,7 @@ pub async fn lock<C: GenericClient + Sync>(
     name: &str,
 ) -> Result<Option<Endpoint>, DbError> {
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/webhook_endpoint_lock.sql"),
             &[&app, &name],
         )
@@ -79,7 +80,7 @@ pub async fn get<C: GenericClient + Sync>(
     name: &str,
 ) -> Result<Option<Endpoint>, DbError> {
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/webhook_endpoint_get.sql"),
             &[&app, &name],
         )
@@ -93,7 +94,7 @@ pub async fn list<C: GenericClient + Sync>(
     app: &str,
 ) -> Result<Vec<Endpoint>, DbError> {
     let rows = client
-        .query(include_str!("../../sql/webhook_endpoint_list.sql"), &[&app])
+        .rows(include_str!("../../sql/webhook_endpoint_list.sql"), &[&app])
         .await?;
     rows.iter().map(Endpoint::from_row).collect()
 }
@@ -105,7 +106,7 @@ pub async fn delete<C: GenericClient + Sync>(
     name: &str,
 ) -> Result<bool, DbError> {
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/webhook_endpoint_delete.sql"),
             &[&app, &name],
         )
@@ -121,13 +122,13 @@ pub async fn rotate_secret<C: GenericClient + Sync>(
     secret: &str,
 ) -> Result<(), DbError> {
     client
-        .execute(
+        .run(
             include_str!("../../sql/webhook_secrets_retire.sql"),
             &[&endpoint_id, &ROTATION_GRACE_SECONDS],
         )
         .await?;
     client
-        .execute(
+        .run(
             include_str!("../../sql/webhook_secret_insert.sql"),
             &[&endpoint_id, &secret],
         )
@@ -156,7 +157,7 @@ pub async fn deliveries<C: GenericClient + Sync>(
     limit: i64,
 ) -> Result<Vec<Delivery>, DbError> {
     let rows = client
-        .query(
+        .rows(
             include_str!("../../sql/webhook_deliveries_list.sql"),
             &[&endpoint_id, &limit],
         )
@@ -192,7 +193,7 @@ pub async fn redeliver<C: GenericClient + Sync>(
     id: Uuid,
 ) -> Result<bool, DbError> {
     let row = client
-        .query_opt(
+        .row_opt(
             include_str!("../../sql/webhook_redeliver.sql"),
             &[&endpoint_id, &id],
         )

@@ -17,6 +17,8 @@ pub struct Beat {
 /// The answer to a heartbeat.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BeatAnswer {
+    /// The attempt the lease is of.
+    pub attempt: i32,
     pub lease_expires_at: DateTime<Utc>,
     pub cancel_requested: bool,
 }

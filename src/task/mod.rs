@@ -20,6 +20,7 @@ pub mod output;
 pub mod output_schema;
 pub mod owner;
 pub mod record;
+pub mod remote;
 pub mod request;
 pub mod restart;
 pub mod routes;

@@ -19,19 +19,19 @@ const EVENT_WITHIN: Duration = Duration::from_secs(30);
 
 /// One event of an output stream.
 #[derive(Debug, Clone)]
-struct Sse {
-    kind: String,
-    data: Value,
+pub(crate) struct Sse {
+    pub kind: String,
+    pub data: Value,
 }
 
 /// An open output stream, read event by event.
-struct Stream {
+pub(crate) struct Stream {
     response: reqwest::Response,
     buffer: String,
 }
 
 impl Stream {
-    async fn open(api: &Api, id: &str) -> Stream {
+    pub async fn open(api: &Api, id: &str) -> Stream {
         let request = api.http.get(format!("{}/v1/tasks/{id}/output", api.base));
         let response = api.execute(request).await;
         assert_eq!(response.status(), 200);
@@ -46,7 +46,7 @@ impl Stream {
     }
 
     /// The next event; `None` when the stream ended.
-    async fn next(&mut self) -> Option<Sse> {
+    pub async fn next(&mut self) -> Option<Sse> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
@@ -74,7 +74,7 @@ impl Stream {
     }
 
     /// Every event up to the end of the stream.
-    async fn rest(&mut self) -> Vec<Sse> {
+    pub async fn rest(&mut self) -> Vec<Sse> {
         let mut events = Vec::new();
         while let Some(event) = self.next().await {
             events.push(event);
@@ -84,7 +84,7 @@ impl Stream {
 }
 
 /// The text of `attempt` told by `events`, checking that its deltas are contiguous.
-fn text_of(events: &[Sse], attempt: i64) -> String {
+pub(crate) fn text_of(events: &[Sse], attempt: i64) -> String {
     let mut text = String::new();
     for e in events.iter().filter(|e| e.kind == "output.delta") {
         if e.data["attempt"] != attempt {
@@ -142,7 +142,7 @@ async fn replicas(db: &common::TestDb, types: &'static str) -> (Serve, Serve, Ap
     (worker, observer, wa, oa)
 }
 
-async fn first_delta(stream: &mut Stream) -> Sse {
+pub(crate) async fn first_delta(stream: &mut Stream) -> Sse {
     loop {
         let event = stream.next().await.expect("a delta before the end");
         if event.kind == "output.delta" {

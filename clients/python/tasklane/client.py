@@ -57,6 +57,10 @@ class Tasklane:
         max_retry_wait: float = 60.0,
         httpx_args: dict[str, Any] | None = None,
     ) -> None:
+        #: The API's origin and the token, for the worker's own connections.
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
         self.http = AuthenticatedClient(
             base_url=url.rstrip("/"),
             token=token,
@@ -173,7 +177,9 @@ class Tasklane:
         ``last_event_id`` (its ``seq``), until the terminal event. A dropped connection
         is resumed where it stopped (``Last-Event-ID``), up to ``max_reconnects`` times
         in a row."""
-        return follow(self, _uuid(task_id), last_event_id or 0, max_reconnects)
+        return follow(
+            self.http.get_httpx_client(), self.sleep, _uuid(task_id), last_event_id or 0, max_reconnects
+        )
 
     def output(self, task_id: UUID | str, *, max_reconnects: int = 5) -> Iterator[Output]:
         """The live output of the task's running model call (Server-Sent Events):
@@ -181,7 +187,7 @@ class Tasklane:
         another attempt starts, and last the task's terminal event (``task`` the task
         view). A dropped connection is resumed (the text already seen is not repeated),
         up to ``max_reconnects`` times in a row."""
-        return follow_output(self, _uuid(task_id), max_reconnects)
+        return follow_output(self.http.get_httpx_client(), self.sleep, _uuid(task_id), max_reconnects)
 
     # -- the one place answers become values or errors -----------------------------
 

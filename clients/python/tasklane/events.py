@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Callable, Iterator
 from uuid import UUID
 
 import httpx
 
 from . import errors
-
-if TYPE_CHECKING:
-    from .client import Tasklane
 
 #: Event types after which a task's stream ends.
 TERMINAL_EVENTS = frozenset({"task.succeeded", "task.failed", "task.cancelled"})
@@ -35,11 +32,19 @@ class Event:
         return self.type in TERMINAL_EVENTS
 
 
-def follow(client: "Tasklane", task_id: UUID, after: int, max_reconnects: int) -> Iterator[Event]:
+def follow(
+    http: httpx.Client,
+    sleep: Callable[[float], None],
+    task_id: UUID,
+    after: int,
+    max_reconnects: int,
+) -> Iterator[Event]:
+    """The events of ``task_id`` after ``after`` until the terminal one, read with
+    ``http`` (the client's connection pool), reconnecting after ``sleep``."""
     reconnects = 0
     while True:
         try:
-            for event in _stream(client, task_id, after):
+            for event in _stream(http, task_id, after):
                 after = event.seq
                 reconnects = 0
                 yield event
@@ -55,12 +60,11 @@ def follow(client: "Tasklane", task_id: UUID, after: int, max_reconnects: int) -
                 "stream_interrupted",
                 f"the event stream of {task_id} ended {reconnects} times before its end",
             )
-        client.sleep(min(0.2 * 2**reconnects, 5.0))
+        sleep(min(0.2 * 2**reconnects, 5.0))
 
 
-def _stream(client: "Tasklane", task_id: UUID, after: int) -> Iterator[Event]:
+def _stream(http: httpx.Client, task_id: UUID, after: int) -> Iterator[Event]:
     headers = {"Accept": "text/event-stream", "Last-Event-ID": str(after)}
-    http = client.http.get_httpx_client()
     with http.stream("GET", f"/v1/tasks/{task_id}/events", headers=headers) as response:
         if response.status_code >= 400:
             response.read()

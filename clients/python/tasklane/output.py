@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Callable, Iterator
 from uuid import UUID
 
 import httpx
 
 from . import errors
 from .events import TERMINAL_EVENTS
-
-if TYPE_CHECKING:
-    from .client import Tasklane
 
 
 @dataclass(frozen=True)
@@ -39,13 +36,17 @@ class Output:
         return self.type in TERMINAL_EVENTS
 
 
-def follow_output(client: "Tasklane", task_id: UUID, max_reconnects: int) -> Iterator[Output]:
+def follow_output(
+    http: httpx.Client, sleep: Callable[[float], None], task_id: UUID, max_reconnects: int
+) -> Iterator[Output]:
+    """The live output of ``task_id`` until its terminal event, read with ``http``,
+    reconnecting after ``sleep``."""
     attempt: int | None = None
     seen = 0
     reconnects = 0
     while True:
         try:
-            for event in _stream(client, task_id):
+            for event in _stream(http, task_id):
                 reconnects = 0
                 if event.type == "output.reset" or (
                     event.attempt is not None and event.attempt != attempt
@@ -75,11 +76,10 @@ def follow_output(client: "Tasklane", task_id: UUID, max_reconnects: int) -> Ite
                 "stream_interrupted",
                 f"the output stream of {task_id} ended {reconnects} times before its end",
             )
-        client.sleep(min(0.2 * 2**reconnects, 5.0))
+        sleep(min(0.2 * 2**reconnects, 5.0))
 
 
-def _stream(client: "Tasklane", task_id: UUID) -> Iterator[Output]:
-    http = client.http.get_httpx_client()
+def _stream(http: httpx.Client, task_id: UUID) -> Iterator[Output]:
     headers = {"Accept": "text/event-stream"}
     with http.stream("GET", f"/v1/tasks/{task_id}/output", headers=headers) as response:
         if response.status_code >= 400:

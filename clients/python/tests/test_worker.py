@@ -170,3 +170,91 @@ def test_a_killed_worker_loses_its_lease_and_another_takes_the_task(client, serv
     worker_of(handler)
     done = client.run("py", scope_id=scope, effect_key="killed", input={"n": 7}, wait=30)
     assert (done.state, done.result) == ("succeeded", {"attempt": 2, "input": {"n": 7}})
+
+
+def test_tasks_run_at_once_up_to_concurrency_and_settle_in_batches(client, scope, worker_of) -> None:
+    together = threading.Barrier(6, timeout=30)
+
+    def handler(ctx: TaskContext):
+        together.wait()  # all six run at the same time, or this breaks
+        ctx.progress(50)
+        return {"n": ctx.input["n"]}
+
+    worker_of(handler, concurrency=6)
+    ids = [client.run("py", scope_id=scope, effect_key=f"c{n}", input={"n": n}).id for n in range(6)]
+    for n, id in enumerate(ids):
+        done = client.run("py", scope_id=scope, effect_key=f"c{n}", input={"n": n}, wait=30)
+        assert (done.id, done.state, done.result) == (id, "succeeded", {"n": n})
+    assert not together.broken
+
+
+def test_cancellation_reaches_one_handler_of_many(client, scope, worker_of) -> None:
+    started = {k: threading.Event() for k in ("keep", "drop")}
+
+    def handler(ctx: TaskContext):
+        started[ctx.input["k"]].set()
+        ctx.wait(1.5 if ctx.input["k"] == "keep" else 30)
+        ctx.raise_if_cancelled()
+        return "kept"
+
+    worker_of(handler, concurrency=2)
+    keep = client.run("py", scope_id=scope, effect_key="keep", input={"k": "keep"})
+    drop = client.run("py", scope_id=scope, effect_key="drop", input={"k": "drop"})
+    assert started["keep"].wait(30) and started["drop"].wait(30)
+    client.cancel(drop.id)
+    assert client.run("py", scope_id=scope, effect_key="drop", input={"k": "drop"}, wait=30).state == "cancelled"
+    assert client.run("py", scope_id=scope, effect_key="keep", input={"k": "keep"}, wait=30).result == "kept"
+
+
+def test_stop_cuts_an_idle_claim_short_and_lets_running_handlers_finish(client, scope) -> None:
+    idle = Worker(client, ["py"], lambda ctx: None, wait_seconds=30).start()
+    # The claim's long poll is in flight (its connection is open): stop cuts it.
+    until("the claim in flight", lambda: idle._claims._backend and idle._claims._backend._open)
+    began = time.monotonic()
+    idle.stop(timeout=60)
+    assert time.monotonic() - began < 15, "stop waited out the 30 s long poll"
+
+    running = threading.Event()
+
+    def slow(ctx: TaskContext):
+        running.set()
+        time.sleep(1)
+        return "finished"
+
+    busy = Worker(client, ["py"], slow, wait_seconds=30).start()
+    task = client.run("py", scope_id=scope, effect_key="slow", input={})
+    assert running.wait(30)
+    busy.stop(timeout=30)
+    assert client.get(task.id).result == "finished"
+
+
+def test_live_output_reaches_an_observer_in_order(client, scope, worker_of) -> None:
+    tokens = [f"tök{i} " for i in range(60)]
+    first_seen = threading.Event()
+    seen: list = []
+
+    def observe(task_id) -> None:
+        for event in client.output(task_id):
+            seen.append(event)
+            first_seen.set()
+
+    def handler(ctx: TaskContext):
+        ctx.write_output(tokens[0])
+        assert first_seen.wait(30)  # the observer follows: the rest streams to it live
+        for token in tokens[1:]:
+            ctx.write_output(token)
+            time.sleep(0.005)
+        return {"text": "".join(tokens)}
+
+    task = client.run("py", scope_id=scope, effect_key="stream", input={})
+    observer = threading.Thread(target=observe, args=(task.id,))
+    observer.start()
+    worker_of(handler, concurrency=2)
+    observer.join(60)
+    text = ""
+    for delta in (e for e in seen if e.type == "output.delta"):
+        assert (delta.attempt, delta.offset) == (1, len(text))
+        text += delta.text
+    assert text == "".join(tokens)
+    assert len([e for e in seen if e.type == "output.delta"]) > 1
+    assert seen[-1].type == "task.succeeded"

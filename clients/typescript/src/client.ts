@@ -50,12 +50,17 @@ type Answer<T> = { data?: T; error?: unknown; response: Response };
 
 export class Tasklane {
   readonly http: HttpClient;
+  /** The API's origin and the token, for a worker's own requests. */
+  readonly baseUrl: string;
+  readonly token: string;
   private readonly maxRetries: number;
   private readonly maxRetryWait: number;
   private readonly sleep: (seconds: number) => Promise<void>;
 
   constructor(baseUrl: string, token: string, options: RetryOptions & { fetch?: typeof fetch } = {}) {
     this.http = createHttpClient(baseUrl, token, options);
+    this.baseUrl = baseUrl.replace(/\/$/, "");
+    this.token = token;
     this.maxRetries = options.maxRetries ?? 3;
     this.maxRetryWait = options.maxRetryWait ?? 60;
     this.sleep = options.sleep ?? ((s) => new Promise((resolve) => setTimeout(resolve, s * 1000)));

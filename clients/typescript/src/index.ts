@@ -6,3 +6,5 @@ export type { OutputEvent } from "./output.js";
 export { runTask, releaseTask, deleteTasks, listUnreleasedSources } from "./sql.js";
 export type { Db, PostgresJs, NodePg, RunTaskArgs, RunTaskResult } from "./sql.js";
 export type { paths, components, operations } from "./schema.js";
+export { Worker, TaskContext, Cancelled, Fail, Fallback } from "./worker.js";
+export type { Handler, WorkerOptions } from "./worker.js";

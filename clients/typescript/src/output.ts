@@ -6,7 +6,9 @@
  * current attempt's text so far.
  */
 
-import type { TaskView } from "./client.js";
+import type { components } from "./schema.js";
+
+type TaskView = components["schemas"]["TaskView"];
 
 export type OutputEvent =
   | { type: "output.delta"; attempt: number; offset: number; text: string }

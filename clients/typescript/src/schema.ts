@@ -589,6 +589,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/worker/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Settle many attempts as succeeded at once, each on its own. */
+        post: operations["complete_tasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/worker/heartbeats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Extend many leases at once, each on its own. */
+        post: operations["heartbeat_tasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/worker/tasks/{id}/cancelled": {
         parameters: {
             query?: never;
@@ -669,8 +703,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Extend the lease; report progress, phase, a snapshot and events. */
+        /** Extend the lease; report progress, phase, a snapshot, events and live output. */
         post: operations["heartbeat_task"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/worker/tasks/{id}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Append text to a running attempt's live output. */
+        post: operations["write_task_output"];
         delete?: never;
         options?: never;
         head?: never;
@@ -928,6 +979,62 @@ export interface components {
             result: unknown;
             usage?: components["schemas"]["UsageBody"] | null;
         };
+        /** @description One attempt's success, as `POST /v1/worker/tasks/{id}/complete` takes it. */
+        CompleteItem: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            lease_token: string;
+            provenance?: components["schemas"]["ProvenanceBody"] | null;
+            result: unknown;
+            usage?: components["schemas"]["UsageBody"] | null;
+        };
+        /**
+         * @description What a batched completion did with one attempt.
+         * @example {
+         *       "id": "0193a5c2-7f00-7000-8000-000000000001",
+         *       "status": "succeeded"
+         *     }
+         */
+        CompleteItemAnswer: {
+            error?: components["schemas"]["ErrorView"] | null;
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description `succeeded`, `lease_lost`, `task_gone` or `invalid_output` (the task type has an
+             *     output schema and `result.output` does not match it; nothing was written).
+             */
+            status: string;
+        };
+        /** @description One answer per item, in the order given. */
+        CompleteManyAnswer: {
+            items: components["schemas"]["CompleteItemAnswer"][];
+        };
+        /**
+         * @description A batched completion: 1..500 attempts that succeeded.
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "0193a5c2-7f00-7000-8000-000000000001",
+         *           "lease_token": "0193a5c2-8000-7000-8000-0000000000aa",
+         *           "result": {
+         *             "summary": "..."
+         *           },
+         *           "usage": {
+         *             "input_tokens": 812,
+         *             "output_tokens": 64
+         *           }
+         *         }
+         *       ],
+         *       "worker_id": "gpu-box-1"
+         *     }
+         */
+        CompleteManyBody: {
+            /** @description 1..500 items, each of a different task. */
+            items: components["schemas"]["CompleteItem"][];
+            /** @description The worker's own name, 1..200 bytes. */
+            worker_id: string;
+        };
         /** @description How many tasks a deletion removed. */
         Deleted: {
             /** Format: int64 */
@@ -1063,6 +1170,11 @@ export interface components {
             events?: components["schemas"]["WorkerEvent"][] | null;
             /** Format: uuid */
             lease_token: string;
+            /**
+             * @description Text to append to the attempt's live output (at most 64 KiB), as
+             *     `POST /v1/worker/tasks/{id}/output` does.
+             */
+            output?: string | null;
             /** @description `loading` or `running`. */
             phase?: string | null;
             /**
@@ -1072,6 +1184,75 @@ export interface components {
             progress?: number | null;
             /** @description A resume snapshot, at most 1 MiB. */
             snapshot?: unknown;
+        };
+        /** @description One lease of a batched heartbeat, and what the worker reports with it. */
+        HeartbeatItem: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            lease_token: string;
+            /** @description Text to append to the attempt's live output (at most 64 KiB). */
+            output?: string | null;
+            /**
+             * Format: int32
+             * @description 0..100.
+             */
+            progress?: number | null;
+            /** @description A resume snapshot, at most 1 MiB. */
+            snapshot?: unknown;
+        };
+        /**
+         * @description What a batched heartbeat did with one lease.
+         * @example {
+         *       "cancel_requested": false,
+         *       "id": "0193a5c2-7f00-7000-8000-000000000001",
+         *       "lease_expires_at": "2026-12-01T05:00:31Z",
+         *       "status": "ok"
+         *     }
+         */
+        HeartbeatItemAnswer: {
+            /** @description The owner asked to cancel: stop and acknowledge with `cancelled`. */
+            cancel_requested: boolean;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description The extended lease's end; null unless `ok`.
+             */
+            lease_expires_at?: string | null;
+            /**
+             * @description `ok` (extended), `lease_lost` or `task_gone`: on either of the last two the
+             *     worker stops the attempt.
+             */
+            status: string;
+        };
+        /** @description One answer per item, in the order given. */
+        HeartbeatsAnswer: {
+            items: components["schemas"]["HeartbeatItemAnswer"][];
+        };
+        /**
+         * @description A batched heartbeat: 1..500 leases of the worker's running attempts.
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "0193a5c2-7f00-7000-8000-000000000001",
+         *           "lease_token": "0193a5c2-8000-7000-8000-0000000000aa",
+         *           "output": "The quarterly report ",
+         *           "progress": 40
+         *         },
+         *         {
+         *           "id": "0193a5c2-7f00-7000-8000-000000000002",
+         *           "lease_token": "0193a5c2-8000-7000-8000-0000000000ab"
+         *         }
+         *       ],
+         *       "worker_id": "gpu-box-1"
+         *     }
+         */
+        HeartbeatsBody: {
+            /** @description 1..500 items, each of a different task. */
+            items: components["schemas"]["HeartbeatItem"][];
+            /** @description The worker's own name, 1..200 bytes. */
+            worker_id: string;
         };
         /**
          * @description Kinds of admission limits.
@@ -1126,6 +1307,19 @@ export interface components {
             name: string;
             /** Format: date-time */
             started_at: string;
+        };
+        /**
+         * @description Text for a running attempt's live output.
+         * @example {
+         *       "lease_token": "0193a5c2-8000-7000-8000-0000000000aa",
+         *       "text": "The quarterly report shows "
+         *     }
+         */
+        OutputBody: {
+            /** Format: uuid */
+            lease_token: string;
+            /** @description Appended to the attempt's text; at most 64 KiB. */
+            text: string;
         };
         /** @description `data` of an `output.delta` event. */
         OutputDelta: {
@@ -4078,6 +4272,184 @@ export interface operations {
             };
         };
     };
+    complete_tasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompleteManyBody"];
+            };
+        };
+        responses: {
+            /** @description one answer per item, in the order given: `succeeded`, `lease_lost`, `task_gone` or `invalid_output` (with `error`; nothing written for that item) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompleteManyAnswer"];
+                };
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: the body exceeds the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` (`field` names the item, e.g. `items[3].usage.units`; also a task named twice) or `unknown_field`; nothing changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unavailable for now; ask again after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    heartbeat_tasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatsBody"];
+            };
+        };
+        responses: {
+            /** @description one answer per item, in the order given: `ok` (extended; `cancel_requested` says whether the owner asked to cancel), `lease_lost` or `task_gone` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeartbeatsAnswer"];
+                };
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: the body exceeds the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` (`field` names the item, e.g. `items[3].progress`; also a task named twice) or `unknown_field`; nothing changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unavailable for now; ask again after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     acknowledge_cancel: {
         parameters: {
             query?: never;
@@ -4611,6 +4983,122 @@ export interface operations {
                 };
             };
             /** @description lease_lost */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description task_gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: the body exceeds the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` or `unknown_field` (`field` names it). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unavailable for now; ask again after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    write_task_output: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OutputBody"];
+            };
+        };
+        responses: {
+            /** @description appended: observers of `GET /v1/tasks/{id}/output` on any replica see it as `output.delta` */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such task for this caller (another owner's task too). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description lease_lost: nothing appended */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -81,6 +81,30 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/*
+Key of the direct URL (TASKLANE_DIRECT_DATABASE_URL: the database bypassing a pooler)
+in the database Secret, or nothing when none is configured: database.directSecretKey in
+an existing Secret; in the chart-made Secret that key (default `directUrl`) when
+database.directUrl is set.
+*/}}
+{{- define "tasklane.directSecretKey" -}}
+{{- if .Values.database.existingSecret }}
+{{- .Values.database.directSecretKey }}
+{{- else if .Values.database.directUrl }}
+{{- .Values.database.directSecretKey | default "directUrl" }}
+{{- end }}
+{{- end }}
+
+{{/*
+Data of a chart-made database Secret: the URL, and the direct URL when set.
+*/}}
+{{- define "tasklane.databaseSecretData" -}}
+{{ .Values.database.secretKey }}: {{ .Values.database.url | b64enc | quote }}
+{{- with include "tasklane.directSecretKey" . }}
+{{ . }}: {{ $.Values.database.directUrl | b64enc | quote }}
+{{- end }}
+{{- end }}
+
 {{/* Fails the render on values tasklane would reject at start. */}}
 {{- define "tasklane.validate" -}}
 {{- if and (not .Values.database.existingSecret) (not .Values.database.url) }}
@@ -88,6 +112,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- if not .Values.database.secretKey }}
 {{- fail "database.secretKey must not be empty" }}
+{{- end }}
+{{- if and .Values.database.existingSecret .Values.database.directUrl (not .Values.database.directSecretKey) }}
+{{- fail "database.directUrl is not used with database.existingSecret: put the direct URL in that Secret and name its key in database.directSecretKey" }}
+{{- end }}
+{{- if and (not .Values.database.existingSecret) .Values.database.directSecretKey (not .Values.database.directUrl) }}
+{{- fail "database.directSecretKey names the direct URL's key, but there is no database.existingSecret holding it and database.directUrl is empty" }}
+{{- end }}
+{{- if eq (include "tasklane.directSecretKey" .) .Values.database.secretKey }}
+{{- fail "database.directSecretKey must differ from database.secretKey: the direct URL bypasses the pooler the main URL goes through" }}
 {{- end }}
 {{- range $name, $config := dict "config" .Values.config "workers.config" (mergeOverwrite (deepCopy .Values.config) .Values.workers.config) }}
 {{- $batch := int $config.claimBatch }}
@@ -150,7 +183,9 @@ Takes a dict: replicas, autoscaling (an HPA values block), keda (optional).
 
 {{/*
 Environment of a tasklane container: exactly one TASKLANE_* variable per field of
-ServeConfig (src/config.rs), plus DATABASE_URL and TASKLANE_LOG.
+ServeConfig (src/config.rs), plus DATABASE_URL and TASKLANE_LOG;
+TASKLANE_DIRECT_DATABASE_URL only when a direct URL is configured (unset, the binary
+uses DATABASE_URL for everything).
 Takes a dict: root (the chart context), config (the merged config values), roles.
 */}}
 {{- define "tasklane.env" -}}
@@ -161,6 +196,13 @@ Takes a dict: root (the chart context), config (the merged config values), roles
     secretKeyRef:
       name: {{ include "tasklane.databaseSecretName" $root }}
       key: {{ $root.Values.database.secretKey }}
+{{- with include "tasklane.directSecretKey" $root }}
+- name: TASKLANE_DIRECT_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "tasklane.databaseSecretName" $root }}
+      key: {{ . }}
+{{- end }}
 - name: TASKLANE_LISTEN
   value: {{ printf "0.0.0.0:%v" $root.Values.containerPort | quote }}
 {{- if $root.Values.taskTypes }}
@@ -260,7 +302,12 @@ metadata:
   annotations:
     checksum/task-types: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
     {{- if not $root.Values.database.existingSecret }}
-    checksum/database: {{ printf "%s/%s" $root.Values.database.secretKey $root.Values.database.url | sha256sum }}
+    {{- /* The direct URL joins the sum only when set: without one the sum stays as before. */}}
+    {{- $sum := printf "%s/%s" $root.Values.database.secretKey $root.Values.database.url }}
+    {{- with include "tasklane.directSecretKey" $root }}
+    {{- $sum = printf "%s\n%s/%s" $sum . $root.Values.database.directUrl }}
+    {{- end }}
+    checksum/database: {{ $sum | sha256sum }}
     {{- end }}
     {{- with $root.Values.podAnnotations }}
     {{- toYaml . | nindent 4 }}

@@ -13,4 +13,6 @@ pub mod tasks;
 pub mod webhooks;
 pub mod whoami;
 pub mod worker;
+pub mod worker_batch;
+pub mod worker_batch_dto;
 pub mod worker_dto;

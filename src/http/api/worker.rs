@@ -99,7 +99,7 @@ impl From<ClaimedTask> for ClaimedView {
     }
 }
 
-/// Extend the lease; report progress, phase, a snapshot and events.
+/// Extend the lease; report progress, phase, a snapshot, events and live output.
 #[utoipa::path(post, path = "/v1/worker/tasks/{id}/heartbeat", tag = "worker", operation_id = "heartbeat_task", params(("id" = Uuid, Path)),
     request_body = HeartbeatBody, security(("bearer" = [])),
     responses((status = 200, description = "the extended lease, and whether the owner asked to cancel", body = BeatView), (status = 404, body = Problem),
@@ -115,7 +115,13 @@ pub async fn heartbeat(
     let beat = body.validate()?;
     let answer = state
         .tasklane
-        .heartbeat(Some(&caller.owner), id, body.lease_token, &beat)
+        .heartbeat_with_output(
+            &caller.owner,
+            id,
+            body.lease_token,
+            &beat,
+            body.output.as_deref(),
+        )
         .await?;
     Ok(Json(BeatView {
         lease_expires_at: answer.lease_expires_at,
@@ -138,13 +144,7 @@ impl HeartbeatBody {
             return Err(ApiError::invalid("phase", "must be loading or running"));
         }
         if let Some(snapshot) = &self.snapshot {
-            bounds::json("snapshot", snapshot).map_err(ApiError::Validation)?;
-            if json_len(snapshot) > bounds::SNAPSHOT_BYTES {
-                return Err(ApiError::invalid(
-                    "snapshot",
-                    format!("must be at most {} bytes", bounds::SNAPSHOT_BYTES),
-                ));
-            }
+            check_snapshot("snapshot", snapshot)?;
         }
         let events = self.events.as_deref().unwrap_or_default();
         if events.len() > bounds::EVENTS_PER_HEARTBEAT {
@@ -180,6 +180,30 @@ impl HeartbeatBody {
     }
 }
 
+/// A resume snapshot, checked: JSON within bounds, at most 1 MiB.
+pub(super) fn check_snapshot(field: &str, snapshot: &serde_json::Value) -> Result<(), ApiError> {
+    bounds::json(field, snapshot).map_err(ApiError::Validation)?;
+    if json_len(snapshot) > bounds::SNAPSHOT_BYTES {
+        return Err(ApiError::invalid(
+            field,
+            format!("must be at most {} bytes", bounds::SNAPSHOT_BYTES),
+        ));
+    }
+    Ok(())
+}
+
+/// A reported result, checked: JSON within bounds, at most 4 MiB.
+pub(super) fn check_result(field: &str, result: &serde_json::Value) -> Result<(), ApiError> {
+    bounds::json(field, result).map_err(ApiError::Validation)?;
+    if json_len(result) > bounds::RESULT_BYTES {
+        return Err(ApiError::invalid(
+            field,
+            format!("must be at most {} bytes", bounds::RESULT_BYTES),
+        ));
+    }
+    Ok(())
+}
+
 fn json_len(value: &serde_json::Value) -> usize {
     serde_json::to_vec(value)
         .map(|v| v.len())
@@ -199,13 +223,7 @@ pub async fn complete(
     Body(body): Body<CompleteBody>,
 ) -> Result<Json<Settled>, ApiError> {
     let id = task_id(&id)?;
-    bounds::json("result", &body.result).map_err(ApiError::Validation)?;
-    if json_len(&body.result) > bounds::RESULT_BYTES {
-        return Err(ApiError::invalid(
-            "result",
-            format!("must be at most {} bytes", bounds::RESULT_BYTES),
-        ));
-    }
+    check_result("result", &body.result)?;
     let (facts, units) = facts(body.usage.as_ref(), body.provenance.as_ref())?;
     let success = Success {
         result: body.result,

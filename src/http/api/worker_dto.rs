@@ -100,6 +100,11 @@ pub struct HeartbeatBody {
     #[serde(default)]
     #[schema(max_items = 100)]
     pub events: Option<Vec<WorkerEvent>>,
+    /// Text to append to the attempt's live output (at most 64 KiB), as
+    /// `POST /v1/worker/tasks/{id}/output` does.
+    #[serde(default)]
+    #[schema(max_length = 65536)]
+    pub output: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -12,6 +12,7 @@
 
 pub mod gone;
 mod pool;
+pub mod sessions;
 mod settings;
 mod socket;
 mod tcp;
@@ -19,6 +20,7 @@ mod verify;
 mod watchdog;
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -49,6 +51,21 @@ pub use tcp::{Keepalive, TcpSettings};
 ///   of the external claims, and with them off the external claim is many times slower.
 pub const CLAIM_SESSION: &str =
     "SET plan_cache_mode = force_generic_plan; SET enable_bitmapscan = off";
+
+/// Set once any database of this process is reached through a pooler in transaction
+/// mode, and never cleared: from then on no statement is kept prepared on a connection
+/// (an unnamed statement is right on a direct connection too, only planned each time).
+static UNNAMED_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// Whether statements must run unnamed only (see [`Database::behind_transaction_pooler`]).
+pub fn unnamed_statements_only() -> bool {
+    UNNAMED_ONLY.load(Ordering::Relaxed)
+}
+
+/// [`CLAIM_SESSION`] for one claim's transaction, where nothing may be set on the
+/// session (behind a pooler in transaction mode).
+pub const CLAIM_TRANSACTION: &str =
+    "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_bitmapscan = off";
 
 /// A database to connect to, TLS policy included. Cheap to clone.
 #[derive(Clone)]
@@ -122,6 +139,7 @@ impl Database {
     /// timeouts; the answer watchdog still bounds a statement).
     pub fn behind_transaction_pooler(mut self) -> Self {
         self.session_settings = false;
+        UNNAMED_ONLY.store(true, Ordering::Relaxed);
         self
     }
 

@@ -4,6 +4,7 @@
 
 use crate::common;
 
+mod door;
 pub(crate) mod files;
 mod headers;
 mod plans;

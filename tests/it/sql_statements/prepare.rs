@@ -52,6 +52,38 @@ async fn every_statement_prepares_against_the_migrated_schema() {
     assert!(prepared > 50, "prepared only {prepared}");
 }
 
+/// Every statement is described by the unnamed-statement door (a `PREPARE` under a
+/// fresh name in one simple query) with the parameter types a prepared statement gets,
+/// and leaves no prepared statement behind on the session.
+#[tokio::test]
+async fn every_statement_is_described_for_unnamed_runs_as_prepare_describes_it() {
+    let db = common::test_db().await;
+    let client = db.client().await;
+    let mut failures = Vec::new();
+    for file in files::all().iter().filter(|f| !not_prepared(f)) {
+        let prepared = client.prepare(&file.text).await.unwrap();
+        let count = prepared.params().len();
+        match tasklane::store::statement::parameter_types(&client, &file.text, count).await {
+            Ok(types) if *types == *prepared.params() => {}
+            Ok(types) => failures.push(format!(
+                "{}: described {types:?}, prepared {:?}",
+                file.name,
+                prepared.params()
+            )),
+            Err(error) => failures.push(format!("{}: {}", file.name, describe(&error))),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let left = client
+        .query_one(
+            "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'tasklane_describe%'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(left.get::<_, i64>(0), 0);
+}
+
 /// The functions that the definition files name exist once migrated: a definition file
 /// that no migration installs (or one whose function was renamed) fails here.
 #[tokio::test]

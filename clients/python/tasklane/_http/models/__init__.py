@@ -17,6 +17,10 @@ from .claim_answer import ClaimAnswer
 from .claim_body import ClaimBody
 from .claimed_view import ClaimedView
 from .complete_body import CompleteBody
+from .complete_item import CompleteItem
+from .complete_item_answer import CompleteItemAnswer
+from .complete_many_answer import CompleteManyAnswer
+from .complete_many_body import CompleteManyBody
 from .deleted import Deleted
 from .delivery_list import DeliveryList
 from .delivery_view import DeliveryView
@@ -30,12 +34,17 @@ from .event_view import EventView
 from .fail_body import FailBody
 from .fallback_body import FallbackBody
 from .heartbeat_body import HeartbeatBody
+from .heartbeat_item import HeartbeatItem
+from .heartbeat_item_answer import HeartbeatItemAnswer
+from .heartbeats_answer import HeartbeatsAnswer
+from .heartbeats_body import HeartbeatsBody
 from .limit_kind import LimitKind
 from .limit_set import LimitSet
 from .limit_spec import LimitSpec
 from .limit_use import LimitUse
 from .links import Links
 from .live_replica import LiveReplica
+from .output_body import OutputBody
 from .output_delta import OutputDelta
 from .overview import Overview
 from .pause_body import PauseBody
@@ -85,6 +94,10 @@ __all__ = (
     "ClaimBody",
     "ClaimedView",
     "CompleteBody",
+    "CompleteItem",
+    "CompleteItemAnswer",
+    "CompleteManyAnswer",
+    "CompleteManyBody",
     "Deleted",
     "DeliveryList",
     "DeliveryView",
@@ -98,12 +111,17 @@ __all__ = (
     "FailBody",
     "FallbackBody",
     "HeartbeatBody",
+    "HeartbeatItem",
+    "HeartbeatItemAnswer",
+    "HeartbeatsAnswer",
+    "HeartbeatsBody",
     "LimitKind",
     "LimitSet",
     "LimitSpec",
     "LimitUse",
     "Links",
     "LiveReplica",
+    "OutputBody",
     "OutputDelta",
     "Overview",
     "PauseBody",

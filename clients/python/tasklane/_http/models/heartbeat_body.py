@@ -21,6 +21,8 @@ class HeartbeatBody:
     Attributes:
         lease_token (UUID):
         events (list[WorkerEvent] | None | Unset): At most 100.
+        output (None | str | Unset): Text to append to the attempt's live output (at most 64 KiB), as
+            `POST /v1/worker/tasks/{id}/output` does.
         phase (None | str | Unset): `loading` or `running`.
         progress (int | None | Unset): 0..100.
         snapshot (Any | Unset): A resume snapshot, at most 1 MiB.
@@ -28,6 +30,7 @@ class HeartbeatBody:
 
     lease_token: UUID
     events: list[WorkerEvent] | None | Unset = UNSET
+    output: None | str | Unset = UNSET
     phase: None | str | Unset = UNSET
     progress: int | None | Unset = UNSET
     snapshot: Any | Unset = UNSET
@@ -46,6 +49,12 @@ class HeartbeatBody:
 
         else:
             events = self.events
+
+        output: None | str | Unset
+        if isinstance(self.output, Unset):
+            output = UNSET
+        else:
+            output = self.output
 
         phase: None | str | Unset
         if isinstance(self.phase, Unset):
@@ -70,6 +79,8 @@ class HeartbeatBody:
         )
         if events is not UNSET:
             field_dict["events"] = events
+        if output is not UNSET:
+            field_dict["output"] = output
         if phase is not UNSET:
             field_dict["phase"] = phase
         if progress is not UNSET:
@@ -108,6 +119,15 @@ class HeartbeatBody:
 
         events = _parse_events(d.pop("events", UNSET))
 
+        def _parse_output(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        output = _parse_output(d.pop("output", UNSET))
+
         def _parse_phase(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -131,6 +151,7 @@ class HeartbeatBody:
         heartbeat_body = cls(
             lease_token=lease_token,
             events=events,
+            output=output,
             phase=phase,
             progress=progress,
             snapshot=snapshot,

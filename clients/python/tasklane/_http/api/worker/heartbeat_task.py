@@ -116,7 +116,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: HeartbeatBody,
 ) -> Response[BeatView | Problem]:
-    """Extend the lease; report progress, phase, a snapshot and events.
+    """Extend the lease; report progress, phase, a snapshot, events and live output.
 
     Args:
         id (UUID):
@@ -148,7 +148,7 @@ def sync(
     client: AuthenticatedClient,
     body: HeartbeatBody,
 ) -> BeatView | Problem | None:
-    """Extend the lease; report progress, phase, a snapshot and events.
+    """Extend the lease; report progress, phase, a snapshot, events and live output.
 
     Args:
         id (UUID):
@@ -175,7 +175,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: HeartbeatBody,
 ) -> Response[BeatView | Problem]:
-    """Extend the lease; report progress, phase, a snapshot and events.
+    """Extend the lease; report progress, phase, a snapshot, events and live output.
 
     Args:
         id (UUID):
@@ -205,7 +205,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: HeartbeatBody,
 ) -> BeatView | Problem | None:
-    """Extend the lease; report progress, phase, a snapshot and events.
+    """Extend the lease; report progress, phase, a snapshot, events and live output.
 
     Args:
         id (UUID):

@@ -1,0 +1,186 @@
+//! Through a connection pooler: one `tasklane serve` replica behind a real PgBouncer
+//! (Debian's package, `pool_mode = transaction`) with a direct URL beside it, against
+//! the same replica connected directly, in the same rounds on the same server:
+//!
+//! - the drain of `BENCH_TASKS` (default 50,000) queued `noop` tasks (tasks/s, WAL and
+//!   commits a task), timed as the drain bench times it;
+//! - `POST /v1/tasks` at a fixed rate (`BENCH_RATE`, default 1,000/s, open loop, at most
+//!   64 requests in flight) for `BENCH_SECONDS` (default 20): submit p50/p99.
+//!
+//! `cargo bench --bench pooler` (env: `BENCH_RUNS`, `BENCH_TASKS`, `BENCH_RATE`,
+//! `BENCH_SECONDS`, `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`; see benches/RESULTS.md).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tasklane::devdb::Pooler;
+use tasklane::load::drain;
+use tasklane::load::fleet::Fleet;
+use tasklane::load::http_submit::HttpSubmitter;
+use tasklane::load::stats::{Repeated, Summary};
+
+/// Most submits in flight at once, as 64 clients would have.
+const IN_FLIGHT: usize = 64;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Path {
+    Direct,
+    Pooled,
+}
+
+impl Path {
+    fn name(self) -> &'static str {
+        match self {
+            Path::Direct => "direct",
+            Path::Pooled => "through PgBouncer (+ direct URL)",
+        }
+    }
+}
+
+struct Figures {
+    drain: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let bench = common::Bench::start().await?;
+    let runs = common::runs();
+    let tasks = env_or("BENCH_TASKS", 50_000) as i64;
+    let rate = env_or("BENCH_RATE", 1_000);
+    let seconds = env_or("BENCH_SECONDS", 20);
+    println!("machine: {}", common::machine());
+    println!("postgres: {}", bench.settings().await?);
+    let mut figures: Vec<Figures> = (0..2)
+        .map(|_| Figures {
+            drain: Vec::new(),
+            p50: Vec::new(),
+            p99: Vec::new(),
+        })
+        .collect();
+    for run in 1..=runs {
+        for (i, path) in [Path::Direct, Path::Pooled].into_iter().enumerate() {
+            let (name, url) = bench.fresh_db().await?;
+            let outcome = one_round(&bench, &url, path, tasks, rate, seconds).await;
+            bench.drop_db(&name).await?;
+            let (drained, wal, submits) = outcome?;
+            println!(
+                "run {run}: {}: drain {drained:.0} tasks/s ({wal}), submits at {rate}/s {}",
+                path.name(),
+                submits.cell()
+            );
+            figures[i].drain.push(drained);
+            figures[i].p50.push(submits.p50_ms);
+            figures[i].p99.push(submits.p99_ms);
+        }
+    }
+    println!();
+    println!("| path | drain tasks/s (median; runs) | submit p50 ms | submit p99 ms |");
+    println!("|---|---|---|---|");
+    for (path, f) in [Path::Direct, Path::Pooled].iter().zip(&figures) {
+        let drain = Repeated::of(f.drain.clone(), true);
+        println!(
+            "| {} | {:.0} ({}) | {:.2} | {:.2} |",
+            path.name(),
+            drain.median(),
+            runs_list(&f.drain),
+            Repeated::of(f.p50.clone(), false).median(),
+            Repeated::of(f.p99.clone(), false).median(),
+        );
+    }
+    let ratio = |pick: fn(&Figures) -> &Vec<f64>, higher| {
+        Repeated::of(pick(&figures[1]).clone(), higher).median()
+            / Repeated::of(pick(&figures[0]).clone(), higher).median()
+    };
+    println!(
+        "pooled / direct: drain {:.2}x, submit p99 {:.2}x",
+        ratio(|f| &f.drain, true),
+        ratio(|f| &f.p99, false)
+    );
+    bench.stop().await;
+    Ok(())
+}
+
+fn runs_list(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:.0}"))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// One replica on `url`'s database, directly or through a fresh PgBouncer: its drain,
+/// then its submits at `rate`.
+async fn one_round(
+    bench: &common::Bench,
+    url: &str,
+    path: Path,
+    tasks: i64,
+    rate: u64,
+    seconds: u64,
+) -> anyhow::Result<(f64, String, Summary)> {
+    let pooler = match path {
+        Path::Direct => None,
+        Path::Pooled => Some(Pooler::in_front_of(url)?),
+    };
+    let mut args = common::serve_args();
+    let fleet_url = match &pooler {
+        Some(pooler) => {
+            args.extend(["--direct-database-url".to_owned(), url.to_owned()]);
+            pooler.url_for(url)?
+        }
+        None => url.to_owned(),
+    };
+    let mut spec = bench.fleet(&fleet_url, 1, &args);
+    spec.http_base_port = Some(common::free_ports(1)?);
+    let mut client = common::connect(url).await?;
+    let fleet = Fleet::start(&spec, &client).await?;
+    let mut drained = drain::drain(&mut client, &fleet, "drain", tasks).await?;
+    let wal = drained.finish_wal(&client).await?;
+    let token = common::create_token(&bench.bin, url, "submits", "submit")?;
+    let submitter = HttpSubmitter::new(spec.http_urls(), token)?;
+    let submits = at_rate(Arc::new(submitter), rate, Duration::from_secs(seconds)).await;
+    fleet.stop();
+    Ok((drained.tasks_per_second, wal.to_string(), submits))
+}
+
+/// Submits `noop` tasks at `rate` a second for `length` (open loop: a submit whose turn
+/// comes while 64 are in flight waits for one to end); their latencies.
+async fn at_rate(submitter: Arc<HttpSubmitter>, rate: u64, length: Duration) -> Summary {
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let started = Instant::now();
+    let mut n = 0u64;
+    let mut tasks = tokio::task::JoinSet::new();
+    while started.elapsed() < length {
+        tick.tick().await;
+        let permit = slots.clone().acquire_owned().await.expect("never closed");
+        let (submitter, latencies) = (submitter.clone(), latencies.clone());
+        let request = tasklane::load::submit::request("pooler", n, "noop", &serde_json::json!({}));
+        n += 1;
+        tasks.spawn(async move {
+            if let Ok(accepted) = submitter.submit(&request).await {
+                latencies
+                    .lock()
+                    .expect("not poisoned")
+                    .push(accepted.latency);
+            }
+            drop(permit);
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let samples = latencies.lock().expect("not poisoned").clone();
+    Summary::of(&samples)
+}

@@ -1,0 +1,60 @@
+//! Raises the claims' floors (see `store::turn_floors`) to where the claims have got, so
+//! a claim never walks the index entries of the tasks claimed before the last raise:
+//! vacuum removes them within seconds, but not while a snapshot older than them is
+//! open, and then every claim would read them all. Safe on every replica at once (an
+//! advisory try-lock per floor).
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::store::turn_floors;
+
+/// How often it raises while the claims move: a claim reads the dead entries of the
+/// tasks claimed since the last raise, so at 1,000 claimed tasks a second about 100 at
+/// most.
+pub const INTERVAL: Duration = Duration::from_millis(100);
+
+/// How often it looks while nothing moved at the last look: an idle cluster pays one
+/// query a second a replica.
+pub const IDLE_INTERVAL: Duration = Duration::from_secs(1);
+
+pub struct FloorKeeper {
+    pub pool: crate::store::Pool,
+    pub interval: Duration,
+    pub idle_interval: Duration,
+}
+
+impl FloorKeeper {
+    pub async fn run(self, shutdown: CancellationToken) {
+        loop {
+            let pause = match self.pass().await {
+                Ok(true) => self.interval,
+                Ok(false) => self.idle_interval,
+                Err(error) => {
+                    tracing::warn!(service = "floors", error = %format!("{error:#}"), "maintenance pass failed");
+                    self.idle_interval
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    }
+
+    /// One raise; whether it raised a floor.
+    pub async fn pass(&self) -> anyhow::Result<bool> {
+        let mut object = self.pool.get().await?;
+        let client: &mut tokio_postgres::Client = &mut object;
+        let raised = turn_floors::raise(client).await?;
+        if raised.behind > 0 {
+            tracing::debug!(
+                floors = raised.floors,
+                behind = raised.behind,
+                "raised the claims' floors past tasks left waiting"
+            );
+        }
+        Ok(raised.floors > 0)
+    }
+}
