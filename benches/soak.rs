@@ -1,5 +1,8 @@
-//! Soak: steady work for half an hour (or longer) while history is pruned behind it,
-//! to show whether the cost of a task stays flat as the tables turn over.
+//! Soak: the lifecycle an app's task goes through, end to end (submit over HTTP, run,
+//! webhook, release, pruning), at a steady rate while history is pruned behind it: what
+//! a task costs on that path, where the cost goes, and whether it stays flat as the
+//! tables turn over. The headline benchmark: a short mode (10 minutes, 2 of them
+//! warm-up) for working, and the record mode (30 minutes, 5 of warm-up).
 //!
 //! Two `tasklane serve` replicas (roles api, worker and maintenance; the bench flags,
 //! plus a short retention) on one fresh database of a durable server. The bench:
@@ -24,9 +27,16 @@
 //! (`target/bench-results/soak-*.png`) and compares the last 5 minutes with the first 5
 //! after the warm-up.
 //!
-//! `cargo bench --bench soak` (env: `BENCH_SOAK_MINUTES` (30), `BENCH_RATE` (2,000
+//! Over the stretch after the warm-up it reports per task: PostgreSQL CPU, WAL bytes,
+//! commits, table and index bytes per retained task, submit p50/p99, pickup p50/p99
+//! (on the database's clock: created to first claim), and the bill (`soak/bill.rs`):
+//! PostgreSQL's time by statement (`pg_stat_statements`, loaded into the private
+//! cluster) and its CPU by process (backends, autovacuum, checkpointer, WAL writer).
+//!
+//! `cargo bench --bench soak` (env: `BENCH_SOAK_MODE` (`short`: 10 minutes, 2 of
+//! warm-up; `record`: 30 and 5), `BENCH_SOAK_MINUTES`, `BENCH_RATE` (2,000
 //! submits/s), `BENCH_REPLICAS` (2), `BENCH_CLIENTS` (64), `BENCH_TASK_TYPE` (`noop`), `BENCH_RETENTION_SECONDS`
-//! (120), `BENCH_WARMUP_MINUTES` (5), `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`,
+//! (120), `BENCH_WARMUP_MINUTES`, `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`,
 //! `BENCH_DURABILITY`, `BENCH_HOLD_SNAPSHOT` (`START:MINUTES`: a REPEATABLE READ
 //! snapshot held open from START for MINUTES, see `soak/hold.rs`)).
 
@@ -34,6 +44,10 @@ mod common;
 
 #[path = "soak/app.rs"]
 mod app;
+#[path = "soak/bill.rs"]
+mod bill;
+#[path = "soak/headline.rs"]
+mod headline;
 #[path = "soak/hold.rs"]
 mod hold;
 #[path = "soak/plots.rs"]
@@ -72,8 +86,33 @@ pub struct Plan {
     pub serve_args: Vec<String>,
 }
 
+/// The run's length and warm-up in minutes, by `BENCH_SOAK_MODE`, each overridable.
+fn length() -> (f64, f64) {
+    let (minutes, warmup) = match std::env::var("BENCH_SOAK_MODE").as_deref() {
+        Ok("record") => (30.0, 5.0),
+        _ => (10.0, 2.0),
+    };
+    (
+        env_or("BENCH_SOAK_MINUTES", minutes),
+        env_or("BENCH_WARMUP_MINUTES", warmup),
+    )
+}
+
+/// Loads `pg_stat_statements` into the private cluster for the bill, unless the
+/// settings for studies already name the preloaded libraries.
+fn preload_statements() {
+    let settings = std::env::var("BENCH_PG_SETTINGS").unwrap_or_default();
+    if !settings.contains("shared_preload_libraries") {
+        std::env::set_var(
+            "BENCH_PG_SETTINGS",
+            format!("{settings} shared_preload_libraries=pg_stat_statements"),
+        );
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    preload_statements();
     let bench = common::Bench::start().await?;
     let mut serve_args = common::serve_args();
     let retention_seconds = env_or("BENCH_RETENTION_SECONDS", 120);
@@ -83,15 +122,16 @@ async fn main() -> anyhow::Result<()> {
         "--webhook-allow-cidrs".into(),
         "127.0.0.0/8".into(),
     ]);
+    let (minutes, warmup_minutes) = length();
     let plan = Plan {
-        minutes: env_or("BENCH_SOAK_MINUTES", 30.0),
+        minutes,
         rate: env_or("BENCH_RATE", 2_000.0),
         replicas: env_or("BENCH_REPLICAS", 2),
         clients: env_or("BENCH_CLIENTS", 64),
         task_type: std::env::var("BENCH_TASK_TYPE").unwrap_or_else(|_| "noop".into()),
         sleep_ms: 20,
         retention_seconds,
-        warmup_minutes: env_or("BENCH_WARMUP_MINUTES", 5.0),
+        warmup_minutes,
         serve_args,
     };
     println!("machine: {}", common::machine());
@@ -101,14 +141,23 @@ async fn main() -> anyhow::Result<()> {
     let (name, url) = bench.fresh_db().await?;
     let mut app = app::App::start(&bench, &url, &plan).await?;
     let mut recorder = Recorder::start(&url, &app).await?;
+    let mut meter = bill::Meter::start(bench.server.url(), &name, recorder.backend).await?;
     let held = hold::spawn(&url);
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(plan.minutes * 60.0);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
+    let warm = (plan.warmup_minutes * 60.0 / EVERY.as_secs_f64()).round() as usize;
+    if warm == 0 {
+        meter.mark(recorder.completed()).await?;
+    }
     while tokio::time::Instant::now() < deadline {
         tick.tick().await;
         recorder.record(&app).await?;
         println!("{}", recorder.line());
+        if recorder.windows().len() == warm {
+            meter.mark(recorder.completed()).await?;
+        }
     }
+    let bill = meter.close(recorder.completed()).await?;
     let (submitted, errors) = app.stop_submitting().await;
     if let Some(held) = held {
         held.abort();
@@ -117,7 +166,9 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     let tail = recorder.finish(&app).await?;
     let summary = summary::summarize(&plan, recorder.windows(), submitted, &errors, &tail)?;
+    let headline = headline::headline(&plan, recorder.windows(), &bill)?;
     println!();
+    println!("{}", headline.text);
     println!("{}", summary.text);
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
     std::fs::create_dir_all(&dir)?;
@@ -134,6 +185,8 @@ async fn main() -> anyhow::Result<()> {
             "errors": errors,
             "tail": tail,
             "goals": summary.goals,
+            "headline": headline.figures,
+            "bill": bill,
             "windows": recorder.windows(),
         }),
     )?;

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tasklane::load::cpu;
 use tasklane::load::stats::Summary;
-use tasklane::load::submit::{self, Accepted};
+use tasklane::load::submit::Accepted;
 use tasklane::store::load_generator::{self, Relation};
 
 use super::app::App;
@@ -23,7 +23,8 @@ pub struct Window {
     pub pruned_per_second: f64,
     pub submit_p50_ms: f64,
     pub submit_p99_ms: f64,
-    /// Of the sampled tasks submitted in this window, read one window later.
+    /// Of the sampled tasks submitted in this window, read one window later: from the
+    /// task's creation to its first claim, both on the database's clock.
     pub pickup_p50_ms: Option<f64>,
     pub pickup_p99_ms: Option<f64>,
     pub pickup_sampled: usize,
@@ -38,6 +39,8 @@ pub struct Window {
     pub unfinished: i64,
     pub webhooks_pending: f64,
     pub total_bytes: i64,
+    /// Rows in the tasks table at the window's end (the statistics' count of live rows).
+    pub retained_tasks: i64,
     pub dead_tuples: i64,
     pub autovacuums: i64,
     pub relations: Vec<Relation>,
@@ -62,7 +65,8 @@ struct Counters {
 pub struct Recorder {
     pub client: tokio_postgres::Client,
     http: reqwest::Client,
-    backend: i32,
+    /// A backend of the server, to read its processes by.
+    pub backend: i32,
     started: Instant,
     at: Instant,
     last: Counters,
@@ -109,6 +113,11 @@ impl Recorder {
         &self.windows
     }
 
+    /// Succeeded attempts counted at the last record.
+    pub fn completed(&self) -> f64 {
+        self.last.completed
+    }
+
     /// Records the window that ends now, and the pickup of the one before it.
     pub async fn record(&mut self, app: &App) -> anyhow::Result<&Window> {
         let scrape = Scrape::fetch(&self.http, &app.bases).await?;
@@ -140,6 +149,10 @@ impl Recorder {
             unfinished: load_generator::unfinished(&self.client).await?,
             webhooks_pending: scrape.sum("tasklane_webhooks_pending", |_| true),
             total_bytes: relations.iter().map(Relation::total_bytes).sum(),
+            retained_tasks: relations
+                .iter()
+                .find(|r| r.name == "tasks")
+                .map_or(0, |r| r.live_tuples),
             dead_tuples: relations.iter().map(|r| r.dead_tuples).sum(),
             autovacuums: now.autovacuums - last.autovacuums,
             relations,
@@ -172,7 +185,7 @@ impl Recorder {
         let Some(window) = self.windows.last_mut() else {
             return Ok(());
         };
-        let pickup = submit::pickup(&self.client, &pending).await?;
+        let pickup = pickup(&self.client, &pending).await?;
         window.pickup_sampled = pending.len();
         window.pickup_unclaimed = pending.len() - pickup.count;
         if pickup.count > 0 {
@@ -206,4 +219,16 @@ impl Recorder {
             autovacuums: relations.iter().map(|r| r.autovacuums).sum(),
         })
     }
+}
+
+/// The pickup of `accepted` tasks on the database's clock: from each one's creation
+/// (its submit's transaction) to its first claim; unclaimed ones are left out.
+async fn pickup(client: &tokio_postgres::Client, accepted: &[Accepted]) -> anyhow::Result<Summary> {
+    let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
+    let samples: Vec<std::time::Duration> = load_generator::timings(client, &ids)
+        .await?
+        .into_iter()
+        .filter_map(|t| (t.running_at? - t.created_at).to_std().ok())
+        .collect();
+    Ok(Summary::of(&samples))
 }

@@ -90,7 +90,7 @@ impl Tasklane {
         };
         committed();
         if submitted.outcome == SubmitOutcome::Created {
-            self.wakeup.wake_all();
+            self.wakeup.wake_submitted([request.task_type.as_str()]);
         }
         Ok(submitted)
     }
@@ -151,11 +151,17 @@ impl Tasklane {
         for (request, answer) in requests.iter().zip(&answers) {
             self.record(request, answer);
         }
-        if answers.iter().any(|a| {
-            a.as_ref()
-                .is_ok_and(|s| s.outcome == SubmitOutcome::Created)
-        }) {
-            self.wakeup.wake_all();
+        let created: Vec<&str> = requests
+            .iter()
+            .zip(&answers)
+            .filter(|(_, a)| {
+                a.as_ref()
+                    .is_ok_and(|s| s.outcome == SubmitOutcome::Created)
+            })
+            .map(|(r, _)| r.task_type.as_str())
+            .collect();
+        if !created.is_empty() {
+            self.wakeup.wake_submitted(created);
         }
         Ok(answers)
     }

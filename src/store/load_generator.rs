@@ -109,10 +109,11 @@ pub async fn failed_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError>
         .try_get(0)
 }
 
-/// When a task was first claimed and when it finished.
+/// When a task was created, first claimed and finished (all on the database's clock).
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
     pub id: Uuid,
+    pub created_at: DateTime<Utc>,
     pub running_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
 }
@@ -126,6 +127,7 @@ pub async fn timings(client: &Client, ids: &[Uuid]) -> Result<Vec<Timing>, DbErr
         .map(|row| {
             Ok(Timing {
                 id: row.try_get("id")?,
+                created_at: row.try_get("created_at")?,
                 running_at: row.try_get("running_at")?,
                 finished_at: row.try_get("finished_at")?,
             })

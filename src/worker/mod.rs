@@ -94,11 +94,22 @@ impl Worker {
             return shutdown.cancelled().await;
         }
         // A loop that takes only fallbacks wakes on fallbacks (and its poll), not on
-        // every submit: it would cost a claim statement per wake-up for nothing.
-        let mut wakeups = if self.sets.all.is_empty() {
-            self.tasklane.wakeup().subscribe_fallback()
-        } else {
-            self.tasklane.wakeup().subscribe()
+        // every submit: it would cost a claim statement per wake-up for nothing. The
+        // others take turns (`Wakeup::turn`): a wake-up starts one loop's claim.
+        let wakeup = self.tasklane.wakeup().clone();
+        let mut fallbacks = self
+            .sets
+            .all
+            .is_empty()
+            .then(|| wakeup.subscribe_fallback());
+        let mut wakeups = wakeup.subscribe();
+        // The types this loop takes turns for and counts as idle for (submits of them
+        // need not wake the other replicas while it waits). An external loop claims
+        // only what may leave the premises: it vouches for nothing, and claims on every
+        // wake-up as before.
+        let serves: Vec<String> = match self.config.route {
+            crate::task::Route::Local => self.sets.all.clone(),
+            _ => Vec::new(),
         };
         let mut running = Running::start(
             &self.tasklane,
@@ -133,7 +144,16 @@ impl Worker {
             }
             let started = tokio::time::Instant::now();
             last_claim = Some(started);
-            wakeups.borrow_and_update();
+            // This claim sees whatever the wake-ups so far announced.
+            if let Some(fallbacks) = &mut fallbacks {
+                fallbacks.borrow_and_update();
+            } else {
+                wakeups.borrow_and_update();
+                // Only loops that take turns cover the others' wake-ups.
+                if !serves.is_empty() {
+                    wakeup.claiming();
+                }
+            }
             let claimed = match self.claim(&claimant, free as i64).await {
                 Ok(claimed) => {
                     pace.observe(started.elapsed());
@@ -152,15 +172,40 @@ impl Worker {
             backlog = claimed.len() == free;
             running.run_all(claimed).await;
             if backlog {
+                if fallbacks.is_none() && !serves.is_empty() {
+                    wakeup.ask_help();
+                }
                 continue;
             }
-            tokio::select! {
-                _ = wakeups.changed() => {}
-                _ = tokio::time::sleep(self.config.poll_interval) => {}
-                _ = shutdown.cancelled() => break,
+            // A loop with every slot taken takes no turn (it could not claim until a
+            // slot frees; a loop with room should) and vouches for nothing.
+            let turns_for: &[String] = if running.has_room() { &serves } else { &[] };
+            let woken = async {
+                match &mut fallbacks {
+                    Some(fallbacks) => {
+                        let _ = fallbacks.changed().await;
+                    }
+                    None => wakeup.turn(&mut wakeups, turns_for).await,
+                }
+            };
+            if !self.wait(woken, &shutdown).await {
+                break;
             }
         }
         running.drain(self.config.shutdown_grace).await;
+    }
+
+    /// Waits for `woken`, or the poll interval; false when `shutdown` comes first.
+    async fn wait(
+        &self,
+        woken: impl std::future::Future<Output = ()>,
+        shutdown: &CancellationToken,
+    ) -> bool {
+        tokio::select! {
+            _ = woken => true,
+            _ = tokio::time::sleep(self.config.poll_interval) => true,
+            _ = shutdown.cancelled() => false,
+        }
     }
 
     /// Claims up to `limit`: the waiting fallbacks of local-first types first (they

@@ -92,6 +92,11 @@ impl Running {
         Some(self.slots.available_permits().min(claim_batch))
     }
 
+    /// Whether a slot is free now.
+    pub fn has_room(&self) -> bool {
+        self.slots.available_permits() > 0
+    }
+
     /// Runs an attempt of each claimed task, each in a slot of its own.
     pub async fn run_all(&mut self, claimed: Vec<ClaimedTask>) {
         for task in claimed {

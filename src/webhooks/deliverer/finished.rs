@@ -39,9 +39,24 @@ pub(super) struct Books {
     pub(super) per_endpoint: HashMap<Uuid, (usize, Arc<Semaphore>)>,
     /// Each endpoint's recent slow attempt (`window::pace`), which sizes its window.
     pub(super) paces: HashMap<Uuid, Duration>,
+    /// When the oldest outcome not yet recorded was first seen.
+    unrecorded_since: Option<tokio::time::Instant>,
 }
 
 impl Books {
+    /// When the outcomes waiting should be recorded: `after` the oldest was first seen
+    /// (seen now if it is new); None when none wait.
+    pub(super) fn record_at(&mut self, after: Duration) -> Option<tokio::time::Instant> {
+        if self.outcomes.is_empty() {
+            self.unrecorded_since = None;
+            return None;
+        }
+        let since = *self
+            .unrecorded_since
+            .get_or_insert_with(tokio::time::Instant::now);
+        Some(since + after)
+    }
+
     /// Books an attempt's end; whether it counts toward the next claim (it was claimed).
     pub(super) fn finish(&mut self, done: Result<Done, tokio::task::JoinError>) -> bool {
         finished(

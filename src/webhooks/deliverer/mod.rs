@@ -73,6 +73,18 @@ impl Default for DeliveryConfig {
 
 /// How often the pending-notification gauges are refreshed.
 const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+/// The longest an outcome waits to be recorded with others.
+const RECORD_AFTER: Duration = Duration::from_millis(100);
+/// Outcomes that are recorded at once, whatever their age.
+const RECORD_BATCH: usize = 256;
+
+/// Sleeps until `at`, or forever when there is none.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
 
 pub struct Deliverer {
     config: DeliveryConfig,
@@ -155,7 +167,8 @@ impl Deliverer {
     /// replica held after the last claim, or on a wake-up (NOTIFY, the poll), not after
     /// every attempt: a claim and a settle per delivery cost the drain more than the
     /// delivery itself. Handed rows (`handoff`) are read and started as they arrive;
-    /// their ends bring no claim (they wake no one either: nothing of theirs is due).
+    /// their ends bring no claim, not even the last one's (they wake no one either:
+    /// nothing of theirs is due).
     pub async fn run(mut self, shutdown: CancellationToken) {
         let mut inbox = self.inbox.take();
         if let Some(url) = self.config.listen_url.clone() {
@@ -192,11 +205,18 @@ impl Deliverer {
                     round = (books.flight.len() / 2).max(1);
                 }
             }
-            if books.flight.is_empty() {
-                // Nothing in flight: whatever finished is recorded before the wait.
+            // Outcomes are recorded together: a round's, or those of handed rows
+            // (one at a time under a steady trickle) once the oldest has waited a
+            // moment. Nothing waits on the record; the claims last far longer.
+            let record_at = books.record_at(RECORD_AFTER);
+            if record_at.is_some_and(|at| at <= tokio::time::Instant::now())
+                || books.outcomes.len() >= RECORD_BATCH
+            {
                 self.record(&mut books.outcomes).await;
             }
+            let record_at = books.record_at(RECORD_AFTER);
             tokio::select! {
+                _ = sleep_until_some(record_at) => {}
                 _ = self.wake.notified() => look = true,
                 _ = tokio::time::sleep(self.config.poll_interval) => look = true,
                 Some(done) = books.flight.join_next(), if !books.flight.is_empty() => {
@@ -210,7 +230,10 @@ impl Deliverer {
                 _ = shutdown.cancelled() => {}
             }
             finished_since += books.reap();
-            if finished_since >= round || books.flight.is_empty() {
+            // A flight that emptied of handed rows alone brings no claim: what the
+            // settles hand over is claimed already, and what they leave in the outbox
+            // wakes the deliverers (NOTIFY) or waits for the poll.
+            if finished_since >= round || (books.flight.is_empty() && finished_since > 0) {
                 look = true;
             }
             if let Some(inbox) = &inbox {
