@@ -16,7 +16,8 @@ database of the test server:
   - runs the `helm test` pod's script against the live API process (must pass), against a
     server answering 503 and against a closed port (must fail);
   - runs each KEDA ScaledObject's postgresql query: it returns one integer, and with
-    sequential scans off its plan reads the task_queue_claimable partial index.
+    sequential scans off its plan reads a partial index of the claimable tasks
+    (task_queue_claimable, task_queue_turns, task_queue_behind or task_queue_fallback).
 
 A probe whose port is not the port the container listens on fails at once: nothing in the
 pod would answer it. Every wait is bounded. Prints `ok   ...` / `FAIL ...` lines and
@@ -305,8 +306,10 @@ def keda_queries(render, docs, stand_in):
             value = psql(db_url, query)
             check(f"{render}: KEDA query returns one integer ({value})", value.isdigit(), query)
             plan = psql(db_url, f"SET enable_seqscan = off; EXPLAIN {query}")
-            check(f"{render}: KEDA query reads the task_queue_claimable partial index",
-                  "task_queue_claimable" in plan, plan)
+            claimable = ("task_queue_claimable", "task_queue_turns", "task_queue_behind",
+                         "task_queue_fallback")
+            check(f"{render}: KEDA query reads a partial index of claimable tasks",
+                  any(index in plan for index in claimable) and "Seq Scan" not in plan, plan)
         except Exception as e:  # noqa: BLE001 - any failure of the query fails the check
             check(f"{render}: KEDA query runs", False, f"{e}\n{query}")
 

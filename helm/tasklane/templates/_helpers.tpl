@@ -409,10 +409,10 @@ spec:
 Claimable tasks of the route in-process workers serve: the WHERE clause of the local
 (or, for external, the external) plain variant of sql/claim.sql without the
 per-claimer filters (task types, app, scope, resource). The state filter implies the
-predicate of the partial index task_queue_claimable (external: task_queue_claimable OR
-task_queue_fallback, written as an OR so the planner can combine the two) of the
-mirror table task_queue, which holds live tasks only, so the count never visits the
-finished history.
+predicates of the partial indexes of claimable tasks (task_queue_turns, and
+task_queue_claimable with task_queue_behind; external: with task_queue_fallback, written
+as an OR so the planner can combine them) of the mirror table task_queue, which holds
+live tasks only, so the count never visits the finished history.
 Takes a dict: route.
 */}}
 {{- define "tasklane.claimableQuery" -}}
