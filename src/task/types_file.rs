@@ -278,7 +278,7 @@ mod tests {
     fn the_demo_types_parse() {
         let types = TaskTypesFile::parse(DEMO_TASK_TYPES).unwrap();
         let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["noop", "sleep", "remote", "openai"]);
+        assert_eq!(names, ["noop", "sleep", "remote", "openai", "extract"]);
         assert_eq!(types[2].privacy, Privacy::ExternalAllowed);
         assert!(types[3].has_route(Route::Local) && types[3].has_route(Route::External));
     }
