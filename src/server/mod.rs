@@ -323,7 +323,8 @@ fn service(
 ) -> anyhow::Result<(Tasklane, Option<handoff::Inbox>)> {
     // Claims on their own connections, planned generically: one per claim loop
     // (local, and the routed external one beside it) and two for remote workers'.
-    // Behind PgBouncer the plans are left as they are (see `Database`).
+    // Behind a pooler each claim makes those settings in its own transaction (see
+    // `store::claim`).
     let claims_size = config.claim_pool_size();
     let claims = database.claim_pool(claims_size)?;
     let tasklane = Tasklane::new(

@@ -192,9 +192,10 @@ impl Database {
 
     /// A pool of up to `size` connections for the claim statements only, each set up
     /// with [`CLAIM_SESSION`]. Other statements keep the defaults: filters like
-    /// `$5 IS NULL OR app = $5` need custom plans. Not for a server behind PgBouncer in
-    /// transaction mode, where the SETs would stay on a server connection other clients
-    /// share.
+    /// `$5 IS NULL OR app = $5` need custom plans. Behind a pooler in transaction mode
+    /// (where the SETs would stay on a server session other clients share) its
+    /// connections set nothing, and each claim makes the settings for its own
+    /// transaction instead ([`CLAIM_TRANSACTION`]).
     pub fn claim_pool(&self, size: usize) -> anyhow::Result<Pool> {
         self.build_pool(size, Some(CLAIM_SESSION))
             .context("build the claim connection pool")
