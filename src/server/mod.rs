@@ -73,7 +73,7 @@ pub async fn start_when_the_database_takes_it(
         match Replica::start_with_types(config, types.clone(), Default::default(), telemetry).await
         {
             Ok(replica) => return Ok(replica),
-            Err(error) if crate::store::connect::gone::passing(&error) => {
+            Err(error) if crate::store::connect::lost::passing(&error) => {
                 let why = format!("{error:#}");
                 tracing::warn!(error = %why, retry_in_ms = wait.as_millis() as u64, "the database does not take this replica yet; waiting");
                 waiting(format!("the database ({why})"));

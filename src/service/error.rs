@@ -82,12 +82,12 @@ impl ServiceError {
     }
 
     /// Whether the database could not be had (no connection, none free, or a failure
-    /// that means the connection or its server was gone: see `store::connect::gone`),
+    /// that means the connection or its server was lost: see `store::connect::lost`),
     /// as opposed to a statement that failed.
     pub fn is_unavailable(&self) -> bool {
         match self {
             ServiceError::Pool(_) | ServiceError::Unreachable(_) => true,
-            ServiceError::Db(error) => crate::store::connect::gone::gone(error).is_some(),
+            ServiceError::Db(error) => crate::store::connect::lost::lost(error).is_some(),
             _ => false,
         }
     }
@@ -95,15 +95,15 @@ impl ServiceError {
     /// Whether an error a background loop got (anyhow, its causes in the chain) means
     /// the database could not be had, as [`ServiceError::is_unavailable`] says, or a
     /// connection could not be made for a reason that passes by itself
-    /// (`store::connect::gone::passing`). Such failures are logged once per outage
+    /// (`store::connect::lost::passing`). Such failures are logged once per outage
     /// (`telemetry::outage`), not once per pass.
     pub fn unavailable(error: &anyhow::Error) -> bool {
         error.chain().any(|e| {
             e.downcast_ref::<ServiceError>()
                 .is_some_and(ServiceError::is_unavailable)
                 || e.downcast_ref::<tokio_postgres::Error>()
-                    .is_some_and(|e| crate::store::connect::gone::gone(e).is_some())
-        }) || crate::store::connect::gone::passing(error)
+                    .is_some_and(|e| crate::store::connect::lost::lost(e).is_some())
+        }) || crate::store::connect::lost::passing(error)
     }
 
     /// PostgreSQL's SQLSTATE of a database error, for logs: `Display` of a server error

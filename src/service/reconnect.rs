@@ -1,6 +1,6 @@
-//! Running an operation again on a fresh connection when its connection was gone: which
+//! Running an operation again on a fresh connection when its connection was lost: which
 //! failures count, and why each is safe to run again, is decided in
-//! `store::connect::gone`. Only operations whose statements are fenced or only read use
+//! `store::connect::lost`. Only operations whose statements are fenced or only read use
 //! this: a submit (its key finds a first run's task), a lease's heartbeat, an attempt's
 //! settlement or hand-back (its lease token refuses a second one), and the reads most
 //! callers wait on: the token lookup every request starts with, and a task's read. A failover, a
@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{ServiceError, Tasklane};
-use crate::store::connect::gone::{self, Gone};
+use crate::store::connect::lost::{self, Lost};
 use crate::telemetry::outage;
 
 /// How long an operation keeps trying fresh connections: long enough for a managed
@@ -25,7 +25,7 @@ const LONGEST_WAIT: Duration = Duration::from_secs(1);
 
 impl Tasklane {
     /// Runs `operation` (named `what` in logs) until it succeeds, fails for another
-    /// reason than a gone connection, or [`TRY_FOR`] has passed. When the server was
+    /// reason than a lost connection, or [`TRY_FOR`] has passed. When the server was
     /// found read-only, the connections made to it so far are not used again.
     pub(super) async fn again_on_fresh_connection<T, F, Fut>(
         &self,
@@ -46,7 +46,7 @@ impl Tasklane {
                 }
                 Err(error) => error,
             };
-            let Some(how) = error.gone() else {
+            let Some(how) = error.lost() else {
                 return Err(error);
             };
             if started.elapsed() + wait > TRY_FOR {
@@ -60,8 +60,8 @@ impl Tasklane {
             // operation in flight.
             tracing::debug!(
                 operation = what,
-                unanswered = how == Gone::Unanswered,
-                "the connection is gone or its server refused it (read-only, shutting down, too many connections); running the operation again on a fresh connection, for up to 20 s"
+                unanswered = how == Lost::Unanswered,
+                "the connection is lost or its server refused it (read-only, shutting down, too many connections); running the operation again on a fresh connection, for up to 20 s"
             );
             outage::failed(what, &error, error.sqlstate());
             tokio::time::sleep(wait).await;
@@ -71,17 +71,17 @@ impl Tasklane {
 }
 
 impl ServiceError {
-    /// Whether this error means the connection was gone (see `store::connect::gone`).
-    fn gone(&self) -> Option<Gone> {
+    /// Whether this error means the connection was lost (see `store::connect::lost`).
+    fn lost(&self) -> Option<Lost> {
         match self {
-            ServiceError::Db(error) => gone::gone(error),
+            ServiceError::Db(error) => lost::lost(error),
             // No connection could be made: the operation never reached a server.
-            ServiceError::Unreachable(_) => Some(Gone::Refused),
+            ServiceError::Unreachable(_) => Some(Lost::Refused),
             _ => None,
         }
     }
 
     fn wrong_server(&self) -> bool {
-        matches!(self, ServiceError::Db(error) if gone::wrong_server(error))
+        matches!(self, ServiceError::Db(error) if lost::wrong_server(error))
     }
 }

@@ -140,7 +140,7 @@ async fn write(pool: &crate::store::Pool, mut group: Vec<Pending>) {
             }
             Err(error) => {
                 let sqlstate = error.code().map(|code| code.code());
-                match crate::store::connect::gone::gone(&error) {
+                match crate::store::connect::lost::lost(&error) {
                     Some(_) => crate::telemetry::outage::failed("submit group", &error, sqlstate),
                     None => {
                         tracing::warn!(%error, sqlstate, items = group.len(), "submit group failed; each alone")

@@ -185,7 +185,7 @@ impl Wakeup {
             if let Ok(client) = pool.get().await {
                 match crate::store::notify::wake_replicas_pooled(&client).await {
                     Ok(()) => crate::telemetry::outage::answered(),
-                    Err(error) if crate::store::connect::gone::gone(&error).is_some() => {
+                    Err(error) if crate::store::connect::lost::lost(&error).is_some() => {
                         let sqlstate = error.code().map(|code| code.code());
                         crate::telemetry::outage::failed("notify other replicas", &error, sqlstate)
                     }

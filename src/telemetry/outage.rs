@@ -8,7 +8,7 @@
 //!
 //! The streak is the process's (one per replica process), so the callers need no
 //! handle: whoever decides that a failure means "the database is unavailable" (the
-//! service's classification, `store::connect::gone`) calls [`failed`], and the loops
+//! service's classification, `store::connect::lost`) calls [`failed`], and the loops
 //! that reach the database call [`answered`] after a success, which costs one atomic
 //! load while no streak runs.
 

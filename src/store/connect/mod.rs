@@ -5,12 +5,12 @@
 //! building one refuses bad settings before anything connects, and a failed connection
 //! says which setting to look at. Sockets are opened here ([`socket`]) so that a
 //! connection whose server stops answering is found and closed ([`watchdog`]); which
-//! failures mean "the connection is gone" is decided in [`gone`].
+//! failures mean "the connection is lost" is decided in [`lost`].
 //!
 //! Error messages name hosts, ports and settings, never the URL: it may hold a
 //! password.
 
-pub mod gone;
+pub mod lost;
 mod pool;
 pub mod sessions;
 mod settings;

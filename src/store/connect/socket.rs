@@ -156,7 +156,7 @@ async fn connect_target(
         });
         match (wanted, read_only) {
             (TargetSessionAttrs::ReadWrite, Some(true)) => {
-                return Err(super::gone::ReadOnlyServer.into())
+                return Err(super::lost::ReadOnlyServer.into())
             }
             (TargetSessionAttrs::ReadOnly, Some(false)) => {
                 anyhow::bail!("the server takes writes (target_session_attrs=read-only)")

@@ -1,9 +1,9 @@
 //! The one place that decides whether a failed statement means "this connection, or its
-//! server, is gone: drop it and run the statement again on a fresh one".
+//! server, is lost: drop it and run the statement again on a fresh one".
 //!
 //! Two kinds, told apart because only one is always safe to run again:
 //!
-//! - [`Gone::Refused`]: the server answered with an error that says nothing was done,
+//! - [`Lost::Refused`]: the server answered with an error that says nothing was done,
 //!   and the statement's transaction was rolled back. Running it again cannot apply it
 //!   twice. The SQLSTATEs, and why each is a connection's failure and not the
 //!   statement's:
@@ -15,7 +15,7 @@
 //!   - `57P03` cannot_connect_now: the server is starting or in recovery.
 //!   - `53300` too_many_connections: no session was made at all.
 //!   - class `08` connection_exception, when the server itself reports it.
-//! - [`Gone::Unanswered`]: the connection broke before an answer came (a reset, the
+//! - [`Lost::Unanswered`]: the connection broke before an answer came (a reset, the
 //!   server killed, the answer watchdog): the statement may or may not have committed.
 //!   Only statements whose fence makes a second run harmless are run again: a submit
 //!   (its key finds the first run's task), a lease's heartbeat and an attempt's
@@ -25,21 +25,21 @@ use tokio_postgres::error::SqlState;
 
 /// How a connection failed a statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gone {
+pub enum Lost {
     /// The server refused before doing anything.
     Refused,
     /// No answer came: the statement's effect is unknown.
     Unanswered,
 }
 
-/// Whether `error` means the connection is gone, and how.
-pub fn gone(error: &tokio_postgres::Error) -> Option<Gone> {
+/// Whether `error` means the connection is lost, and how.
+pub fn lost(error: &tokio_postgres::Error) -> Option<Lost> {
     match error.code() {
-        Some(code) => refused(code).then_some(Gone::Refused),
+        Some(code) => refused(code).then_some(Lost::Refused),
         // No SQLSTATE: the client's side failed (closed, I/O, a timeout), not a
         // statement the server judged.
         None if error.is_closed() || error.as_db_error().is_none() && is_io(error) => {
-            Some(Gone::Unanswered)
+            Some(Lost::Unanswered)
         }
         None => None,
     }
