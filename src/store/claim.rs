@@ -3,7 +3,7 @@
 //! external claim of waiting fallbacks only.
 
 use crate::store::Statements;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Row};
 
 use super::DbError;
@@ -163,9 +163,8 @@ async fn claim_on_claim_pool(
         return rows.iter().map(from_row).collect();
     }
     let values = params.values();
-    let types = crate::store::statement::parameter_types(plain, sql, values.len()).await?;
-    let typed: Vec<(&(dyn ToSql + Sync), Type)> =
-        values.iter().copied().zip(types.iter().cloned()).collect();
+    // Described before the three messages go out, so nothing is sent between them.
+    let typed = crate::store::statement::typed_params(plain, sql, &values).await?;
     let (begun, rows, committed) = tokio::join!(
         plain.batch_execute(crate::store::connect::CLAIM_TRANSACTION),
         plain.query_typed(sql, &typed),

@@ -42,8 +42,8 @@ pub trait Statements: GenericClient + Sync {
         params: Params<'_>,
     ) -> impl Future<Output = Result<Vec<Row>, DbError>> + Send {
         async move {
-            let types = parameter_types(self, sql, params.len()).await?;
-            self.query_typed(sql, &typed(params, &types)).await
+            self.query_typed(sql, &typed_params(self, sql, params).await?)
+                .await
         }
     }
 
@@ -54,8 +54,8 @@ pub trait Statements: GenericClient + Sync {
         params: Params<'_>,
     ) -> impl Future<Output = Result<Row, DbError>> + Send {
         async move {
-            let types = parameter_types(self, sql, params.len()).await?;
-            self.query_typed_one(sql, &typed(params, &types)).await
+            self.query_typed_one(sql, &typed_params(self, sql, params).await?)
+                .await
         }
     }
 
@@ -66,8 +66,8 @@ pub trait Statements: GenericClient + Sync {
         params: Params<'_>,
     ) -> impl Future<Output = Result<Option<Row>, DbError>> + Send {
         async move {
-            let types = parameter_types(self, sql, params.len()).await?;
-            self.query_typed_opt(sql, &typed(params, &types)).await
+            self.query_typed_opt(sql, &typed_params(self, sql, params).await?)
+                .await
         }
     }
 
@@ -78,20 +78,23 @@ pub trait Statements: GenericClient + Sync {
         params: Params<'_>,
     ) -> impl Future<Output = Result<u64, DbError>> + Send {
         async move {
-            let types = parameter_types(self, sql, params.len()).await?;
-            self.execute_typed(sql, &typed(params, &types)).await
+            self.execute_typed(sql, &typed_params(self, sql, params).await?)
+                .await
         }
     }
 }
 
 impl<C: GenericClient + Sync> Statements for C {}
 
-fn typed<'a>(params: Params<'a>, types: &[Type]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
-    params
-        .iter()
-        .zip(types.iter().cloned())
-        .map(|(value, ty)| (*value, ty))
-        .collect()
+/// `params`, each beside its type as PostgreSQL infers it for `sql` (described on
+/// `client` the first time this process runs `sql`).
+pub async fn typed_params<'a, C: GenericClient + Sync + ?Sized>(
+    client: &C,
+    sql: &str,
+    params: Params<'a>,
+) -> Result<Vec<(&'a (dyn ToSql + Sync), Type)>, DbError> {
+    let types = parameter_types(client, sql, params.len()).await?;
+    Ok(params.iter().copied().zip(types.iter().cloned()).collect())
 }
 
 /// Statement texts already described in this process, and their parameter types.
