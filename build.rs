@@ -7,13 +7,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The claim variants: file name and the tags it renders with (route, slots, and
+/// The claim variants: file name and the tags it renders with (route, slots,
+/// `floors` for the claims that read the claimable index from the floors, and
 /// `fallback` for the external claims of waiting fallbacks only).
 const CLAIM_VARIANTS: [(&str, &[&str]); 6] = [
-    ("claim_local.sql", &["local", "aware"]),
-    ("claim_external.sql", &["external", "aware"]),
-    ("claim_local_plain.sql", &["local", "plain"]),
-    ("claim_external_plain.sql", &["external", "plain"]),
+    ("claim_local.sql", &["local", "floors", "aware"]),
+    ("claim_external.sql", &["external", "floors", "aware"]),
+    ("claim_local_plain.sql", &["local", "floors", "plain"]),
+    ("claim_external_plain.sql", &["external", "floors", "plain"]),
     ("claim_fallback.sql", &["external", "fallback", "aware"]),
     (
         "claim_fallback_plain.sql",

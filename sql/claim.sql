@@ -13,6 +13,8 @@
 --#set claimable  local     'queued', 'waiting_for_retry'
 --#set claimable  external  'queued', 'waiting_for_retry', 'waiting_for_external_fallback'
 --#set claimable  fallback  'waiting_for_external_fallback'
+--#set ready      local     'queued', 'waiting_for_retry'
+--#set ready      external  'queued', 'waiting_for_retry'
 --#set served     local     (SELECT DISTINCT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#set served     external  (SELECT DISTINCT u.name FROM unnest($1::text[]) AS u(name) WHERE NOT EXISTS (SELECT 1 FROM tasklane.paused_task_types p WHERE p.task_type = u.name))
 --#
@@ -57,10 +59,11 @@
 -- Each claim raises tasklane.turn_points, where the claims have got, to the highest turn
 -- it took (an unlogged row, skipped when another claim holds it; the first claim of a
 -- type and priority creates it under a transaction advisory lock it only tries).
--- The local variants read each served type's claimable index per priority from its floor
--- (tasklane.turn_floors), plus the tasks behind the floors (task_queue_behind), so they
--- never walk the index entries of the tasks claimed before the floor last rose, which a
--- held snapshot keeps from vacuum for as long as it lasts (see the scans below).
+-- The local and external variants read each served type's claimable index per priority
+-- from its floor (tasklane.turn_floors), plus the tasks behind the floors
+-- (task_queue_behind) and, external ones, the waiting fallbacks (task_queue_fallback),
+-- so they never walk the index entries of the tasks claimed before the floor last rose,
+-- which a held snapshot keeps from vacuum for as long as it lasts (see the scans below).
 -- One ordered scan per served type (the claimable and fallback indexes lead with
 -- task_type), each locking up to $3 of its tasks, merged in claim order and cut to $3:
 -- one scan in priority order over every type would walk the whole backlog of the types
@@ -120,7 +123,7 @@ WITH picked AS (
     SELECT c.id, c.priority, c.run_at, c.task_type, c.turn,
            c.turn - min(c.turn) OVER (PARTITION BY c.task_type, c.priority) AS rel
 --#end
---#if local
+--#if floors
     FROM {served} ty
     CROSS JOIN LATERAL (
     -- Each priority of the type from its floor up (tasklane.turn_floors): the entries
@@ -136,7 +139,7 @@ WITH picked AS (
     SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
     FROM tasklane.task_queue q
     JOIN tasklane.tasks t ON t.id = q.id
-    WHERE q.state IN ({claimable}) AND NOT q.behind
+    WHERE q.state IN ({ready}) AND NOT q.behind
       AND q.priority = f.priority AND q.turn >= f.floor
       AND q.run_at <= now()
       AND q.task_type = ty.name
@@ -172,7 +175,7 @@ WITH picked AS (
     SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
     FROM tasklane.task_queue q
     JOIN tasklane.tasks t ON t.id = q.id
-    WHERE q.state IN ({claimable}) AND q.behind
+    WHERE q.state IN ({ready}) AND q.behind
       AND q.run_at <= now()
       AND q.task_type = ty.name
       AND ($5::text IS NULL OR q.app = $5)
@@ -200,6 +203,42 @@ WITH picked AS (
     LIMIT $3
     FOR UPDATE OF t SKIP LOCKED
     ) b
+--#if external
+    -- The waiting fallbacks, from their own index: they keep their turns, and are few.
+    UNION ALL
+    SELECT w.* FROM (
+    SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
+    FROM tasklane.task_queue q
+    JOIN tasklane.tasks t ON t.id = q.id
+    WHERE q.state = 'waiting_for_external_fallback'
+      AND q.run_at <= now()
+      AND q.task_type = ty.name
+      AND ($5::text IS NULL OR q.app = $5)
+      AND ($6::text IS NULL OR q.scope_id = $6)
+      AND (q.deadline_at IS NULL OR q.deadline_at > now())
+      AND NOT EXISTS (SELECT 1 FROM tasklane.emergency_stops e WHERE e.app = '')
+      AND NOT (ARRAY[q.app] <@ ARRAY(SELECT e.app FROM tasklane.emergency_stops e))
+--#if plain
+      AND q.resource IS NULL
+--#end
+--#if external
+      AND q.privacy = 'external_allowed'
+--#end
+--#if aware
+      AND (q.resource IS NULL
+           OR q.resource IN (SELECT resource FROM slots)
+           OR NOT EXISTS (SELECT 1 FROM tasklane.resources r WHERE r.name = q.resource))
+--#end
+      -- The mirror is read as of this statement's snapshot; the task row is the truth,
+      -- locked and (when changed since) rechecked on its newest version, so only what
+      -- can change after submit is tested again here.
+      AND t.state IN ({claimable})
+      AND t.run_at <= now()
+    ORDER BY q.priority DESC, q.turn, q.id
+    LIMIT $3
+    FOR UPDATE OF t SKIP LOCKED
+    ) w
+--#end
 --#else
     FROM {served} ty
     CROSS JOIN LATERAL (
