@@ -159,16 +159,19 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_NOTIFY_DEBOUNCE_MS", default_value_t = 5)]
     pub notify_debounce_ms: u64,
 
-    /// How often the rescuer looks for expired leases, in ms.
+    /// How often the cluster looks for expired leases, in ms: each replica with the
+    /// maintenance role looks every this × the live replicas with that role.
     #[arg(long, env = "TASKLANE_RESCUE_INTERVAL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub rescue_interval_ms: u64,
 
-    /// How often queue deadlines are swept, in ms.
+    /// How often the cluster sweeps queue deadlines, in ms (spread over the maintaining
+    /// replicas, as the rescuer).
     #[arg(long, env = "TASKLANE_DEADLINE_INTERVAL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub deadline_interval_ms: u64,
 
-    /// How often the pruning sweep looks for released tasks past their retention, in ms
-    /// (it runs again at once while passes come back full).
+    /// How often the cluster's pruning sweep looks for released tasks past their
+    /// retention, in ms (spread over the maintaining replicas, as the rescuer; a replica
+    /// runs it again at once while passes come back full).
     #[arg(long, env = "TASKLANE_PRUNE_INTERVAL_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub prune_interval_ms: u64,
 

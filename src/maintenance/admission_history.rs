@@ -18,11 +18,19 @@ pub const INTERVAL: Duration = Duration::from_secs(60);
 pub struct AdmissionHistoryPruner {
     pub pool: crate::store::Pool,
     pub interval: Duration,
+    /// Shares the interval with the other maintaining replicas.
+    pub spread: super::spread::Spread,
 }
 
 impl AdmissionHistoryPruner {
     pub async fn run(self, shutdown: CancellationToken) {
-        super::every("admission-history", self.interval, shutdown, || self.pass()).await
+        super::every(
+            "admission-history",
+            || self.spread.wait(self.interval),
+            shutdown,
+            || self.pass(),
+        )
+        .await
     }
 
     /// One batch; true when it was full.

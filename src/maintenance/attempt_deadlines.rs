@@ -21,11 +21,19 @@ pub const IN_PROCESS_GRACE: Duration = Duration::from_secs(5);
 pub struct AttemptDeadlineSweeper {
     pub tasklane: Tasklane,
     pub interval: Duration,
+    /// Shares the interval with the other maintaining replicas.
+    pub spread: super::spread::Spread,
 }
 
 impl AttemptDeadlineSweeper {
     pub async fn run(self, shutdown: CancellationToken) {
-        super::every("attempt_deadlines", self.interval, shutdown, || self.pass()).await
+        super::every(
+            "attempt_deadlines",
+            || self.spread.wait(self.interval),
+            shutdown,
+            || self.pass(),
+        )
+        .await
     }
 
     /// One batch; true when it was full.

@@ -12,11 +12,19 @@ const BATCH: i64 = 500;
 pub struct DeadlineSweeper {
     pub pool: crate::store::Pool,
     pub interval: Duration,
+    /// Shares the interval with the other maintaining replicas.
+    pub spread: super::spread::Spread,
 }
 
 impl DeadlineSweeper {
     pub async fn run(self, shutdown: CancellationToken) {
-        super::every("deadlines", self.interval, shutdown, || self.pass()).await
+        super::every(
+            "deadlines",
+            || self.spread.wait(self.interval),
+            shutdown,
+            || self.pass(),
+        )
+        .await
     }
 
     pub async fn pass(&self) -> anyhow::Result<bool> {

@@ -10,30 +10,32 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::turn_floors;
 
-/// How often it raises while the claims move: a claim reads the dead entries of the
-/// tasks claimed since the last raise, so at 1,000 claimed tasks a second about 100 at
-/// most.
+/// How often the cluster raises while the claims move (spread over the maintaining
+/// replicas, like the idle looks): a claim reads the dead entries of the tasks claimed
+/// since the last raise, so at 1,000 claimed tasks a second about 100 at most.
 pub const INTERVAL: Duration = Duration::from_millis(100);
 
-/// How often it looks while nothing moved at the last look: an idle cluster pays one
-/// query a second a replica.
+/// How often the cluster looks while nothing moved at the last look: spread over the
+/// maintaining replicas, an idle cluster pays one query a second.
 pub const IDLE_INTERVAL: Duration = Duration::from_secs(1);
 
 pub struct FloorKeeper {
     pub pool: crate::store::Pool,
     pub interval: Duration,
     pub idle_interval: Duration,
+    /// Shares both intervals with the other maintaining replicas.
+    pub spread: super::spread::Spread,
 }
 
 impl FloorKeeper {
     pub async fn run(self, shutdown: CancellationToken) {
         loop {
             let pause = match self.pass().await {
-                Ok(true) => self.interval,
-                Ok(false) => self.idle_interval,
+                Ok(true) => self.spread.wait(self.interval),
+                Ok(false) => self.spread.wait(self.idle_interval),
                 Err(error) => {
                     tracing::warn!(service = "floors", error = %format!("{error:#}"), "maintenance pass failed");
-                    self.idle_interval
+                    self.spread.wait(self.idle_interval)
                 }
             };
             tokio::select! {

@@ -1,5 +1,6 @@
 //! Background services every replica runs; each is safe with any number of replicas
-//! running it at once (row locks with SKIP LOCKED, or an advisory lock).
+//! running it at once (row locks with SKIP LOCKED, or an advisory lock), and the
+//! cluster-wide sweeps share their cadence among the replicas ([`spread`]).
 
 pub mod admission_history;
 pub mod attempt_deadlines;
@@ -11,6 +12,7 @@ pub mod pruner;
 pub mod replicas;
 pub mod rescuer;
 pub mod sampled_gauges;
+pub mod spread;
 pub mod statistics;
 pub mod vacuum;
 
@@ -21,13 +23,14 @@ use tokio_util::sync::CancellationToken;
 use crate::service::ServiceError;
 use crate::telemetry::outage;
 
-/// Runs `pass` every `interval` until `shutdown`, immediately again while it reports a
-/// full batch. Errors are logged here, where they are handled, and the loop goes on: a
+/// Runs `pass` until `shutdown`, waiting `wait()` between passes (a fixed interval, or
+/// a cluster-wide one spread over the replicas: [`spread::Spread::wait`]), immediately
+/// again while it reports a full batch. Errors are logged here, where they are handled, and the loop goes on: a
 /// database that cannot be had once per outage (`telemetry::outage`), any other failure
 /// as a warning per pass.
 pub(crate) async fn every<F, Fut>(
     name: &'static str,
-    interval: Duration,
+    wait: impl Fn() -> Duration,
     shutdown: CancellationToken,
     mut pass: F,
 ) where
@@ -53,7 +56,7 @@ pub(crate) async fn every<F, Fut>(
             continue;
         }
         tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep(wait()) => {}
             _ = shutdown.cancelled() => return,
         }
     }

@@ -27,6 +27,8 @@ pub struct Pruner {
     pub pool: crate::store::Pool,
     /// Pause between passes once a pass was not full.
     pub interval: Duration,
+    /// Shares the interval with the other maintaining replicas.
+    pub spread: super::spread::Spread,
     /// Most tasks one pass deletes.
     pub batch: i64,
     /// How long a task is kept after both its release and its finish.
@@ -36,7 +38,13 @@ pub struct Pruner {
 
 impl Pruner {
     pub async fn run(self, shutdown: CancellationToken) {
-        super::every("pruner", self.interval, shutdown, || self.pass()).await
+        super::every(
+            "pruner",
+            || self.spread.wait(self.interval),
+            shutdown,
+            || self.pass(),
+        )
+        .await
     }
 
     /// One batch; true when it was full (more may be due).

@@ -19,6 +19,10 @@ pub struct ReplicaRegistry {
     pub name: String,
     /// A replica is presumed dead this long after its last heartbeat.
     pub ttl: Duration,
+    /// Whether this replica runs the maintenance role.
+    pub maintains: bool,
+    /// Told how many live replicas run the maintenance role, at each heartbeat.
+    pub spread: super::spread::Spread,
 }
 
 impl ReplicaRegistry {
@@ -29,9 +33,17 @@ impl ReplicaRegistry {
         let mut object = self.pool.get().await?;
         let client: &mut tokio_postgres::Client = &mut object;
         let tx = client.transaction().await?;
-        let other_live = replicas::register(&tx, self.id, &self.name, self.ttl.as_secs_f64())
-            .await
-            .context("register the replica")?;
+        let registered = replicas::register(
+            &tx,
+            self.id,
+            &self.name,
+            self.ttl.as_secs_f64(),
+            self.maintains,
+        )
+        .await
+        .context("register the replica")?;
+        self.spread.set(registered.maintainers);
+        let other_live = registered.other_live;
         if !other_live {
             let lost = Lost::ColdStart {
                 replica_id: self.id,
@@ -55,17 +67,24 @@ impl ReplicaRegistry {
     /// Heartbeats every ttl/3 until `shutdown`, then deregisters.
     pub async fn run(self, shutdown: CancellationToken) {
         let period = self.ttl / 3;
-        super::every("registry", period, shutdown.clone(), || async {
-            let client = self.pool.get().await?;
-            replicas::heartbeat(
-                crate::store::client(&client),
-                self.id,
-                &self.name,
-                self.ttl.as_secs_f64(),
-            )
-            .await?;
-            Ok(false)
-        })
+        super::every(
+            "registry",
+            || period,
+            shutdown.clone(),
+            || async {
+                let client = self.pool.get().await?;
+                let maintainers = replicas::heartbeat(
+                    crate::store::client(&client),
+                    self.id,
+                    &self.name,
+                    self.ttl.as_secs_f64(),
+                    self.maintains,
+                )
+                .await?;
+                self.spread.set(maintainers);
+                Ok(false)
+            },
+        )
         .await;
         if let Ok(client) = self.pool.get().await {
             if let Err(error) = replicas::deregister(crate::store::client(&client), self.id).await {

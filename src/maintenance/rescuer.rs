@@ -14,13 +14,21 @@ const BATCH: i64 = 100;
 pub struct Rescuer {
     pub pool: crate::store::Pool,
     pub interval: Duration,
+    /// Shares the interval with the other maintaining replicas.
+    pub spread: super::spread::Spread,
     pub wakeup: Wakeup,
     pub instruments: crate::telemetry::Instruments,
 }
 
 impl Rescuer {
     pub async fn run(self, shutdown: CancellationToken) {
-        super::every("rescuer", self.interval, shutdown, || self.pass()).await
+        super::every(
+            "rescuer",
+            || self.spread.wait(self.interval),
+            shutdown,
+            || self.pass(),
+        )
+        .await
     }
 
     /// One batch; true when it was full.

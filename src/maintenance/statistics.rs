@@ -21,11 +21,19 @@ pub const LEAST_CHANGES: i64 = 1_000;
 pub struct StatisticsKeeper {
     pub pool: crate::store::Pool,
     pub interval: Duration,
+    /// Shares the interval with the other maintaining replicas.
+    pub spread: super::spread::Spread,
 }
 
 impl StatisticsKeeper {
     pub async fn run(self, shutdown: CancellationToken) {
-        super::every("statistics", self.interval, shutdown, || self.pass()).await
+        super::every(
+            "statistics",
+            || self.spread.wait(self.interval),
+            shutdown,
+            || self.pass(),
+        )
+        .await
     }
 
     /// One look; never reports a full batch (one ANALYZE per table is all it takes).

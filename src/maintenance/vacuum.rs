@@ -25,11 +25,19 @@ pub const DUE: vacuum::Due = vacuum::Due {
 pub struct VacuumKeeper {
     pub pool: crate::store::Pool,
     pub interval: Duration,
+    /// Shares the interval with the other maintaining replicas.
+    pub spread: super::spread::Spread,
 }
 
 impl VacuumKeeper {
     pub async fn run(self, shutdown: CancellationToken) {
-        super::every("vacuum", self.interval, shutdown, || self.pass()).await
+        super::every(
+            "vacuum",
+            || self.spread.wait(self.interval),
+            shutdown,
+            || self.pass(),
+        )
+        .await
     }
 
     /// One look; never reports a full batch (the gap spaces the vacuums).

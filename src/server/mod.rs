@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::config::{Role, ServeConfig};
 use crate::maintenance::replicas::ReplicaRegistry;
+use crate::maintenance::spread::Spread;
 use crate::service::{Tasklane, Wakeup};
 use crate::store::connect::sessions::{self, Sessions};
 use crate::store::connect::Database;
@@ -146,11 +147,14 @@ impl Replica {
         let stop_work = CancellationToken::new();
         let mut services = JoinSet::new();
         let mut workers = JoinSet::new();
+        let spread = Spread::default();
         let replicas = ReplicaRegistry {
             pool: pool.clone(),
             id,
             name: config.replica_name(),
             ttl: Duration::from_secs(config.replica_ttl_seconds),
+            maintains: config.has(Role::Maintenance),
+            spread: spread.clone(),
         };
         let cold_start = replicas.register().await?;
         services.spawn(replicas.run(shutdown.clone()));
@@ -180,6 +184,7 @@ impl Replica {
                 tasklane: &tasklane,
                 wakeup: &wakeup,
                 telemetry,
+                spread: &spread,
             };
             maintenance.spawn(&mut services, checked.delivery, inbox, &shutdown)?;
         }

@@ -16,6 +16,7 @@ use crate::maintenance::deadlines::DeadlineSweeper;
 use crate::maintenance::floors::{self, FloorKeeper};
 use crate::maintenance::pruner::Pruner;
 use crate::maintenance::rescuer::Rescuer;
+use crate::maintenance::spread::Spread;
 use crate::maintenance::statistics::{self, StatisticsKeeper};
 use crate::maintenance::vacuum::{self, VacuumKeeper};
 use crate::service::{Tasklane, Wakeup};
@@ -24,12 +25,15 @@ use crate::webhooks::{handoff, Deliverer, DeliveryConfig};
 use crate::worker::{HandlerRegistry, Worker, WorkerConfig};
 
 /// The maintenance role: every loop runs on every such replica, each safe to run
-/// concurrently with its twins elsewhere (row locks, or one elected sampler).
+/// concurrently with its twins elsewhere (row locks, or one elected sampler); the
+/// cluster-wide sweeps share their cadence among them (`maintenance::spread`).
 pub(super) struct Maintenance<'a> {
     pub config: &'a ServeConfig,
     pub tasklane: &'a Tasklane,
     pub wakeup: &'a Wakeup,
     pub telemetry: &'a Telemetry,
+    /// The count of maintaining replicas the registry keeps (the sweeps' cadence).
+    pub spread: &'a Spread,
 }
 
 impl Maintenance<'_> {
@@ -47,11 +51,13 @@ impl Maintenance<'_> {
             tasklane,
             wakeup,
             telemetry,
+            spread,
         } = self;
         let pool = tasklane.pool();
         let rescuer = Rescuer {
             pool: pool.clone(),
             interval: Duration::from_millis(config.rescue_interval_ms),
+            spread: spread.clone(),
             wakeup: wakeup.clone(),
             instruments: telemetry.instruments().clone(),
         };
@@ -59,16 +65,19 @@ impl Maintenance<'_> {
         let attempt_deadlines = AttemptDeadlineSweeper {
             tasklane: tasklane.clone(),
             interval: Duration::from_millis(config.rescue_interval_ms),
+            spread: spread.clone(),
         };
         services.spawn(attempt_deadlines.run(shutdown.clone()));
         let deadlines = DeadlineSweeper {
             pool: pool.clone(),
             interval: Duration::from_millis(config.deadline_interval_ms),
+            spread: spread.clone(),
         };
         services.spawn(deadlines.run(shutdown.clone()));
         let pruner = Pruner {
             pool: pool.clone(),
             interval: Duration::from_millis(config.prune_interval_ms),
+            spread: spread.clone(),
             batch: config.prune_batch,
             retention: Duration::from_secs(config.retention_seconds),
             instruments: telemetry.instruments().clone(),
@@ -77,22 +86,26 @@ impl Maintenance<'_> {
         let history = AdmissionHistoryPruner {
             pool: pool.clone(),
             interval: admission_history::INTERVAL,
+            spread: spread.clone(),
         };
         services.spawn(history.run(shutdown.clone()));
         let keeper = StatisticsKeeper {
             pool: pool.clone(),
             interval: statistics::INTERVAL,
+            spread: spread.clone(),
         };
         services.spawn(keeper.run(shutdown.clone()));
         let vacuum = VacuumKeeper {
             pool: pool.clone(),
             interval: vacuum::INTERVAL,
+            spread: spread.clone(),
         };
         services.spawn(vacuum.run(shutdown.clone()));
         let floors = FloorKeeper {
             pool: pool.clone(),
             interval: floors::INTERVAL,
             idle_interval: floors::IDLE_INTERVAL,
+            spread: spread.clone(),
         };
         services.spawn(floors.run(shutdown.clone()));
         let sampler = ClusterSampler::new(
@@ -110,7 +123,8 @@ impl Maintenance<'_> {
         let deliverer = match inbox {
             Some(inbox) => deliverer.with_handoff(inbox),
             None => deliverer,
-        };
+        }
+        .with_spread(spread.clone());
         services.spawn(deliverer.run(shutdown.clone()));
         Ok(())
     }

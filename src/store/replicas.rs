@@ -8,40 +8,58 @@ use uuid::Uuid;
 
 use super::DbError;
 
+/// What registering told: whether another replica is live, and how many live replicas
+/// run the maintenance role (this one included when it does).
+#[derive(Debug, Clone, Copy)]
+pub struct Registered {
+    pub other_live: bool,
+    pub maintainers: u32,
+}
+
 /// Registers `id` and answers whether another replica is live. Call it in a transaction
 /// and keep that transaction open through the cold-start recovery, so replicas starting
-/// together decide one after the other.
+/// together decide one after the other. `maintains`: whether it runs the maintenance role.
 pub async fn register<C: GenericClient + Sync>(
     tx: &C,
     id: Uuid,
     name: &str,
     ttl_seconds: f64,
-) -> Result<bool, DbError> {
+    maintains: bool,
+) -> Result<Registered, DbError> {
     tx.run(include_str!("../../sql/replica_lock.sql"), &[])
         .await?;
     let row = tx
         .row(
             include_str!("../../sql/replica_register.sql"),
-            &[&id, &name, &ttl_seconds],
+            &[&id, &name, &ttl_seconds, &maintains],
         )
         .await?;
-    row.try_get("other_live")
+    Ok(Registered {
+        other_live: row.try_get("other_live")?,
+        maintainers: count(row.try_get("maintainers")?),
+    })
 }
 
-/// Keeps `id` live for another `ttl_seconds`.
+/// Keeps `id` live for another `ttl_seconds`; answers how many live replicas run the
+/// maintenance role (this one included when `maintains`).
 pub async fn heartbeat<C: GenericClient + Sync>(
     client: &C,
     id: Uuid,
     name: &str,
     ttl_seconds: f64,
-) -> Result<(), DbError> {
-    client
-        .run(
+    maintains: bool,
+) -> Result<u32, DbError> {
+    let row = client
+        .row(
             include_str!("../../sql/replica_heartbeat.sql"),
-            &[&id, &name, &ttl_seconds],
+            &[&id, &name, &ttl_seconds, &maintains],
         )
         .await?;
-    Ok(())
+    Ok(count(row.try_get("maintainers")?))
+}
+
+fn count(n: i64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Removes `id` (clean shutdown).

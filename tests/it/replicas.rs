@@ -315,3 +315,66 @@ async fn work_flows_without_listen() {
     .await;
     assert_eq!(listeners, 0);
 }
+
+/// The registry counts the live replicas that run the maintenance role: the cluster-wide
+/// sweeps stretch their intervals by that count. A replica without the role is not
+/// counted, and neither is one whose registration has expired.
+#[tokio::test]
+async fn the_registry_counts_the_live_replicas_that_maintain() {
+    use tasklane::store::replicas;
+    let db = common::test_db().await;
+    let mut c = db.client().await;
+    let (first, worker, second) = (
+        uuid::Uuid::now_v7(),
+        uuid::Uuid::now_v7(),
+        uuid::Uuid::now_v7(),
+    );
+    let registered = register(&mut c, first, true).await;
+    assert!(!registered.other_live);
+    assert_eq!(registered.maintainers, 1);
+    let registered = register(&mut c, worker, false).await;
+    assert!(registered.other_live);
+    assert_eq!(
+        registered.maintainers, 1,
+        "a worker-only replica shares no sweep"
+    );
+    assert_eq!(register(&mut c, second, true).await.maintainers, 2);
+    assert_eq!(
+        replicas::heartbeat(&c, first, "r", 15.0, true)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        replicas::heartbeat(&c, worker, "r", 15.0, false)
+            .await
+            .unwrap(),
+        2
+    );
+    c.execute(
+        "UPDATE tasklane.replicas SET expires_at = now() - interval '1 second' WHERE id = $1",
+        &[&second],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        replicas::heartbeat(&c, first, "r", 15.0, true)
+            .await
+            .unwrap(),
+        1,
+        "an expired replica no longer shares the sweeps"
+    );
+}
+
+async fn register(
+    c: &mut tokio_postgres::Client,
+    id: uuid::Uuid,
+    maintains: bool,
+) -> tasklane::store::replicas::Registered {
+    let tx = c.transaction().await.unwrap();
+    let registered = tasklane::store::replicas::register(&tx, id, "r", 15.0, maintains)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    registered
+}

@@ -57,6 +57,8 @@ fn registry(db: &common::TestDb) -> ReplicaRegistry {
         id: Uuid::now_v7(),
         name: "test".into(),
         ttl: Duration::from_secs(15),
+        maintains: true,
+        spread: Default::default(),
     }
 }
 

@@ -97,6 +97,8 @@ pub struct Deliverer {
     _gauges: [ObservableGauge<i64>; 2],
     /// What this replica's batch completes claimed for it ([`Deliverer::with_handoff`]).
     inbox: Option<Inbox>,
+    /// Shares the poll with the other maintaining replicas ([`Deliverer::with_spread`]).
+    spread: crate::maintenance::spread::Spread,
 }
 
 impl Deliverer {
@@ -148,6 +150,7 @@ impl Deliverer {
             oldest,
             _gauges: gauges,
             inbox: None,
+            spread: Default::default(),
         })
     }
 
@@ -155,6 +158,14 @@ impl Deliverer {
     /// (the other end of `inbox` goes to the service: `Tasklane::with_webhook_handoff`).
     pub fn with_handoff(mut self, inbox: Inbox) -> Self {
         self.inbox = Some(inbox);
+        self
+    }
+
+    /// The same deliverer, polling the outbox every `poll_interval × maintainers`: the
+    /// outbox is the cluster's, and a row the poll finds (a retry come due, a NOTIFY
+    /// missed) is sent by whichever replica looks first.
+    pub fn with_spread(mut self, spread: crate::maintenance::spread::Spread) -> Self {
+        self.spread = spread;
         self
     }
 
@@ -218,7 +229,7 @@ impl Deliverer {
             tokio::select! {
                 _ = sleep_until_some(record_at) => {}
                 _ = self.wake.notified() => look = true,
-                _ = tokio::time::sleep(self.config.poll_interval) => look = true,
+                _ = tokio::time::sleep(self.spread.wait(self.config.poll_interval)) => look = true,
                 Some(done) = books.flight.join_next(), if !books.flight.is_empty() => {
                     if books.finish(done) {
                         finished_since += 1;

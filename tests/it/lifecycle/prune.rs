@@ -152,6 +152,7 @@ async fn a_ten_thousand_row_backlog_drains_in_successive_passes() {
     let pruner = Pruner {
         pool: db.pool.clone(),
         interval: Duration::from_secs(3600),
+        spread: Default::default(),
         batch: 100,
         retention: DAY,
         instruments: tasklane::telemetry::Instruments::noop(),
@@ -176,6 +177,7 @@ async fn the_service_keeps_going_while_passes_are_full_then_stops_on_shutdown() 
     let pruner = Pruner {
         pool: db.pool.clone(),
         interval: Duration::from_secs(3600),
+        spread: Default::default(),
         batch: 100,
         retention: DAY,
         instruments: tasklane::telemetry::Instruments::noop(),
