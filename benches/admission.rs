@@ -144,7 +144,7 @@ async fn complete(
             let worker_id = format!("bench-{w}");
             let claimant = Claimant {
                 worker_id: &worker_id,
-                route: tasklane::task::Route::Local,
+                locality: tasklane::task::Locality::Local,
                 replica_id: None,
             };
             let types = vec!["noop".to_owned()];

@@ -104,7 +104,7 @@ impl Tasklane {
             "tasklane.claim",
             task_type = %task.task_type,
             attempt = task.attempt,
-            route = claimant.route.as_str(),
+            route = claimant.locality.as_str(),
             worker_id = claimant.worker_id,
         );
         spans::continue_trace(&span, task.traceparent.as_deref());

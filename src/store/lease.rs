@@ -17,7 +17,7 @@ use crate::task::backoff::Backoff;
 use crate::task::lease::{Beat, BeatAnswer, Lease, LeaseStatus};
 use crate::task::outcome::{self, Leased, Report, Rules};
 use crate::task::outcome::{Reported, Success};
-use crate::task::{Privacy, Route, TaskState};
+use crate::task::{Locality, Privacy, TaskState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
@@ -193,10 +193,10 @@ pub async fn settle_with<C: GenericClient + Sync>(
         attempt: row.try_get::<_, i32>("attempt")? as u32,
         max_attempts: row.try_get::<_, i32>("max_attempts")? as u32,
         privacy: Privacy::parse(row.try_get("privacy")?).unwrap_or(Privacy::LocalOnly),
-        route: if route == Some("external") {
-            Route::External
+        locality: if route == Some("external") {
+            Locality::External
         } else {
-            Route::Local
+            Locality::Local
         },
         circuit_waited: Duration::from_secs_f64(row.try_get::<_, f64>("circuit_waited")?.max(0.0)),
     };

@@ -4,7 +4,7 @@
 //! provenance and the sum of the usage.
 
 use super::bounds;
-use super::routes::Route;
+use super::locality::Locality;
 use super::state::TaskState;
 use chrono::{DateTime, Utc};
 
@@ -38,7 +38,8 @@ pub struct Provenance {
     pub provider: String,
     /// The model asked for (the route's).
     pub model: String,
-    pub route: Route,
+    #[serde(rename = "route")]
+    pub locality: Locality,
     pub route_name: String,
     /// The model the provider says answered, often a dated snapshot of `model`
     /// (`gpt-4o-2024-08-06`); `None` until an answer names one.
@@ -59,7 +60,7 @@ impl Provenance {
         Provenance {
             provider: cut(self.provider),
             model: cut(self.model),
-            route: self.route,
+            locality: self.locality,
             route_name: cut(self.route_name),
             response_model: reported(self.response_model),
             system_fingerprint: reported(self.system_fingerprint),
@@ -214,7 +215,7 @@ mod tests {
         let cut = Provenance {
             provider: long.clone(),
             model: "m".into(),
-            route: Route::Local,
+            locality: Locality::Local,
             route_name: long.clone(),
             response_model: Some(long),
             system_fingerprint: Some("fp_\u{0}1\n2".into()),

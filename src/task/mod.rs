@@ -15,6 +15,7 @@ pub mod claim;
 pub mod event;
 pub mod lease;
 pub mod live;
+pub mod locality;
 pub mod outcome;
 pub mod output;
 pub mod output_schema;
@@ -30,9 +31,9 @@ pub mod task_type;
 pub mod types_file;
 
 pub use catalog::TaskTypes;
+pub use locality::{Locality, Privacy};
 pub use request::{NewTask, SubmitRequest};
 pub use restart::{RestartDecision, RestartPolicy};
-pub use routes::{Privacy, Route};
 pub use state::{TaskState, Transition};
 pub use task_type::{Executor, TaskType};
 

@@ -10,7 +10,7 @@ use super::attempt::Facts;
 use super::backoff::Backoff;
 use super::bounds;
 use super::codes;
-use super::routes::{Privacy, Route};
+use super::locality::{Locality, Privacy};
 use super::state::{IllegalTransition, TaskState, Transition};
 use uuid::Uuid;
 
@@ -30,7 +30,7 @@ pub enum Report {
     },
     /// The attempt ran past its timeout.
     TimedOut,
-    /// The local route gave up; the task may continue on an external worker.
+    /// Every local route gave up; the task may continue on an external worker.
     Fallback { reason: String },
     /// The worker stopped because cancellation was requested.
     Cancelled,
@@ -66,7 +66,7 @@ pub struct Leased {
     pub attempt: u32,
     pub max_attempts: u32,
     pub privacy: Privacy,
-    pub route: Route,
+    pub locality: Locality,
     /// How long the task has waited for open circuits, since its first deferral in a
     /// row (zero when it is not waiting).
     pub circuit_waited: Duration,
@@ -154,7 +154,7 @@ fn decide(task: Leased, report: Report, rules: Rules<'_>) -> Step {
         }
         Report::Fallback { reason } => {
             let message = bounds::truncate(&reason, bounds::ERROR_MESSAGE_BYTES).to_owned();
-            if task.privacy != Privacy::ExternalAllowed || task.route != Route::Local {
+            if task.privacy != Privacy::ExternalAllowed || task.locality != Locality::Local {
                 failed(codes::NO_FALLBACK_ALLOWED, message)
             } else if task.attempt >= task.max_attempts {
                 // The external attempt would be one past max_attempts (every claim

@@ -35,7 +35,7 @@ pub enum Transition {
     RetryLater,
     /// A permanent error, exhausted attempts, a passed deadline or a restart policy `fail`.
     Fail,
-    /// The local route gave up and the task may go external.
+    /// Every local route gave up and the task may go external.
     Fallback,
     /// The worker acknowledged a cancel request (or its lease expired while cancelling).
     AckCancel,

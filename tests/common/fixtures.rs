@@ -11,7 +11,7 @@ use tasklane::task::claim::Claimant;
 use tasklane::task::claim::ClaimedTask;
 use tasklane::task::owner::Owner;
 use tasklane::task::record::TaskRecord;
-use tasklane::task::{Executor, Route, SubmitRequest, TaskType};
+use tasklane::task::{Executor, Locality, SubmitRequest, TaskType};
 use tokio_postgres::Client;
 use uuid::Uuid;
 
@@ -95,22 +95,22 @@ pub async fn try_submit_as(
     result
 }
 
-pub fn claimant(route: Route) -> Claimant<'static> {
+pub fn claimant(locality: Locality) -> Claimant<'static> {
     Claimant {
         worker_id: "test-worker",
-        route,
+        locality,
         replica_id: None,
     }
 }
 
-pub async fn claim_route(c: &Client, route: Route, limit: i64) -> Vec<ClaimedTask> {
-    claim::claim(c, &claimant(route), &[TYPE.to_owned()], limit)
+pub async fn claim_at(c: &Client, locality: Locality, limit: i64) -> Vec<ClaimedTask> {
+    claim::claim(c, &claimant(locality), &[TYPE.to_owned()], limit)
         .await
         .expect("claim")
 }
 
 pub async fn claim(c: &Client, limit: i64) -> Vec<ClaimedTask> {
-    claim_route(c, Route::Local, limit).await
+    claim_at(c, Locality::Local, limit).await
 }
 
 pub async fn claim_one(c: &Client) -> ClaimedTask {

@@ -11,7 +11,7 @@ use common::fixtures::*;
 use tasklane::store::claim;
 use tasklane::store::complete_many::complete_many;
 use tasklane::store::turn_floors;
-use tasklane::task::Route;
+use tasklane::task::Locality;
 
 const ROUNDS: usize = 16;
 const PER_ROUND: usize = 100;
@@ -71,7 +71,7 @@ async fn round(
     loop {
         let tx = c.transaction().await.unwrap();
         let before = index_reads(&tx, true).await;
-        let claimed = claim::claim(&tx, &claimant(Route::Local), &[TYPE.to_owned()], CLAIM)
+        let claimed = claim::claim(&tx, &claimant(Locality::Local), &[TYPE.to_owned()], CLAIM)
             .await
             .unwrap();
         let read = index_reads(&tx, true).await - before;
