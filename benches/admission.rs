@@ -133,7 +133,7 @@ async fn complete(
     use tasklane::store::claim;
     use tasklane::store::lease;
     use tasklane::task::claim::Claimant;
-    use tasklane::task::outcome::Success;
+    use tasklane::task::settlement::Success;
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut set = tokio::task::JoinSet::new();
     for w in 0..workers {

@@ -12,7 +12,8 @@ use uuid::Uuid;
 
 use super::DbError;
 use crate::task::attempt::{AttemptRecord, AttemptSummary};
-use crate::task::attempt::{Facts, Outcome, Usage};
+use crate::task::attempt::{Facts, Usage};
+use crate::task::outcome::Outcome;
 
 /// An attempt's facts as the settle statements bind them (`$route, $route_name,
 /// $provider, $model, $input_tokens, $output_tokens, $total_tokens, $response_model,

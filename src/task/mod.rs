@@ -1,5 +1,5 @@
 //! The pure domain of tasklane: task states and their legal transitions, retry backoff,
-//! restart-policy decisions, the validation bounds of every field and the task-types
+//! the settlement of an attempt's report (`settlement`), restart-policy decisions, the validation bounds of every field and the task-types
 //! file's rules; and the types every layer above passes around (a task as read, a claim,
 //! a lease, an attempt's outcome, an event, an owner), which `store` reads rows into and
 //! the service answers with. Nothing here does I/O, so every rule is unit-tested without
@@ -26,6 +26,7 @@ pub mod remote;
 pub mod request;
 pub mod restart;
 pub mod routes;
+pub mod settlement;
 pub mod state;
 pub mod task_type;
 pub mod types_file;

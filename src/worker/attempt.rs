@@ -11,7 +11,7 @@ use tracing::Instrument as _;
 
 use crate::service::{self, ClaimedTask, ServiceError, Success, Tasklane};
 use crate::task::attempt::Facts;
-use crate::task::outcome::Report;
+use crate::task::settlement::Report;
 use crate::task::{Locality, TaskState};
 use crate::telemetry::spans;
 

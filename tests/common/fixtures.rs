@@ -192,8 +192,8 @@ pub fn fast_backoff() -> Backoff {
 }
 
 /// The settlement rules of a type with `backoff` and the default circuit wait.
-pub fn rules(backoff: &Backoff) -> tasklane::task::outcome::Rules<'_> {
-    tasklane::task::outcome::Rules {
+pub fn rules(backoff: &Backoff) -> tasklane::task::settlement::Rules<'_> {
+    tasklane::task::settlement::Rules {
         backoff,
         circuit_wait: std::time::Duration::from_secs(
             tasklane::task::task_type::DEFAULT_CIRCUIT_WAIT_SECONDS,
@@ -255,13 +255,13 @@ pub async fn listen(
 
 /// A group commit's batch settling each of `claimed` as a plain success, sorted by id
 /// as the completer sends it.
-pub fn successes(claimed: &[ClaimedTask]) -> Vec<tasklane::task::outcome::Completion> {
+pub fn successes(claimed: &[ClaimedTask]) -> Vec<tasklane::task::settlement::Completion> {
     let mut batch: Vec<_> = claimed
         .iter()
-        .map(|task| tasklane::task::outcome::Completion {
+        .map(|task| tasklane::task::settlement::Completion {
             id: task.id,
             lease_token: task.lease_token,
-            success: tasklane::task::outcome::Success::default(),
+            success: tasklane::task::settlement::Success::default(),
         })
         .collect();
     batch.sort_by_key(|completion| completion.id);

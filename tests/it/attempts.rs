@@ -19,7 +19,7 @@ use serde_json::json;
 use tasklane::service::{Owner, Reported, SubmitOutcome, Success};
 use tasklane::store::lease;
 use tasklane::task::attempt::{Facts, Provenance, Usage};
-use tasklane::task::outcome::Report;
+use tasklane::task::settlement::Report;
 use tasklane::task::{Executor, Locality, TaskState, TaskType};
 use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_postgres::Client;

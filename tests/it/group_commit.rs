@@ -8,8 +8,8 @@ use common::fixtures::*;
 use tasklane::service::ServiceError;
 use tasklane::store::complete_many::complete_many;
 use tasklane::store::lease::LeaseError;
-use tasklane::task::outcome::Completion;
-use tasklane::task::outcome::Success;
+use tasklane::task::settlement::Completion;
+use tasklane::task::settlement::Success;
 use tasklane::task::TaskState;
 use tasklane::worker::completer::Completer;
 

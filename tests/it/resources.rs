@@ -7,8 +7,8 @@ use crate::common;
 use common::fixtures::{self, TYPE};
 use tasklane::admission;
 use tasklane::store::lease;
-use tasklane::task::outcome::Report;
-use tasklane::task::outcome::Success;
+use tasklane::task::settlement::Report;
+use tasklane::task::settlement::Success;
 use tasklane::task::{Executor, TaskType};
 use tokio_postgres::Client;
 

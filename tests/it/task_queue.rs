@@ -12,8 +12,8 @@ use common::fixtures::*;
 use tasklane::store::complete_many::complete_many;
 use tasklane::store::lease;
 use tasklane::store::{cancel, claim};
-use tasklane::task::outcome::Success;
 use tasklane::task::owner::Owner;
+use tasklane::task::settlement::Success;
 
 /// Live tasks as `tasks` has them and as the mirror has them, in both directions: any
 /// row in one answer and not the other is a drift.

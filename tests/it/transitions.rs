@@ -8,10 +8,10 @@ use tasklane::store::complete_many::complete_many;
 use tasklane::store::lease::{self, LeaseError};
 use tasklane::store::query;
 use tasklane::task::lease::Beat;
-use tasklane::task::outcome::Completion;
-use tasklane::task::outcome::Report;
-use tasklane::task::outcome::Success;
 use tasklane::task::owner::Owner;
+use tasklane::task::settlement::Completion;
+use tasklane::task::settlement::Report;
+use tasklane::task::settlement::Success;
 use tasklane::task::TaskState;
 
 #[tokio::test]

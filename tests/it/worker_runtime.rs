@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::eventually;
 use common::fixtures::*;
-use tasklane::task::outcome::Success;
 use tasklane::task::owner::Owner;
+use tasklane::task::settlement::Success;
 use tasklane::task::{Executor, Locality, TaskState, TaskType};
 use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_util::sync::CancellationToken;

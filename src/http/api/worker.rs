@@ -15,7 +15,7 @@ use crate::http::extract::{task_id, Body};
 use crate::http::AppState;
 use crate::service::{Beat, Claimant, ClaimedTask, Reported, Success};
 use crate::task::bounds;
-use crate::task::outcome::Report;
+use crate::task::settlement::Report;
 use crate::task::Locality;
 
 use super::worker_dto::*;
@@ -257,7 +257,7 @@ pub async fn fail(
     bounds::text("code", &body.code)
         .and_then(|_| bounds::text("message", &body.message))
         .map_err(ApiError::Validation)?;
-    let max_after = crate::task::outcome::MAX_WORKER_RETRY_AFTER.as_secs();
+    let max_after = crate::task::settlement::MAX_WORKER_RETRY_AFTER.as_secs();
     if body.retry_after_seconds.is_some_and(|s| s > max_after) {
         return Err(ApiError::invalid(
             "retry_after_seconds",

@@ -12,8 +12,8 @@ use tasklane::task::lease::Beat;
 
 use tasklane::store::lifecycle;
 use tasklane::store::SubmitError;
-use tasklane::task::outcome::Report;
-use tasklane::task::outcome::Success;
+use tasklane::task::settlement::Report;
+use tasklane::task::settlement::Success;
 use tasklane::task::{Executor, Locality, TaskType};
 use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_util::sync::CancellationToken;

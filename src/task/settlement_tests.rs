@@ -1,4 +1,4 @@
-//! The settlement rules of `outcome`, one report at a time.
+//! The settlement rules of `settlement`, one report at a time.
 
 use super::*;
 
