@@ -151,7 +151,7 @@ impl App {
         loop {
             let submitted = self.shared.submitted.load(Ordering::Relaxed);
             let released = self.shared.released.load(Ordering::Relaxed);
-            let unfinished = store::load_generator::unfinished(client).await?;
+            let unfinished = tasklane::load::store::unfinished(client).await?;
             if unfinished == 0 && released >= submitted {
                 return Ok(());
             }
