@@ -179,7 +179,7 @@ impl Shared {
             Ok(accepted) => {
                 self.keys.lock().unwrap().insert(accepted.id, n);
                 self.latencies.lock().unwrap().push(accepted.latency);
-                if n % PICKUP_SAMPLE == 0 {
+                if n.is_multiple_of(PICKUP_SAMPLE) {
                     self.sampled.lock().unwrap().push(accepted);
                 }
                 self.submitted.fetch_add(1, Ordering::Relaxed);

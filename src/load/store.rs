@@ -275,5 +275,5 @@ pub async fn unfinished(client: &Client) -> Result<i64, DbError> {
     let row = client
         .row(include_str!("../../sql/load/backlog.sql"), &[])
         .await?;
-    Ok(row.try_get("unfinished")?)
+    row.try_get("unfinished")
 }
