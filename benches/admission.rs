@@ -133,7 +133,7 @@ async fn complete(
     use tasklane::store::claim;
     use tasklane::store::lease;
     use tasklane::task::claim::Claimant;
-    use tasklane::task::outcome::Success;
+    use tasklane::task::settlement::Success;
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut set = tokio::task::JoinSet::new();
     for w in 0..workers {
@@ -144,7 +144,7 @@ async fn complete(
             let worker_id = format!("bench-{w}");
             let claimant = Claimant {
                 worker_id: &worker_id,
-                route: tasklane::task::Route::Local,
+                locality: tasklane::task::Locality::Local,
                 replica_id: None,
             };
             let types = vec!["noop".to_owned()];

@@ -280,7 +280,7 @@ async fn burst(
     let answered_before = mock.answered();
     let tx = client.transaction().await?;
     enqueue(&tx, tasks, setup.lease).await?;
-    tasklane::store::load_generator::analyze_tasks(&tx).await?;
+    tasklane::load::store::analyze_tasks(&tx).await?;
     tx.commit().await?;
     let started = Instant::now();
     let deadline = started + Duration::from_secs(600);
@@ -399,7 +399,7 @@ async fn xacts(client: &tokio_postgres::Client) -> anyhow::Result<i64> {
 /// CPU seconds of the other backends of this database (the replica's connections),
 /// but `except` (the bench's own submitter; 0: none).
 async fn backend_cpu(client: &tokio_postgres::Client, except: i32) -> anyhow::Result<f64> {
-    Ok(tasklane::store::load_generator::backend_pids(client)
+    Ok(tasklane::load::store::backend_pids(client)
         .await?
         .into_iter()
         .filter(|pid| *pid != except)

@@ -75,11 +75,11 @@ async fn main() -> anyhow::Result<()> {
     );
 
     let cpu_before = Backends::read(&client).await?;
-    let xacts_before = tasklane::store::load_generator::transactions(&client).await?;
+    let xacts_before = tasklane::load::store::transactions(&client).await?;
     let replica_cpu_before = fleet.total_cpu_seconds();
     tokio::time::sleep(window).await;
     let cpu = cpu_before.used_until(&Backends::read(&client).await?);
-    let xacts = tasklane::store::load_generator::transactions(&client).await? - xacts_before;
+    let xacts = tasklane::load::store::transactions(&client).await? - xacts_before;
     let replica_cpu = fleet.total_cpu_seconds() - replica_cpu_before;
     let memory = fleet.memory();
     let seconds = window.as_secs_f64();
@@ -91,7 +91,7 @@ async fn main() -> anyhow::Result<()> {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let broken = tasklane::store::load_generator::reclaimed(&client, app).await?;
+    let broken = tasklane::load::store::reclaimed(&client, app).await?;
     fleet.stop();
     bench.drop_db(&name).await?;
 

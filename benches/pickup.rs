@@ -20,7 +20,7 @@ use tasklane::config::ServeConfig;
 use tasklane::load::stats::{Repeated, Summary};
 use tasklane::load::submit;
 use tasklane::server::Replica;
-use tasklane::task::outcome::Success;
+use tasklane::task::settlement::Success;
 use tasklane::worker::{Handler, HandlerError, TaskContext};
 use uuid::Uuid;
 

@@ -235,14 +235,14 @@ async fn quiet_phase(
     let own = vec![backend_pid(client).await?];
     let backends = Backends::read(client).await?;
     let replica_cpu = fleet.total_cpu_seconds();
-    let transactions = tasklane::store::load_generator::transactions(client).await?;
+    let transactions = tasklane::load::store::transactions(client).await?;
     let before = Claims::read(&setup.http, &bases).await?;
     let started = Instant::now();
     let sessions = Sessions::sample(bench, db, own, Duration::from_secs(1)).await?;
     tokio::time::sleep(setup.idle).await;
     let sessions = sessions.stop().await?;
     let claims = Claims::read(&setup.http, &bases).await?.since(&before);
-    let transactions = tasklane::store::load_generator::transactions(client).await? - transactions;
+    let transactions = tasklane::load::store::transactions(client).await? - transactions;
     let used = backends.used_until(&Backends::read(client).await?);
     let seconds = started.elapsed().as_secs_f64();
     figures.idle_postgres_cores = used / seconds;

@@ -18,7 +18,7 @@ mod common;
 use tasklane::load::drain;
 use tasklane::load::fleet::Fleet;
 use tasklane::load::stats::Repeated;
-use tasklane::store::load_generator;
+use tasklane::load::store as load_store;
 
 fn env(name: &str, default: i64) -> i64 {
     std::env::var(name)
@@ -134,7 +134,7 @@ async fn drain_once(
     serve_args: &[String],
 ) -> anyhow::Result<Measured> {
     let mut client = common::connect(url).await?;
-    let before = load_generator::relations(&client).await?;
+    let before = load_store::relations(&client).await?;
     let fleet = Fleet::start(&bench.fleet(url, 1, serve_args), &client).await?;
     let drained = drain::drain(&mut client, &fleet, app, queued).await?;
     fleet.stop();
@@ -143,7 +143,7 @@ async fn drain_once(
         "{} tasks were not worked exactly once",
         drained.broken
     );
-    let after = load_generator::relations(&client).await?;
+    let after = load_store::relations(&client).await?;
     let upkeep = after
         .iter()
         .filter_map(|a| {

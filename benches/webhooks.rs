@@ -178,10 +178,10 @@ async fn all_delivered(
     client: &tokio_postgres::Client,
     receiver: &Receiver,
     tasks: i64,
-) -> anyhow::Result<store::load_generator::WebhookProgress> {
+) -> anyhow::Result<tasklane::load::store::WebhookProgress> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
-        let progress = store::load_generator::webhook_progress(client, APP).await?;
+        let progress = tasklane::load::store::webhook_progress(client, APP).await?;
         anyhow::ensure!(
             progress.total == tasks,
             "{} notifications for {tasks} tasks",

@@ -1,12 +1,12 @@
 -- transition: RetryLater, Fail, Fallback, AckCancel
 --   except queued, waiting_for_retry, waiting_for_external_fallback
---   (ends an attempt: only a leased task has one, task::outcome refuses the rest)
+--   (ends an attempt: only a leased task has one, task::settlement refuses the rest)
 -- Moves a leased task (locked by lease_lock.sql in this transaction) to the state
--- decided by task::outcome, ending its lease, with its event, the attempt's row and the
+-- decided by task::settlement, ending its lease, with its event, the attempt's row and the
 -- budget charge of the usage the attempt reported (failed attempts pay too).
 -- $1 id, $2 lease_token, $3 new state, $4 error_code (nullable), $5 error_message
 -- (nullable), $6 retry delay in ms (nullable: claimable now), $7 the attempt's outcome
--- (task::attempt::Outcome), $8 route (the claim's wins), $9 route_name, $10 provider,
+-- (task::outcome::Outcome), $8 route (the claim's wins), $9 route_name, $10 provider,
 -- $11 model, $12 input_tokens, $13 output_tokens, $14 total_tokens, $15 usage_units
 -- (all nullable), $16 the attempt's own error code where it is not the task's (a last
 -- attempt that timed out fails the task as attempts_exhausted; its row says

@@ -1,5 +1,5 @@
 -- Registers the task types a replica serves, with the defaults a submit resolves from
--- them, so tasklane.run_task can refuse an unknown type and resolve defaults in the
+-- them, so tasklane.queue_task can refuse an unknown type and resolve defaults in the
 -- database. Every replica runs it at start; the last one to start wins where replicas
 -- disagree (a rolling change of the task-types file). Types a replica stops serving
 -- stay registered.

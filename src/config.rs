@@ -50,7 +50,7 @@ use clap::Args;
 mod connections;
 pub use connections::Connections;
 
-use crate::task::Route;
+use crate::task::Locality;
 
 /// Settings of a serving replica.
 #[derive(Debug, Clone, Args)]
@@ -140,9 +140,15 @@ pub struct ServeConfig {
     #[arg(long, env = "TASKLANE_CLAIM_BATCH", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub claim_batch: u16,
 
-    /// Route served by this replica's in-process workers.
-    #[arg(long, env = "TASKLANE_ROUTE", value_enum, default_value = "local")]
-    pub route: RouteArg,
+    /// Locality served by this replica's in-process workers: `local` (the operator's own
+    /// model servers) or `external` (outside providers).
+    #[arg(
+        long = "route",
+        env = "TASKLANE_ROUTE",
+        value_enum,
+        default_value = "local"
+    )]
+    pub locality: LocalityArg,
 
     /// How often an idle claim loop polls when no wake-up arrives, in ms. This and the
     /// other intervals are at least 1: a loop with a zero interval never waits.
@@ -272,7 +278,7 @@ pub enum Role {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RouteArg {
+pub enum LocalityArg {
     Local,
     External,
 }
@@ -282,10 +288,10 @@ impl ServeConfig {
         self.roles.contains(&role)
     }
 
-    pub fn route(&self) -> Route {
-        match self.route {
-            RouteArg::Local => Route::Local,
-            RouteArg::External => Route::External,
+    pub fn locality(&self) -> Locality {
+        match self.locality {
+            LocalityArg::Local => Locality::Local,
+            LocalityArg::External => Locality::External,
         }
     }
 

@@ -69,7 +69,7 @@ pub struct ErrorView {
 pub struct Provenance {
     pub provider: Option<String>,
     pub model: Option<String>,
-    /// `local` or `external`: the route of the worker that claimed the attempt.
+    /// `local` or `external`: the locality of the worker that claimed the attempt.
     pub route: Option<String>,
     /// The configured route's name.
     pub route_name: Option<String>,

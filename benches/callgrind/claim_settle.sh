@@ -60,7 +60,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
     -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
 url="postgres://postgres@127.0.0.1:$port/postgres"
 "$bin" migrate --database-url "$url" >/dev/null 2>&1
-enqueue=$(sed 's/--.*//' "$here/load_enqueue.sql")
+enqueue=$(sed 's/--.*//' "$here/load/enqueue.sql")
 psql -q -X -v ON_ERROR_STOP=1 "$url" \
     -c "PREPARE e(text,bigint,text,text,jsonb,int,int,int) AS $enqueue;
         EXECUTE e('noop', 3000, 'pgbench', 'k', '{}', 3, 30, 60)"

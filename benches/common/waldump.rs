@@ -97,7 +97,7 @@ pub async fn by_relation(
         String::from_utf8_lossy(&output.stderr)
     );
     let mut shares: Vec<Share> = shares.into_values().collect();
-    shares.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+    shares.sort_by_key(|s| std::cmp::Reverse(s.bytes));
     Ok(shares)
 }
 

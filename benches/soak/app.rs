@@ -151,7 +151,7 @@ impl App {
         loop {
             let submitted = self.shared.submitted.load(Ordering::Relaxed);
             let released = self.shared.released.load(Ordering::Relaxed);
-            let unfinished = store::load_generator::unfinished(client).await?;
+            let unfinished = tasklane::load::store::unfinished(client).await?;
             if unfinished == 0 && released >= submitted {
                 return Ok(());
             }
@@ -179,7 +179,7 @@ impl Shared {
             Ok(accepted) => {
                 self.keys.lock().unwrap().insert(accepted.id, n);
                 self.latencies.lock().unwrap().push(accepted.latency);
-                if n % PICKUP_SAMPLE == 0 {
+                if n.is_multiple_of(PICKUP_SAMPLE) {
                     self.sampled.lock().unwrap().push(accepted);
                 }
                 self.submitted.fetch_add(1, Ordering::Relaxed);

@@ -54,6 +54,15 @@ pub struct Bill {
     pub statements_missing: Option<String>,
 }
 
+/// What the meter read at a stretch's start: the statements' counters by query id,
+/// CPU seconds by process kind, the tasks completed, and when.
+type Baseline = (
+    HashMap<i64, Counted>,
+    BTreeMap<String, f64>,
+    f64,
+    std::time::Instant,
+);
+
 /// The running bill: the sampler of the server's processes and the statement counters
 /// at the stretch's start.
 pub struct Meter {
@@ -61,12 +70,7 @@ pub struct Meter {
     database: String,
     processes: Arc<Mutex<Processes>>,
     stop: CancellationToken,
-    start: Option<(
-        HashMap<i64, Counted>,
-        BTreeMap<String, f64>,
-        f64,
-        std::time::Instant,
-    )>,
+    start: Option<Baseline>,
     statements_missing: Option<String>,
 }
 

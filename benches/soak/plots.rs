@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use tasklane::store::load_generator::Relation;
+use tasklane::load::store::Relation;
 
 use super::record::Window;
 use crate::common::plot::{self, Chart, Series};

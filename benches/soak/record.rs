@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use tasklane::load::cpu;
 use tasklane::load::stats::Summary;
+use tasklane::load::store::{self as load_store, Relation};
 use tasklane::load::submit::Accepted;
-use tasklane::store::load_generator::{self, Relation};
 
 use super::app::App;
 use crate::common::Scrape;
@@ -104,7 +104,7 @@ impl Recorder {
             pending: Vec::new(),
         };
         let scrape = Scrape::fetch(&recorder.http, &app.bases).await?;
-        let relations = load_generator::relations(&recorder.client).await?;
+        let relations = load_store::relations(&recorder.client).await?;
         recorder.last = recorder.counters(app, &scrape, &relations).await?;
         Ok(recorder)
     }
@@ -121,7 +121,7 @@ impl Recorder {
     /// Records the window that ends now, and the pickup of the one before it.
     pub async fn record(&mut self, app: &App) -> anyhow::Result<&Window> {
         let scrape = Scrape::fetch(&self.http, &app.bases).await?;
-        let relations = load_generator::relations(&self.client).await?;
+        let relations = load_store::relations(&self.client).await?;
         let now = self.counters(app, &scrape, &relations).await?;
         let seconds = self.at.elapsed().as_secs_f64().max(1e-6);
         self.at = Instant::now();
@@ -146,7 +146,7 @@ impl Recorder {
             replica_rss_mib: app.fleet.memory().iter().map(|m| m.rss_mib).collect(),
             wal_bytes_per_task: (now.wal - last.wal) / tasks,
             commits_per_task: (now.commits - last.commits) as f64 / tasks,
-            unfinished: load_generator::unfinished(&self.client).await?,
+            unfinished: load_store::unfinished(&self.client).await?,
             webhooks_pending: scrape.sum("tasklane_webhooks_pending", |_| true),
             total_bytes: relations.iter().map(Relation::total_bytes).sum(),
             retained_tasks: relations
@@ -175,7 +175,7 @@ impl Recorder {
         self.read_pickup().await?;
         Ok(Tail {
             release_misses: app.shared.release_misses.load(Ordering::Relaxed),
-            relations: load_generator::relations(&self.client).await?,
+            relations: load_store::relations(&self.client).await?,
         })
     }
 
@@ -202,7 +202,7 @@ impl Recorder {
         scrape: &Scrape,
         relations: &[Relation],
     ) -> anyhow::Result<Counters> {
-        let (wal, _, _, _, commits) = load_generator::wal_counters(&self.client).await?;
+        let (wal, _, _, _, commits) = load_store::wal_counters(&self.client).await?;
         let shared = &app.shared;
         let succeeded = |l: &str| l.contains("outcome=\"succeeded\"");
         Ok(Counters {
@@ -225,7 +225,7 @@ impl Recorder {
 /// (its submit's transaction) to its first claim; unclaimed ones are left out.
 async fn pickup(client: &tokio_postgres::Client, accepted: &[Accepted]) -> anyhow::Result<Summary> {
     let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
-    let samples: Vec<std::time::Duration> = load_generator::timings(client, &ids)
+    let samples: Vec<std::time::Duration> = load_store::timings(client, &ids)
         .await?
         .into_iter()
         .filter_map(|t| (t.running_at? - t.created_at).to_std().ok())

@@ -12,8 +12,6 @@ use std::collections::HashMap;
 
 use tokio_postgres::Client;
 
-use crate::store;
-
 /// The CPU time of each backend connected to one database, at one moment.
 #[derive(Debug, Clone, Default)]
 pub struct Backends {
@@ -24,7 +22,7 @@ impl Backends {
     /// The other backends connected to `client`'s database (the fleet's, the load
     /// generator's), each with the CPU seconds it has used so far.
     pub async fn read(client: &Client) -> anyhow::Result<Backends> {
-        let seconds = store::load_generator::backend_pids(client)
+        let seconds = super::store::backend_pids(client)
             .await?
             .into_iter()
             .filter(|pid| is_postgres(*pid))

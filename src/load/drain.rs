@@ -51,7 +51,7 @@ impl Drained {
 }
 
 /// Queues `count` tasks of `task_type` for `app` in one statement (see
-/// `sql/load_enqueue.sql`), inside the caller's transaction when given one.
+/// `sql/load/enqueue.sql`), inside the caller's transaction when given one.
 pub async fn enqueue<C: tokio_postgres::GenericClient + Sync>(
     client: &C,
     app: &str,
@@ -60,7 +60,7 @@ pub async fn enqueue<C: tokio_postgres::GenericClient + Sync>(
     input: &serde_json::Value,
 ) -> anyhow::Result<()> {
     let prefix = format!("{}-", uuid::Uuid::now_v7());
-    store::load_generator::enqueue(client, app, task_type, count, &prefix, input)
+    super::store::enqueue(client, app, task_type, count, &prefix, input)
         .await
         .context("enqueue tasks")
 }
@@ -72,17 +72,17 @@ pub async fn add_history(client: &Client, app: &str, count: i64) -> anyhow::Resu
     while left > 0 {
         let chunk = left.min(100_000);
         let prefix = format!("{}-", uuid::Uuid::now_v7());
-        store::load_generator::add_history(client, app, chunk, &prefix)
+        super::store::add_history(client, app, chunk, &prefix)
             .await
             .context("add history")?;
         left -= chunk;
     }
-    Ok(store::load_generator::vacuum(client).await?)
+    Ok(super::store::vacuum(client).await?)
 }
 
 /// Tasks of `app` and how many of them are not exactly queued → running → succeeded.
 pub async fn verify(client: &Client, app: &str) -> anyhow::Result<(i64, i64)> {
-    Ok(store::load_generator::verify(client, app).await?)
+    Ok(super::store::verify(client, app).await?)
 }
 
 /// Progress of `app`'s tasks: (finished, failed, total, last finished_at).
@@ -90,12 +90,12 @@ pub async fn progress(
     client: &Client,
     app: &str,
 ) -> anyhow::Result<(i64, i64, i64, Option<DateTime<Utc>>)> {
-    Ok(store::load_generator::progress(client, app).await?)
+    Ok(super::store::progress(client, app).await?)
 }
 
-/// Whether `app` still has unfinished tasks (see `sql/load_pending.sql`).
+/// Whether `app` still has unfinished tasks (see `sql/load/pending.sql`).
 pub async fn pending(client: &Client, app: &str) -> anyhow::Result<bool> {
-    Ok(store::load_generator::pending(client, app).await?)
+    Ok(super::store::pending(client, app).await?)
 }
 
 /// Queues `count` noop tasks for `app` while the type is paused, takes a checkpoint and
@@ -139,7 +139,7 @@ pub async fn queue(
     // Statistics as autovacuum would have them within a minute (it counts our own
     // uncommitted rows): planned against an "empty" table, the claim sorts the whole
     // backlog instead of walking its index, a cost that grows with the backlog.
-    store::load_generator::analyze_tasks(&tx).await?;
+    super::store::analyze_tasks(&tx).await?;
     tx.commit().await?;
     Ok(Backlog {
         app: app.to_owned(),
@@ -158,7 +158,7 @@ impl Backlog {
         store::limits::set_paused(&tx, "noop", false).await?;
         store::notify::wake_replicas(&tx).await?;
         tx.commit().await?;
-        let start: DateTime<Utc> = store::load_generator::clock(client).await?;
+        let start: DateTime<Utc> = super::store::clock(client).await?;
         let deadline = Instant::now() + Duration::from_secs(600);
         // Poll cheaply and not too often: the poller shares the cores with the fleet,
         // and the end time comes from finished_at, not from when the poll noticed.

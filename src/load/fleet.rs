@@ -60,7 +60,7 @@ impl Fleet {
     /// Starts the replicas (without migrating: the caller has) and waits until each has
     /// registered and had a moment to open its LISTEN connection.
     pub async fn start(spec: &FleetSpec, client: &tokio_postgres::Client) -> anyhow::Result<Fleet> {
-        let before = crate::store::load_generator::replica_count(client).await?;
+        let before = super::store::replica_count(client).await?;
         let mut fleet = Fleet {
             children: Vec::with_capacity(spec.replicas),
         };
@@ -69,7 +69,7 @@ impl Fleet {
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let live = crate::store::load_generator::replica_count(client).await?;
+            let live = super::store::replica_count(client).await?;
             if live - before >= spec.replicas as i64 {
                 break;
             }

@@ -15,6 +15,7 @@ pub mod http_submit;
 pub mod report;
 pub mod run;
 pub mod stats;
+pub mod store;
 pub mod submit;
 pub mod wal;
 

@@ -276,7 +276,7 @@ async fn wait_finished(
     let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
-        let open = crate::store::load_generator::open_count(client, &ids).await?;
+        let open = super::store::open_count(client, &ids).await?;
         if open == 0 {
             break;
         }
@@ -298,7 +298,7 @@ async fn timings(
         (None, None);
     for chunk in accepted.chunks(10_000) {
         let ids: Vec<uuid::Uuid> = chunk.iter().map(|a| a.id).collect();
-        for timing in crate::store::load_generator::timings(client, &ids).await? {
+        for timing in super::store::timings(client, &ids).await? {
             let accepted = &committed[&timing.id];
             let commit = accepted.committed_at;
             first_commit = Some(first_commit.map_or(commit, |f| f.min(commit)));
@@ -316,7 +316,7 @@ async fn timings(
         }
     }
     let ids: Vec<uuid::Uuid> = accepted.iter().map(|a| a.id).collect();
-    report.failed = crate::store::load_generator::failed_count(client, &ids).await? as u64;
+    report.failed = super::store::failed_count(client, &ids).await? as u64;
     if let (Some(first), Some(last)) = (first_commit, last_finish) {
         let seconds = last.duration_since(first).unwrap_or_default().as_secs_f64();
         report.completed_per_second = report.completed as f64 / seconds.max(1e-6);

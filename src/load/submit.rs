@@ -70,7 +70,7 @@ pub async fn pickup(
 ) -> anyhow::Result<Summary> {
     let ids: Vec<Uuid> = accepted.iter().map(|a| a.id).collect();
     let running: std::collections::HashMap<Uuid, DateTime<Utc>> =
-        crate::store::load_generator::timings(client, &ids)
+        super::store::timings(client, &ids)
             .await?
             .into_iter()
             .filter_map(|t| Some((t.id, t.running_at?)))

@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 
 use tokio_postgres::Client;
 
-use crate::store;
-
 /// The server's counters at one instant.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Counters {
@@ -39,7 +37,7 @@ pub struct WalUse {
 impl Counters {
     /// Takes a checkpoint, then samples: the start of a measurement.
     pub async fn start(client: &Client) -> anyhow::Result<Counters> {
-        store::load_generator::checkpoint(client).await?;
+        super::store::checkpoint(client).await?;
         Counters::read(client).await
     }
 
@@ -53,7 +51,7 @@ impl Counters {
     /// Samples now.
     pub async fn read(client: &Client) -> anyhow::Result<Counters> {
         let (position, records, full_page_images, flushes, commits) =
-            store::load_generator::wal_counters(client).await?;
+            super::store::wal_counters(client).await?;
         Ok(Counters {
             position,
             records,
@@ -67,8 +65,7 @@ impl Counters {
     /// samples anyway), and returns what `tasks` tasks cost since `self`.
     pub async fn finish(&self, client: &Client, tasks: i64) -> anyhow::Result<WalUse> {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while store::load_generator::other_sessions(client).await? > 0 && Instant::now() < deadline
-        {
+        while super::store::other_sessions(client).await? > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let end = Counters::read(client).await?;

@@ -267,7 +267,7 @@ impl Checked {
 
 /// Migrates (or, without migrations, proves one connection: the server and the TLS
 /// policy agree), opens the main pool and registers the task types this replica serves,
-/// which the SQL door (`tasklane.run_task`) accepts.
+/// which the SQL door (`tasklane.queue_task`) accepts.
 async fn prepare_database(
     config: &ServeConfig,
     database: &Database,

@@ -130,9 +130,9 @@ impl Maintenance<'_> {
     }
 }
 
-/// The worker role: `claimers` claim loops on the configured route; each local one also
+/// The worker role: `claimers` claim loops on the configured locality; each local one also
 /// runs the external-fallback loop of `openai` types, so their fallbacks need no replica
-/// configured for the external route.
+/// configured for the external locality.
 pub(super) fn spawn_workers(
     workers: &mut JoinSet<()>,
     config: &ServeConfig,
@@ -145,13 +145,13 @@ pub(super) fn spawn_workers(
         let worker_config = WorkerConfig {
             worker_id: format!("{}/{n}", config.replica_name()),
             replica_id,
-            route: config.route(),
+            locality: config.locality(),
             concurrency: config.concurrency.max(1),
             claim_batch: config.claim_batch as usize,
             poll_interval: config.poll_interval(),
             shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
         };
-        let routed = (worker_config.route == crate::task::Route::Local)
+        let routed = (worker_config.locality == crate::task::Locality::Local)
             .then(|| {
                 Worker::routed_external(worker_config.clone(), tasklane.clone(), handlers.clone())
             })

@@ -151,7 +151,7 @@ impl Wakeup {
         self.notify.send_modify(|g| *g = g.wrapping_add(1));
     }
 
-    /// Wakes this replica's fallback-only loops: a task now waits for an external route.
+    /// Wakes this replica's fallback-only loops: a task now waits for an external worker.
     pub fn wake_fallback(&self) {
         self.fallback.send_modify(|g| *g = g.wrapping_add(1));
     }

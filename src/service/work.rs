@@ -15,7 +15,7 @@ use crate::store::lease::{self, LeaseError};
 use crate::store::query::TaskOwner;
 use crate::store::recover::{self, Lost};
 use crate::store::{self, attempts, claim, complete_many, query};
-use crate::task::outcome::Report;
+use crate::task::settlement::Report;
 use crate::task::{bounds, output, TaskState};
 use crate::telemetry::spans;
 use tracing::Instrument as _;
@@ -104,7 +104,7 @@ impl Tasklane {
             "tasklane.claim",
             task_type = %task.task_type,
             attempt = task.attempt,
-            route = claimant.route.as_str(),
+            route = claimant.locality.as_str(),
             worker_id = claimant.worker_id,
         );
         spans::continue_trace(&span, task.traceparent.as_deref());
@@ -251,7 +251,7 @@ impl Tasklane {
             .await
     }
 
-    /// Settles by `reported` with `task_type`'s backoff (`task::outcome::settle` decides);
+    /// Settles by `reported` with `task_type`'s backoff (`task::settlement::settle` decides);
     /// wakes workers when the task is left waiting. Returns the new state.
     async fn settle_as(
         &self,
@@ -261,7 +261,7 @@ impl Tasklane {
         reported: Reported,
     ) -> Result<TaskState, ServiceError> {
         let backoff = self.task_types.backoff(task_type);
-        let rules = crate::task::outcome::Rules {
+        let rules = crate::task::settlement::Rules {
             backoff: &backoff,
             circuit_wait: self.task_types.circuit_wait(task_type),
         };

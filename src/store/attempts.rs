@@ -12,7 +12,8 @@ use uuid::Uuid;
 
 use super::DbError;
 use crate::task::attempt::{AttemptRecord, AttemptSummary};
-use crate::task::attempt::{Facts, Outcome, Usage};
+use crate::task::attempt::{Facts, Usage};
+use crate::task::outcome::Outcome;
 
 /// An attempt's facts as the settle statements bind them (`$route, $route_name,
 /// $provider, $model, $input_tokens, $output_tokens, $total_tokens, $response_model,
@@ -38,7 +39,7 @@ impl<'a> FactColumns<'a> {
         let name = |s: &'a String| Some(s.as_str()).filter(|s| !s.is_empty());
         let reported = |s: &'a Option<String>| s.as_ref().and_then(name);
         FactColumns {
-            route: provenance.map(|p| p.route.as_str()),
+            route: provenance.map(|p| p.locality.as_str()),
             route_name: provenance.and_then(|p| name(&p.route_name)),
             provider: provenance.and_then(|p| name(&p.provider)),
             model: provenance.and_then(|p| name(&p.model)),

@@ -1,5 +1,5 @@
 //! Claim: take a batch of claimable tasks in one statement. The statement is one template,
-//! `sql/claim.sql`, rendered by `build.rs` into a variant per route and [`Slots`], plus the
+//! `sql/claim.sql`, rendered by `build.rs` into a variant per locality and [`Slots`], plus the
 //! external claim of waiting fallbacks only.
 
 use crate::store::Statements;
@@ -8,7 +8,7 @@ use tokio_postgres::{GenericClient, Row};
 
 use super::DbError;
 use crate::task::claim::{Claimant, ClaimedTask, Slots};
-use crate::task::{Privacy, Route};
+use crate::task::{Locality, Privacy};
 
 /// Claims up to `limit` tasks of `task_types` for `claimant`, of any owner, taking a
 /// resource slot for each task that needs one.
@@ -28,7 +28,7 @@ pub async fn claim_without_resources<C: GenericClient + Sync>(
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let sql = sql(claimant.route, Slots::Plain);
+    let sql = sql(claimant.locality, Slots::Plain);
     let params = ClaimParams::new(claimant, None, task_types, limit);
     let rows = client.rows(sql, &params.values()).await?;
     rows.iter().map(from_row).collect()
@@ -43,7 +43,7 @@ pub async fn claim_owned<C: GenericClient + Sync>(
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let sql = sql(claimant.route, Slots::Aware);
+    let sql = sql(claimant.locality, Slots::Aware);
     let params = ClaimParams::new(claimant, owner, task_types, limit);
     let rows = client.rows(sql, &params.values()).await?;
     rows.iter().map(from_row).collect()
@@ -61,7 +61,7 @@ pub async fn claim_pooled(
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
     let params = ClaimParams::new(claimant, owner, task_types, limit);
-    claim_on_claim_pool(client, sql(claimant.route, slots), &params).await
+    claim_on_claim_pool(client, sql(claimant.locality, slots), &params).await
 }
 
 /// Like [`claim_pooled`] for an external claimant, taking only tasks waiting for an
@@ -98,12 +98,12 @@ const EXTERNAL_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_exter
 const FALLBACK: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_fallback.sql"));
 const FALLBACK_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_fallback_plain.sql"));
 
-fn sql(route: Route, slots: Slots) -> &'static str {
-    match (route, slots) {
-        (Route::Local, Slots::Aware) => LOCAL,
-        (Route::External, Slots::Aware) => EXTERNAL,
-        (Route::Local, Slots::Plain) => LOCAL_PLAIN,
-        (Route::External, Slots::Plain) => EXTERNAL_PLAIN,
+fn sql(locality: Locality, slots: Slots) -> &'static str {
+    match (locality, slots) {
+        (Locality::Local, Slots::Aware) => LOCAL,
+        (Locality::External, Slots::Aware) => EXTERNAL,
+        (Locality::Local, Slots::Plain) => LOCAL_PLAIN,
+        (Locality::External, Slots::Plain) => EXTERNAL_PLAIN,
     }
 }
 

@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::attempts::FactColumns;
 use super::lease::LeaseError;
 use super::DbError;
-use crate::task::outcome::Completion;
+use crate::task::settlement::Completion;
 
 /// How the notifications a batch complete writes are claimed for the caller's deliverer.
 #[derive(Debug, Clone, Copy)]

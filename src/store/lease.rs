@@ -12,12 +12,13 @@ use uuid::Uuid;
 
 use super::attempts::FactColumns;
 use super::DbError;
-use crate::task::attempt::{Facts, Outcome};
+use crate::task::attempt::Facts;
 use crate::task::backoff::Backoff;
 use crate::task::lease::{Beat, BeatAnswer, Lease, LeaseStatus};
-use crate::task::outcome::{self, Leased, Report, Rules};
-use crate::task::outcome::{Reported, Success};
-use crate::task::{Privacy, Route, TaskState};
+use crate::task::outcome::Outcome;
+use crate::task::settlement::{self, Leased, Report, Rules};
+use crate::task::settlement::{Reported, Success};
+use crate::task::{Locality, Privacy, TaskState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
@@ -143,7 +144,7 @@ pub async fn complete<C: GenericClient + Sync>(
 }
 
 /// Settles the task by a worker's report, in its own transaction: the row is locked,
-/// the decision taken by `task::outcome::settle`, and the move written with its event
+/// the decision taken by `task::settlement::settle`, and the move written with its event
 /// and the attempt's row (no facts). `backoff` is the task type's. Given a
 /// transaction, it runs in a savepoint of it.
 pub async fn settle<C: GenericClient + Sync>(
@@ -193,10 +194,10 @@ pub async fn settle_with<C: GenericClient + Sync>(
         attempt: row.try_get::<_, i32>("attempt")? as u32,
         max_attempts: row.try_get::<_, i32>("max_attempts")? as u32,
         privacy: Privacy::parse(row.try_get("privacy")?).unwrap_or(Privacy::LocalOnly),
-        route: if route == Some("external") {
-            Route::External
+        locality: if route == Some("external") {
+            Locality::External
         } else {
-            Route::Local
+            Locality::Local
         },
         circuit_waited: Duration::from_secs_f64(row.try_get::<_, f64>("circuit_waited")?.max(0.0)),
     };
@@ -206,7 +207,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
         reported.report
     };
     let timed_out = report == Report::TimedOut;
-    let settlement = outcome::settle(leased, report, rules)?;
+    let settlement = settlement::settle(leased, report, rules)?;
     let outcome = Outcome::of_settlement(timed_out, settlement.state);
     let delay_ms = settlement.delay.map(|d| d.as_millis() as i64);
     let facts = FactColumns::of(&reported.facts);

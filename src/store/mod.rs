@@ -20,7 +20,6 @@ pub mod lifecycle;
 pub mod limits;
 pub mod listen;
 pub mod live_output;
-pub mod load_generator;
 pub mod migrate;
 pub mod notify;
 pub mod outbox;

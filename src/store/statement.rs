@@ -97,9 +97,11 @@ pub async fn typed_params<'a, C: GenericClient + Sync + ?Sized>(
     Ok(params.iter().copied().zip(types.iter().cloned()).collect())
 }
 
+/// Statement text to the parameter types PostgreSQL described for it.
+type Described = HashMap<Box<str>, Arc<[Type]>>;
+
 /// Statement texts already described in this process, and their parameter types.
-static DESCRIBED: LazyLock<RwLock<HashMap<Box<str>, Arc<[Type]>>>> =
-    LazyLock::new(Default::default);
+static DESCRIBED: LazyLock<RwLock<Described>> = LazyLock::new(Default::default);
 
 /// Names the describes of this process apart from each other and from other processes'
 /// (a describe interrupted between its PREPARE and its DEALLOCATE leaves its name on a

@@ -1,5 +1,5 @@
 //! The task types this replica serves, registered in the database
-//! (`tasklane.registered_task_types`) so the SQL door (`tasklane.run_task`) knows
+//! (`tasklane.registered_task_types`) so the SQL door (`tasklane.queue_task`) knows
 //! which types exist and resolves their defaults exactly as the HTTP door does.
 
 use crate::store::Statements;

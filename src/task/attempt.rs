@@ -4,8 +4,8 @@
 //! provenance and the sum of the usage.
 
 use super::bounds;
-use super::routes::Route;
-use super::state::TaskState;
+use super::locality::Locality;
+use super::outcome::Outcome;
 use chrono::{DateTime, Utc};
 
 /// Longest provider, model or route name kept, in bytes (longer ones are cut).
@@ -38,7 +38,8 @@ pub struct Provenance {
     pub provider: String,
     /// The model asked for (the route's).
     pub model: String,
-    pub route: Route,
+    #[serde(rename = "route")]
+    pub locality: Locality,
     pub route_name: String,
     /// The model the provider says answered, often a dated snapshot of `model`
     /// (`gpt-4o-2024-08-06`); `None` until an answer names one.
@@ -59,7 +60,7 @@ impl Provenance {
         Provenance {
             provider: cut(self.provider),
             model: cut(self.model),
-            route: self.route,
+            locality: self.locality,
             route_name: cut(self.route_name),
             response_model: reported(self.response_model),
             system_fingerprint: reported(self.system_fingerprint),
@@ -73,68 +74,6 @@ pub struct Facts {
     pub provenance: Option<Provenance>,
     pub usage: Option<Usage>,
 }
-
-/// How an attempt ended, as `task_attempts.outcome` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Running,
-    Succeeded,
-    Retry,
-    Fallback,
-    Failed,
-    Cancelled,
-    /// The lease expired, the replica went away, or the lease was handed back.
-    Lost,
-    TimedOut,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Running => "running",
-            Outcome::Succeeded => "succeeded",
-            Outcome::Retry => "retry",
-            Outcome::Fallback => "fallback",
-            Outcome::Failed => "failed",
-            Outcome::Cancelled => "cancelled",
-            Outcome::Lost => "lost",
-            Outcome::TimedOut => "timed_out",
-        }
-    }
-}
-
-impl Outcome {
-    /// The outcome of an attempt a worker's report ended, leaving the task in `state`;
-    /// `timed_out` when the report was a timeout (or the server's deadline overrode it).
-    /// A cancel requested meanwhile wins: the attempt ends `cancelled`.
-    pub fn of_settlement(timed_out: bool, state: TaskState) -> Outcome {
-        match state {
-            TaskState::Cancelled => Outcome::Cancelled,
-            _ if timed_out => Outcome::TimedOut,
-            TaskState::Succeeded => Outcome::Succeeded,
-            TaskState::WaitingForRetry => Outcome::Retry,
-            TaskState::WaitingForExternalFallback => Outcome::Fallback,
-            // Failed; a settlement leads nowhere else (task::outcome decides).
-            _ => Outcome::Failed,
-        }
-    }
-
-    /// The outcome named `s`, as stored.
-    pub fn parse(s: &str) -> Option<Outcome> {
-        ALL.into_iter().find(|o| o.as_str() == s)
-    }
-}
-
-const ALL: [Outcome; 8] = [
-    Outcome::Running,
-    Outcome::Succeeded,
-    Outcome::Retry,
-    Outcome::Fallback,
-    Outcome::Failed,
-    Outcome::Cancelled,
-    Outcome::Lost,
-    Outcome::TimedOut,
-];
 
 /// One attempt as the attempts listing shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,42 +118,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn outcomes_follow_the_settled_state() {
-        use TaskState::*;
-        assert_eq!(Outcome::of_settlement(false, Succeeded), Outcome::Succeeded);
-        assert_eq!(
-            Outcome::of_settlement(false, WaitingForRetry),
-            Outcome::Retry
-        );
-        assert_eq!(
-            Outcome::of_settlement(false, WaitingForExternalFallback),
-            Outcome::Fallback
-        );
-        assert_eq!(Outcome::of_settlement(false, Failed), Outcome::Failed);
-        assert_eq!(Outcome::of_settlement(true, Failed), Outcome::TimedOut);
-        assert_eq!(
-            Outcome::of_settlement(true, WaitingForRetry),
-            Outcome::TimedOut
-        );
-        // A requested cancel wins over the timeout that ended the attempt.
-        assert_eq!(Outcome::of_settlement(true, Cancelled), Outcome::Cancelled);
-    }
-
-    #[test]
-    fn outcomes_round_trip_their_names() {
-        for outcome in ALL {
-            assert_eq!(Outcome::parse(outcome.as_str()), Some(outcome));
-        }
-        assert_eq!(Outcome::parse("exploded"), None);
-    }
-
-    #[test]
     fn provenance_is_cut_to_its_bound() {
         let long = "é".repeat(PROVENANCE_BYTES);
         let cut = Provenance {
             provider: long.clone(),
             model: "m".into(),
-            route: Route::Local,
+            locality: Locality::Local,
             route_name: long.clone(),
             response_model: Some(long),
             system_fingerprint: Some("fp_\u{0}1\n2".into()),

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Privacy, Route};
+use super::{Locality, Privacy};
 
 /// A task as its worker receives it: everything needed to run and fence one attempt.
 #[derive(Debug, Clone)]
@@ -38,7 +38,7 @@ pub struct ClaimedTask {
 #[derive(Debug, Clone)]
 pub struct Claimant<'a> {
     pub worker_id: &'a str,
-    pub route: Route,
+    pub locality: Locality,
     /// The replica process whose in-process worker claims; `None` for remote workers.
     pub replica_id: Option<Uuid>,
 }

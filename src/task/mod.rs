@@ -1,5 +1,5 @@
 //! The pure domain of tasklane: task states and their legal transitions, retry backoff,
-//! restart-policy decisions, the validation bounds of every field and the task-types
+//! the settlement of an attempt's report (`settlement`), restart-policy decisions, the validation bounds of every field and the task-types
 //! file's rules; and the types every layer above passes around (a task as read, a claim,
 //! a lease, an attempt's outcome, an event, an owner), which `store` reads rows into and
 //! the service answers with. Nothing here does I/O, so every rule is unit-tested without
@@ -15,6 +15,7 @@ pub mod claim;
 pub mod event;
 pub mod lease;
 pub mod live;
+pub mod locality;
 pub mod outcome;
 pub mod output;
 pub mod output_schema;
@@ -25,14 +26,15 @@ pub mod remote;
 pub mod request;
 pub mod restart;
 pub mod routes;
+pub mod settlement;
 pub mod state;
 pub mod task_type;
 pub mod types_file;
 
 pub use catalog::TaskTypes;
+pub use locality::{Locality, Privacy};
 pub use request::{NewTask, SubmitRequest};
 pub use restart::{RestartDecision, RestartPolicy};
-pub use routes::{Privacy, Route};
 pub use state::{TaskState, Transition};
 pub use task_type::{Executor, TaskType};
 

@@ -5,8 +5,8 @@
 use sha2::{Digest, Sha256};
 
 use super::bounds::{self, Invalid};
+use super::locality::Privacy;
 use super::restart::RestartPolicy;
-use super::routes::Privacy;
 use super::task_type::TaskType;
 
 /// What a caller asks for; `None` means "the task type's default".

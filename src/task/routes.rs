@@ -4,6 +4,7 @@
 //! that need the environment (API keys, the CA file) are the executor's, at start.
 
 use super::bounds::Invalid;
+use super::locality::Locality;
 
 /// Default `circuit_failures`: consecutive transient failures that open a circuit.
 pub const DEFAULT_CIRCUIT_FAILURES: u32 = 5;
@@ -13,48 +14,6 @@ pub const DEFAULT_CIRCUIT_OPEN_SECONDS: u32 = 30;
 pub const CIRCUIT_FAILURES: std::ops::RangeInclusive<u32> = 1..=1000;
 pub const CIRCUIT_OPEN_SECONDS: std::ops::RangeInclusive<u32> = 1..=86_400;
 
-/// The route a worker serves; a `local_only` task never goes to an external worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Route {
-    Local,
-    External,
-}
-
-impl Route {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Route::Local => "local",
-            Route::External => "external",
-        }
-    }
-}
-
-/// Whether a task may leave the local route, snapshotted at submit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Privacy {
-    LocalOnly,
-    ExternalAllowed,
-}
-
-impl Privacy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Privacy::LocalOnly => "local_only",
-            Privacy::ExternalAllowed => "external_allowed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "local_only" => Some(Privacy::LocalOnly),
-            "external_allowed" => Some(Privacy::ExternalAllowed),
-            _ => None,
-        }
-    }
-}
-
 /// One `[[task_type.routes]]` entry.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,7 +21,8 @@ pub struct RouteSpec {
     /// Unique across the file; names the route's circuit breaker.
     pub name: String,
     /// `local` or `external` (anything else is refused when the file is read).
-    pub route: Route,
+    #[serde(rename = "route")]
+    pub locality: Locality,
     /// Provider name recorded in provenance (`vllm`, `openai`, `ollama`, ...).
     pub provider: String,
     /// The `model` the route sets in every request.
@@ -94,10 +54,10 @@ fn default_circuit_open_seconds() -> u32 {
 
 impl RouteSpec {
     /// A route with the defaults, for code that builds types programmatically.
-    pub fn new(name: &str, route: Route, model: &str, base_url: &str) -> Self {
+    pub fn new(name: &str, locality: Locality, model: &str, base_url: &str) -> Self {
         RouteSpec {
             name: name.into(),
-            route,
+            locality,
             provider: "openai-compatible".into(),
             model: model.into(),
             base_url: base_url.into(),

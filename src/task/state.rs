@@ -1,6 +1,6 @@
 //! Task states and the transition table. Every write in `store` that changes a state
 //! corresponds to one [`Transition`] here, and [`TaskState::apply`] is the single place
-//! that says which ones are legal: `task::outcome` and `task::restart` take their new
+//! that says which ones are legal: `task::settlement` and `task::restart` take their new
 //! states from it, and every statement in `sql/` that changes a state names its
 //! transitions in a `-- transition:` header, its `state IN (...)` guard checked against
 //! [`Transition::sources`] by `tests/it/sql_statements`.
@@ -35,7 +35,7 @@ pub enum Transition {
     RetryLater,
     /// A permanent error, exhausted attempts, a passed deadline or a restart policy `fail`.
     Fail,
-    /// The local route gave up and the task may go external.
+    /// Every local route gave up and the task may go external.
     Fallback,
     /// The worker acknowledged a cancel request (or its lease expired while cancelling).
     AckCancel,

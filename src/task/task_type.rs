@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use super::backoff::Backoff;
 use super::bounds::{self, Invalid};
+use super::locality::{Locality, Privacy};
 use super::output_schema::OutputSchema;
 use super::restart::RestartPolicy;
-use super::routes::{Privacy, Route, RouteSpec};
+use super::routes::RouteSpec;
 
 /// Who runs tasks of a type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -36,9 +37,9 @@ pub struct TaskType {
     /// Upstream for the `http` executor.
     #[serde(default)]
     pub url: Option<String>,
-    /// Route of the `http` executor's calls.
-    #[serde(default = "default_route")]
-    pub route: Route,
+    /// Locality of the `http` executor's calls.
+    #[serde(rename = "route", default = "default_locality")]
+    pub locality: Locality,
     /// A cluster-wide slot pool limiting how many of these run at once.
     #[serde(default)]
     pub resource: Option<String>,
@@ -85,8 +86,8 @@ pub struct TaskType {
 /// The circuit wait of a type that names none: an hour.
 pub const DEFAULT_CIRCUIT_WAIT_SECONDS: u64 = 3600;
 
-fn default_route() -> Route {
-    Route::Local
+fn default_locality() -> Locality {
+    Locality::Local
 }
 fn default_max_attempts() -> i32 {
     3
@@ -120,7 +121,7 @@ impl TaskType {
             name: name.into(),
             executor,
             url: None,
-            route: default_route(),
+            locality: default_locality(),
             resource: None,
             max_attempts: default_max_attempts(),
             lease_seconds: default_lease_seconds(),
@@ -138,14 +139,14 @@ impl TaskType {
         }
     }
 
-    /// Whether the type has a route of `kind` (only `openai` types have routes).
-    pub fn has_route(&self, kind: Route) -> bool {
-        self.routes.iter().any(|r| r.route == kind)
+    /// Whether the type has routes of locality `kind` (only `openai` types have routes).
+    pub fn has_routes(&self, kind: Locality) -> bool {
+        self.routes.iter().any(|r| r.locality == kind)
     }
 
     /// The routes an attempt on `kind` tries, in order.
-    pub fn routes_of(&self, kind: Route) -> impl Iterator<Item = &RouteSpec> {
-        self.routes.iter().filter(move |r| r.route == kind)
+    pub fn routes_of(&self, kind: Locality) -> impl Iterator<Item = &RouteSpec> {
+        self.routes.iter().filter(move |r| r.locality == kind)
     }
 
     pub fn backoff(&self) -> Backoff {

@@ -6,8 +6,9 @@
 use std::path::Path;
 
 use super::bounds::Invalid;
+use super::locality::{Locality, Privacy};
 use super::output_schema;
-use super::routes::{Privacy, Route, CIRCUIT_FAILURES, CIRCUIT_OPEN_SECONDS};
+use super::routes::{CIRCUIT_FAILURES, CIRCUIT_OPEN_SECONDS};
 use super::task_type::{Executor, TaskType};
 
 /// The demo task types, `noop`, `sleep` and `remote` (`demo/task-types.toml`): the one
@@ -111,8 +112,8 @@ fn validate_routes(task_type: &TaskType) -> Result<(), Invalid> {
         super::bounds::key(&field("provider"), &route.provider)?;
         super::bounds::key(&field("model"), &route.model)?;
         check_base_url(&field("base_url"), &route.base_url)?;
-        match route.route {
-            Route::External => {
+        match route.locality {
+            Locality::External => {
                 if !task_type.external_allowed {
                     return Err(Invalid::new(
                         field("route"),
@@ -124,7 +125,7 @@ fn validate_routes(task_type: &TaskType) -> Result<(), Invalid> {
                 }
                 seen_external = true;
             }
-            Route::Local if seen_external => {
+            Locality::Local if seen_external => {
                 return Err(Invalid::new(
                     field("route"),
                     format!(
@@ -133,7 +134,7 @@ fn validate_routes(task_type: &TaskType) -> Result<(), Invalid> {
                     ),
                 ));
             }
-            Route::Local => {}
+            Locality::Local => {}
         }
         if route.api_key_env.is_some() && route.api_key_file.is_some() {
             return Err(Invalid::new(
@@ -166,7 +167,7 @@ fn validate_routes(task_type: &TaskType) -> Result<(), Invalid> {
             ));
         }
     }
-    if !task_type.has_route(Route::Local) && task_type.privacy == Privacy::LocalOnly {
+    if !task_type.has_routes(Locality::Local) && task_type.privacy == Privacy::LocalOnly {
         return Err(Invalid::new(
             "privacy",
             "a type with only external routes must default to external_allowed",
@@ -280,7 +281,7 @@ mod tests {
         let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["noop", "sleep", "remote", "openai", "extract"]);
         assert_eq!(types[2].privacy, Privacy::ExternalAllowed);
-        assert!(types[3].has_route(Route::Local) && types[3].has_route(Route::External));
+        assert!(types[3].has_routes(Locality::Local) && types[3].has_routes(Locality::External));
     }
 
     #[test]

@@ -11,8 +11,8 @@ use tracing::Instrument as _;
 
 use crate::service::{self, ClaimedTask, ServiceError, Success, Tasklane};
 use crate::task::attempt::Facts;
-use crate::task::outcome::Report;
-use crate::task::{Route, TaskState};
+use crate::task::settlement::Report;
+use crate::task::{Locality, TaskState};
 use crate::telemetry::spans;
 
 use super::completer::Completer;
@@ -27,7 +27,7 @@ pub struct Attempt {
     abort: CancellationToken,
     completer: Completer,
     heartbeats: Heartbeats,
-    route: Route,
+    locality: Locality,
 }
 
 /// How the handler's run ended, as seen by the runner. One value an attempt, moved once
@@ -48,7 +48,7 @@ impl Attempt {
         abort: CancellationToken,
         completer: Completer,
         heartbeats: Heartbeats,
-        route: Route,
+        locality: Locality,
     ) -> Self {
         Attempt {
             task: Arc::new(task),
@@ -57,7 +57,7 @@ impl Attempt {
             abort,
             completer,
             heartbeats,
-            route,
+            locality,
         }
     }
 
@@ -69,7 +69,7 @@ impl Attempt {
             task = %self.task.id,
             task_type = %self.task.task_type,
             attempt = self.task.attempt,
-            route = self.route.as_str(),
+            route = self.locality.as_str(),
             outcome = tracing::field::Empty,
         );
         spans::continue_trace(&span, self.task.traceparent.as_deref());
@@ -78,7 +78,12 @@ impl Attempt {
         span.record("outcome", outcome);
         let instruments = self.tasklane.instruments();
         let seconds = started.elapsed().as_secs_f64();
-        instruments.attempt(&self.task.task_type, self.route.as_str(), outcome, seconds);
+        instruments.attempt(
+            &self.task.task_type,
+            self.locality.as_str(),
+            outcome,
+            seconds,
+        );
         if outcome == "lost" {
             instruments.lease_lost(&self.task.task_type);
         }
@@ -97,7 +102,7 @@ impl Attempt {
             cancel: CancellationToken::new(),
             lost: CancellationToken::new(),
             facts: Default::default(),
-            route: self.route,
+            locality: self.locality,
         };
         // The claim loop's batcher (a task of its own, not polled beside the handler: a
         // handler that blocks its thread must not starve the heartbeat) keeps the lease.

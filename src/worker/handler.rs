@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::service::{Beat, ClaimedTask, ServiceError, Success, Tasklane};
 use crate::task::attempt::{Facts, Provenance, Usage};
-use crate::task::Route;
+use crate::task::Locality;
 
 /// Runs one attempt of a task. Return `Ok` with the result, or a [`HandlerError`] that
 /// says whether another attempt may help. Long handlers call [`TaskContext::report`]
@@ -29,7 +29,7 @@ pub enum HandlerError {
     },
     /// No attempt will succeed.
     Permanent { code: String, message: String },
-    /// The local route cannot do it; an external worker may, if the task allows.
+    /// The local routes cannot do it; an external worker may, if the task allows.
     Fallback { reason: String },
     /// No call was made: every route the attempt may use has its circuit open. The
     /// attempt does not count; the task waits `wait` (see `Report::Deferred`).
@@ -73,8 +73,8 @@ pub struct TaskContext {
     pub(crate) lost: CancellationToken,
     /// Provenance and usage recorded by the handler, written with the attempt.
     pub(crate) facts: Arc<Mutex<Facts>>,
-    /// The route of the claim loop running the attempt.
-    pub(crate) route: Route,
+    /// The locality of the claim loop running the attempt.
+    pub(crate) locality: Locality,
 }
 
 impl TaskContext {
@@ -89,8 +89,8 @@ impl TaskContext {
 
     /// The route this attempt runs on: a local claim runs a type's local routes, an
     /// external one (a fallback, or a type with only external routes) the external ones.
-    pub fn route(&self) -> Route {
-        self.route
+    pub fn locality(&self) -> Locality {
+        self.locality
     }
 
     /// Resolves once the owner asked to cancel (seen at a heartbeat).

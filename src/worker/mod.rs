@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::service::{Claimant, ClaimedTask, Tasklane};
-use crate::task::Route;
+use crate::task::Locality;
 
 pub use handler::{Handler, HandlerError, Stop, TaskContext};
 pub use registry::{ClaimSets, HandlerRegistry};
@@ -31,7 +31,7 @@ pub struct WorkerConfig {
     pub worker_id: String,
     /// The replica this loop belongs to (cold-start recovery scope).
     pub replica_id: Uuid,
-    pub route: Route,
+    pub locality: Locality,
     /// Attempts running at once in this loop.
     pub concurrency: usize,
     /// Most tasks taken by one claim statement.
@@ -53,9 +53,9 @@ pub struct Worker {
 
 impl Worker {
     /// A claim loop settling through `tasklane`, running the types `handlers` has
-    /// (as [`HandlerRegistry::claim_sets`] assigns them to the loop's route).
+    /// (as [`HandlerRegistry::claim_sets`] assigns them to the loop's locality).
     pub fn new(config: WorkerConfig, tasklane: Tasklane, handlers: Arc<HandlerRegistry>) -> Self {
-        let sets = handlers.claim_sets(config.route, false);
+        let sets = handlers.claim_sets(config.locality, false);
         Worker {
             config,
             tasklane,
@@ -72,11 +72,11 @@ impl Worker {
         tasklane: Tasklane,
         handlers: Arc<HandlerRegistry>,
     ) -> Option<Self> {
-        let sets = handlers.claim_sets(Route::External, true);
+        let sets = handlers.claim_sets(Locality::External, true);
         if sets.is_empty() {
             return None;
         }
-        config.route = Route::External;
+        config.locality = Locality::External;
         config.worker_id.push_str("/external");
         Some(Worker {
             config,
@@ -107,19 +107,19 @@ impl Worker {
         // need not wake the other replicas while it waits). An external loop claims
         // only what may leave the premises: it vouches for nothing, and claims on every
         // wake-up as before.
-        let serves: Vec<String> = match self.config.route {
-            crate::task::Route::Local => self.sets.all.clone(),
+        let serves: Vec<String> = match self.config.locality {
+            crate::task::Locality::Local => self.sets.all.clone(),
             _ => Vec::new(),
         };
         let mut running = Running::start(
             &self.tasklane,
             &self.handlers,
             self.config.concurrency,
-            self.config.route,
+            self.config.locality,
         );
         let claimant = Claimant {
             worker_id: &self.config.worker_id,
-            route: self.config.route,
+            locality: self.config.locality,
             replica_id: Some(self.config.replica_id),
         };
         // Whether the last claim came back full: there is a backlog to keep up with.

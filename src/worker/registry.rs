@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::executors::{self, ClientOptions};
 use super::handler::Handler;
 use crate::task::catalog::TaskTypes;
-use crate::task::{Executor, Route};
+use crate::task::{Executor, Locality};
 
 /// The registry of handlers: one per task-type name this replica runs.
 #[derive(Clone, Default)]
@@ -23,7 +23,7 @@ pub struct HandlerRegistry {
 /// The task types one claim loop takes, by claim statement.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClaimSets {
-    /// Claimed as the loop's route claims (queued, retrying; external: also fallbacks).
+    /// Claimed as the loop's locality claims (queued, retrying; external: also fallbacks).
     pub all: Vec<String>,
     /// Claimed only when waiting for an external fallback: `openai` types with local
     /// routes, whose queued tasks must go local first.
@@ -62,8 +62,8 @@ impl HandlerRegistry {
                 Executor::Http => Arc::new(executors::Http::new(task_type, options)?),
                 Executor::Openai => {
                     let kinds = (
-                        task_type.has_route(Route::Local),
-                        task_type.has_route(Route::External),
+                        task_type.has_routes(Locality::Local),
+                        task_type.has_routes(Locality::External),
                     );
                     routed.insert(task_type.name.clone(), kinds);
                     Arc::new(executors::Openai::new(task_type, options)?)
@@ -78,24 +78,24 @@ impl HandlerRegistry {
         Ok(HandlerRegistry { handlers, routed })
     }
 
-    /// What a claim loop on `route` takes. `routed_only` is for the external loop a
+    /// What a claim loop on `locality` takes. `routed_only` is for the external loop a
     /// local replica runs beside its local one: only `openai` types, so the other
-    /// types keep the route the replica was configured with.
+    /// types keep the locality the replica was configured with.
     ///
     /// Local: every type except `openai` types without local routes. External: the
     /// other types (unless `routed_only`) and `openai` types with only external routes
     /// in full; `openai` types with both kinds only when they wait for a fallback.
-    pub fn claim_sets(&self, route: Route, routed_only: bool) -> ClaimSets {
+    pub fn claim_sets(&self, locality: Locality, routed_only: bool) -> ClaimSets {
         let mut sets = ClaimSets::default();
         for name in self.names() {
-            match (route, self.routed.get(&name)) {
-                (Route::Local, Some((false, _))) => {}
-                (Route::Local, _) => sets.all.push(name),
-                (Route::External, None) if !routed_only => sets.all.push(name),
-                (Route::External, None) => {}
-                (Route::External, Some((true, true))) => sets.fallbacks.push(name),
-                (Route::External, Some((false, true))) => sets.all.push(name),
-                (Route::External, Some((_, false))) => {}
+            match (locality, self.routed.get(&name)) {
+                (Locality::Local, Some((false, _))) => {}
+                (Locality::Local, _) => sets.all.push(name),
+                (Locality::External, None) if !routed_only => sets.all.push(name),
+                (Locality::External, None) => {}
+                (Locality::External, Some((true, true))) => sets.fallbacks.push(name),
+                (Locality::External, Some((false, true))) => sets.all.push(name),
+                (Locality::External, Some((_, false))) => {}
             }
         }
         sets

@@ -14,7 +14,7 @@ use super::completer::{self, Completer};
 use super::heartbeats::Heartbeats;
 use super::HandlerRegistry;
 use crate::service::{ClaimedTask, Tasklane};
-use crate::task::Route;
+use crate::task::Locality;
 
 /// Longest a claim loop with a backlog waits for half a batch of free slots.
 const CLAIM_COOLDOWN: Duration = Duration::from_millis(2);
@@ -28,7 +28,7 @@ pub(super) struct Running {
     heartbeats: Heartbeats,
     tasklane: Tasklane,
     handlers: Arc<HandlerRegistry>,
-    route: Route,
+    locality: Locality,
     /// Stops the heartbeat batcher when the loop's attempts are done with, however the
     /// loop ends (drained, or its future dropped).
     _beating: DropGuard,
@@ -40,7 +40,7 @@ impl Running {
         tasklane: &Tasklane,
         handlers: &Arc<HandlerRegistry>,
         concurrency: usize,
-        route: Route,
+        locality: Locality,
     ) -> Running {
         let beating = CancellationToken::new();
         Running {
@@ -56,7 +56,7 @@ impl Running {
             heartbeats: Heartbeats::start(tasklane.clone(), beating.clone()),
             tasklane: tasklane.clone(),
             handlers: handlers.clone(),
-            route,
+            locality,
             _beating: beating.drop_guard(),
         }
     }
@@ -113,7 +113,7 @@ impl Running {
                 self.abort.clone(),
                 self.completer.clone(),
                 self.heartbeats.clone(),
-                self.route,
+                self.locality,
             );
             self.attempts.spawn(async move {
                 runner.run().await;

@@ -11,7 +11,7 @@ use tasklane::task::claim::Claimant;
 use tasklane::task::claim::ClaimedTask;
 use tasklane::task::owner::Owner;
 use tasklane::task::record::TaskRecord;
-use tasklane::task::{Executor, Route, SubmitRequest, TaskType};
+use tasklane::task::{Executor, Locality, SubmitRequest, TaskType};
 use tokio_postgres::Client;
 use uuid::Uuid;
 
@@ -95,22 +95,22 @@ pub async fn try_submit_as(
     result
 }
 
-pub fn claimant(route: Route) -> Claimant<'static> {
+pub fn claimant(locality: Locality) -> Claimant<'static> {
     Claimant {
         worker_id: "test-worker",
-        route,
+        locality,
         replica_id: None,
     }
 }
 
-pub async fn claim_route(c: &Client, route: Route, limit: i64) -> Vec<ClaimedTask> {
-    claim::claim(c, &claimant(route), &[TYPE.to_owned()], limit)
+pub async fn claim_at(c: &Client, locality: Locality, limit: i64) -> Vec<ClaimedTask> {
+    claim::claim(c, &claimant(locality), &[TYPE.to_owned()], limit)
         .await
         .expect("claim")
 }
 
 pub async fn claim(c: &Client, limit: i64) -> Vec<ClaimedTask> {
-    claim_route(c, Route::Local, limit).await
+    claim_at(c, Locality::Local, limit).await
 }
 
 pub async fn claim_one(c: &Client) -> ClaimedTask {
@@ -192,8 +192,8 @@ pub fn fast_backoff() -> Backoff {
 }
 
 /// The settlement rules of a type with `backoff` and the default circuit wait.
-pub fn rules(backoff: &Backoff) -> tasklane::task::outcome::Rules<'_> {
-    tasklane::task::outcome::Rules {
+pub fn rules(backoff: &Backoff) -> tasklane::task::settlement::Rules<'_> {
+    tasklane::task::settlement::Rules {
         backoff,
         circuit_wait: std::time::Duration::from_secs(
             tasklane::task::task_type::DEFAULT_CIRCUIT_WAIT_SECONDS,
@@ -255,13 +255,13 @@ pub async fn listen(
 
 /// A group commit's batch settling each of `claimed` as a plain success, sorted by id
 /// as the completer sends it.
-pub fn successes(claimed: &[ClaimedTask]) -> Vec<tasklane::task::outcome::Completion> {
+pub fn successes(claimed: &[ClaimedTask]) -> Vec<tasklane::task::settlement::Completion> {
     let mut batch: Vec<_> = claimed
         .iter()
-        .map(|task| tasklane::task::outcome::Completion {
+        .map(|task| tasklane::task::settlement::Completion {
             id: task.id,
             lease_token: task.lease_token,
-            success: tasklane::task::outcome::Success::default(),
+            success: tasklane::task::settlement::Success::default(),
         })
         .collect();
     batch.sort_by_key(|completion| completion.id);

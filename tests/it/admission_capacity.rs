@@ -176,7 +176,7 @@ async fn every_ending_gives_the_slot_back_in_its_transaction() {
     assert_eq!(claimed.len(), 3);
     assert_eq!(held_slots(&c).await, 5);
     let failing = claimed.iter().find(|t| t.id == d.id).unwrap();
-    let report = tasklane::task::outcome::Report::Error {
+    let report = tasklane::task::settlement::Report::Error {
         code: "x".into(),
         message: "boom".into(),
         retryable: false,
@@ -242,7 +242,7 @@ async fn lowering_a_limit_below_use_admits_nothing_until_under_it() {
     // (retired or not) the finishing tasks held.
     for finished in 1..=3 {
         let task = fixtures::claim_one(&c).await;
-        let success = tasklane::task::outcome::Success::default();
+        let success = tasklane::task::settlement::Success::default();
         tasklane::store::lease::complete(&c, task.id, task.lease_token, &success)
             .await
             .unwrap();

@@ -19,8 +19,8 @@ use serde_json::json;
 use tasklane::service::{Owner, Reported, SubmitOutcome, Success};
 use tasklane::store::lease;
 use tasklane::task::attempt::{Facts, Provenance, Usage};
-use tasklane::task::outcome::Report;
-use tasklane::task::{Executor, Route, TaskState, TaskType};
+use tasklane::task::settlement::Report;
+use tasklane::task::{Executor, Locality, TaskState, TaskType};
 use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_postgres::Client;
 use tokio_util::sync::CancellationToken;
@@ -39,7 +39,7 @@ fn facts(route_name: &str, usage: Option<Usage>) -> Facts {
         provenance: Some(Provenance {
             provider: "vllm".into(),
             model: format!("model-of-{route_name}"),
-            route: Route::Local,
+            locality: Locality::Local,
             route_name: route_name.into(),
             response_model: Some(format!("answer-of-{route_name}")),
             system_fingerprint: Some("fp_test".into()),
@@ -412,7 +412,7 @@ async fn in_process_attempts_write_the_handlers_facts_on_success_and_timeout() {
     let config = WorkerConfig {
         worker_id: "w".into(),
         replica_id: Uuid::now_v7(),
-        route: Route::Local,
+        locality: Locality::Local,
         concurrency: 4,
         claim_batch: 4,
         poll_interval: Duration::from_millis(50),

@@ -93,7 +93,7 @@ async fn tasks_commands_list_get_cancel_retry_follow_events_and_attempts() {
     assert!(kinds.iter().any(|k| k == "task.progress"), "{kinds:?}");
     assert_eq!(kinds.last().map(String::as_str), Some("task.succeeded"));
 
-    // Its attempts, as a table: one, succeeded, on the local route.
+    // Its attempts, as a table: one, succeeded, locally.
     let attempts = cli(&serve.base, &token, &["tasks", "attempts", &sleeping]).await;
     assert!(attempts.status.success(), "{}", stderr(&attempts));
     let text = stdout(&attempts);

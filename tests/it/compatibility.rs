@@ -100,7 +100,8 @@ fn previous_release() -> BTreeMap<String, String> {
 }
 
 /// Writes the snapshot from this tree: the statements `sql_statements` checks, less the
-/// definitions (`api/`, `functions/`), flat, the claim variants as rendered.
+/// definitions (`api/`, `functions/`), flat (`load/x.sql` as `load_x.sql`), the claim
+/// variants as rendered.
 fn refresh() {
     let dir = snapshot_dir();
     std::fs::create_dir_all(&dir).unwrap();
@@ -111,10 +112,11 @@ fn refresh() {
         }
     }
     for file in files::all() {
-        if file.name.contains('/') {
-            continue; // api/ and functions/: DDL the migrations install
+        if file.name.starts_with("api/") || file.name.starts_with("functions/") {
+            continue; // DDL the migrations install
         }
-        std::fs::write(dir.join(&file.name), &file.text).unwrap();
+        // Flat: `load/vacuum.sql` is written as `load_vacuum.sql`.
+        std::fs::write(dir.join(file.name.replace('/', "_")), &file.text).unwrap();
     }
     eprintln!("wrote {SNAPSHOT}/ from this tree");
 }

@@ -8,8 +8,8 @@ use common::fixtures::*;
 use tasklane::service::ServiceError;
 use tasklane::store::complete_many::complete_many;
 use tasklane::store::lease::LeaseError;
-use tasklane::task::outcome::Completion;
-use tasklane::task::outcome::Success;
+use tasklane::task::settlement::Completion;
+use tasklane::task::settlement::Success;
 use tasklane::task::TaskState;
 use tasklane::worker::completer::Completer;
 
@@ -240,7 +240,7 @@ async fn an_in_process_claim_takes_up_to_256_a_remote_one_100() {
     let types = [common::fixtures::TYPE.to_owned()];
     let remote = tasklane
         .claim(
-            &claimant(tasklane::task::Route::Local),
+            &claimant(tasklane::task::Locality::Local),
             Some(&tasklane::task::owner::Owner::app(APP)),
             &types,
             101,
@@ -251,11 +251,21 @@ async fn an_in_process_claim_takes_up_to_256_a_remote_one_100() {
         "{remote:?}"
     );
     let over = tasklane
-        .claim(&claimant(tasklane::task::Route::Local), None, &types, 257)
+        .claim(
+            &claimant(tasklane::task::Locality::Local),
+            None,
+            &types,
+            257,
+        )
         .await;
     assert!(matches!(over, Err(ServiceError::Invalid(_))), "{over:?}");
     let claimed = tasklane
-        .claim(&claimant(tasklane::task::Route::Local), None, &types, 200)
+        .claim(
+            &claimant(tasklane::task::Locality::Local),
+            None,
+            &types,
+            200,
+        )
         .await
         .unwrap();
     assert_eq!(claimed.len(), 200);

@@ -11,7 +11,7 @@ use common::fixtures::*;
 use tasklane::store::claim;
 use tasklane::store::complete_many::complete_many;
 use tasklane::store::turn_floors;
-use tasklane::task::{Privacy, Route};
+use tasklane::task::{Locality, Privacy};
 
 const ROUNDS: usize = 16;
 const PER_ROUND: usize = 100;
@@ -53,7 +53,7 @@ async fn flushed_reads(c: &tokio_postgres::Client) -> i64 {
     index_reads(c, false).await
 }
 
-/// One round: `PER_ROUND` single submits, then claims of `CLAIM` by `route` until none
+/// One round: `PER_ROUND` single submits, then claims of `CLAIM` at `locality` until none
 /// is left, each claimed batch completed. Returns the index entries read per claim and
 /// per submit.
 async fn round(
@@ -61,7 +61,7 @@ async fn round(
     settle: &tasklane::store::Pooled,
     keeper: &mut tokio_postgres::Client,
     n: usize,
-    route: Route,
+    locality: Locality,
 ) -> (f64, f64) {
     let before = flushed_reads(c).await;
     for i in 0..PER_ROUND {
@@ -76,7 +76,7 @@ async fn round(
     loop {
         let tx = c.transaction().await.unwrap();
         let before = index_reads(&tx, true).await;
-        let claimed = claim::claim(&tx, &claimant(route), &[TYPE.to_owned()], CLAIM)
+        let claimed = claim::claim(&tx, &claimant(locality), &[TYPE.to_owned()], CLAIM)
             .await
             .unwrap();
         let read = index_reads(&tx, true).await - before;
@@ -103,16 +103,16 @@ async fn round(
 
 #[tokio::test]
 async fn claims_do_not_walk_the_dead_rows_a_held_snapshot_keeps() {
-    held_snapshot(Route::Local).await;
+    held_snapshot(Locality::Local).await;
 }
 
-/// Remote workers' claims (the external route) read from the same floors.
+/// External claims (remote workers, the external loops) read from the same floors.
 #[tokio::test]
 async fn external_claims_do_not_walk_the_dead_rows_a_held_snapshot_keeps() {
-    held_snapshot(Route::External).await;
+    held_snapshot(Locality::External).await;
 }
 
-async fn held_snapshot(route: Route) {
+async fn held_snapshot(locality: Locality) {
     let db = common::test_db().await;
     let mut c = db.client().await;
     // As the claim pool's sessions run claims.
@@ -121,7 +121,7 @@ async fn held_snapshot(route: Route) {
         .unwrap();
     let mut keeper = db.client().await;
     let settle = db.pool.get().await.unwrap();
-    let (first_claim, first_submit) = round(&mut c, &settle, &mut keeper, 0, route).await;
+    let (first_claim, first_submit) = round(&mut c, &settle, &mut keeper, 0, locality).await;
 
     let mut holder = db.client().await;
     let held = holder
@@ -135,7 +135,7 @@ async fn held_snapshot(route: Route) {
 
     let mut last = (0.0, 0.0);
     for n in 1..=ROUNDS {
-        last = round(&mut c, &settle, &mut keeper, n, route).await;
+        last = round(&mut c, &settle, &mut keeper, n, locality).await;
     }
     // The snapshot was held throughout: it still sees the tasks as they were.
     assert_eq!(count_in(&held).await, seen, "the snapshot held");
@@ -144,7 +144,7 @@ async fn held_snapshot(route: Route) {
     let (last_claim, last_submit) = last;
     let dead = ROUNDS * PER_ROUND;
     eprintln!(
-        "{route:?}: index entries read per claim: {first_claim:.1} before the hold, {last_claim:.1} after \
+        "{locality:?}: index entries read per claim: {first_claim:.1} before the hold, {last_claim:.1} after \
          {dead} tasks claimed under it; per submit {first_submit:.1} -> {last_submit:.1}"
     );
     // A claim of 10 walking the dead entries of the 1,600 tasks claimed under the hold

@@ -9,9 +9,9 @@ use std::time::Duration;
 use common::fixtures::*;
 use tasklane::service::ServiceError;
 use tasklane::store::lease;
-use tasklane::task::outcome::Success;
 use tasklane::task::owner::Owner;
 use tasklane::task::record::SubmitOutcome;
+use tasklane::task::settlement::Success;
 use tasklane::task::TaskState;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -216,7 +216,7 @@ async fn cancel_versus_finish_has_one_winner_a_thousand_times() {
         let claimed = claim_one(&setup).await;
         let cancel = tasklane::store::cancel::cancel(&owner_conn, &owner, claimed.id);
         let mut worker = db.client().await;
-        let report = tasklane::task::outcome::Report::Error {
+        let report = tasklane::task::settlement::Report::Error {
             code: "x".into(),
             message: "m".into(),
             retryable: false,

@@ -7,8 +7,8 @@ use crate::common;
 use common::fixtures::{self, TYPE};
 use tasklane::admission;
 use tasklane::store::lease;
-use tasklane::task::outcome::Report;
-use tasklane::task::outcome::Success;
+use tasklane::task::settlement::Report;
+use tasklane::task::settlement::Success;
 use tasklane::task::{Executor, TaskType};
 use tokio_postgres::Client;
 
@@ -215,17 +215,17 @@ async fn lowered_slots_hand_out_nothing_until_under_and_unknown_resources_are_fr
 
 #[tokio::test]
 async fn external_claims_take_slots_and_a_fallback_gives_them_back() {
-    use tasklane::task::{Privacy, Route};
+    use tasklane::task::{Locality, Privacy};
     let db = common::test_db().await;
     let mut c = db.client().await;
     admission::set_resource(&c, RESOURCE, 1).await.unwrap();
     let a = submit_as(&c, "a", Some(RESOURCE), Privacy::ExternalAllowed).await;
     submit_as(&c, "b", Some(RESOURCE), Privacy::ExternalAllowed).await;
-    // A local worker takes the slot; the task falls back to the external route.
+    // A local worker takes the slot; the task falls back to an external worker.
     let local = fixtures::claim_one(&c).await;
     assert_eq!(local.id, a);
     assert!(
-        fixtures::claim_route(&c, Route::External, 10)
+        fixtures::claim_at(&c, Locality::External, 10)
             .await
             .is_empty(),
         "the slot is taken"
@@ -244,7 +244,7 @@ async fn external_claims_take_slots_and_a_fallback_gives_them_back() {
     .unwrap();
     assert_eq!(in_use(&c).await, 0);
     // An external worker now takes one of the two, never both.
-    let external = fixtures::claim_route(&c, Route::External, 10).await;
+    let external = fixtures::claim_at(&c, Locality::External, 10).await;
     assert_eq!(external.len(), 1);
     assert_eq!((in_use(&c).await, running_with_resource(&c).await), (1, 1));
     lease::complete(
@@ -256,19 +256,19 @@ async fn external_claims_take_slots_and_a_fallback_gives_them_back() {
     .await
     .unwrap();
     assert_eq!(
-        fixtures::claim_route(&c, Route::External, 10).await.len(),
+        fixtures::claim_at(&c, Locality::External, 10).await.len(),
         1
     );
 }
 
-/// The plain claim on the external route (an external claimer none of whose types names
+/// The plain claim of the external locality (an external claimer none of whose types names
 /// a resource): external-allowed tasks without a resource, fresh or fallen back, with
-/// their lease, attempt and route; never a local-only task, and never one that needs a
+/// their lease, attempt and locality; never a local-only task, and never one that needs a
 /// slot, which stays for a resource-aware claimer.
 #[tokio::test]
 async fn external_plain_claims_leave_local_only_and_resource_tasks() {
     use tasklane::store::claim;
-    use tasklane::task::{Privacy, Route, TaskState};
+    use tasklane::task::{Locality, Privacy, TaskState};
     let db = common::test_db().await;
     let mut c = db.client().await;
     admission::set_resource(&c, RESOURCE, 1).await.unwrap();
@@ -285,7 +285,7 @@ async fn external_plain_claims_leave_local_only_and_resource_tasks() {
     let local_only = submit_as(&c, "local", None, Privacy::LocalOnly).await;
     let gpu = submit_as(&c, "gpu", Some(RESOURCE), Privacy::ExternalAllowed).await;
 
-    let external = fixtures::claimant(Route::External);
+    let external = fixtures::claimant(Locality::External);
     let types = [TYPE.to_owned()];
     let claimed = claim::claim_without_resources(&c, &external, &types, 10)
         .await
@@ -305,7 +305,7 @@ async fn external_plain_claims_leave_local_only_and_resource_tasks() {
         assert_eq!(fixtures::get(&c, id).await.state, TaskState::Queued);
     }
     // The resource task was left for a resource-aware claimer, not lost to it.
-    let aware = fixtures::claim_route(&c, Route::External, 10).await;
+    let aware = fixtures::claim_at(&c, Locality::External, 10).await;
     assert_eq!(aware.iter().map(|t| t.id).collect::<Vec<_>>(), vec![gpu]);
     assert_eq!(in_use(&c).await, 1);
 }

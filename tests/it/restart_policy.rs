@@ -13,7 +13,7 @@ use tasklane::store::lease;
 use tasklane::task::claim::Claimant;
 use tasklane::task::lease::Beat;
 use tasklane::task::owner::Owner;
-use tasklane::task::{RestartPolicy, Route, TaskState};
+use tasklane::task::{Locality, RestartPolicy, TaskState};
 use tokio_postgres::Client;
 use uuid::Uuid;
 
@@ -40,7 +40,7 @@ async fn claim_as(
 ) -> tasklane::task::claim::ClaimedTask {
     let claimant = Claimant {
         worker_id: "w",
-        route: Route::Local,
+        locality: Locality::Local,
         replica_id: replica,
     };
     let claimed = claim::claim(c, &claimant, &[TYPE.to_owned()], 1)

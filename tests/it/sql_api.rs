@@ -1,4 +1,5 @@
-//! The SQL door (`tasklane.run_task`, V12) against the HTTP door: one canonical digest
+//! The SQL door (`tasklane.queue_task`, and `tasklane.run_task` with the older parameter
+//! names) against the HTTP door: one canonical digest
 //! (a corpus of tricky inputs submitted through one door joins the task the other door
 //! created), the same bounds and codes, the caller's transaction deciding (a rollback
 //! leaves nothing, a commit wakes a worker that runs the task), and the role
@@ -484,6 +485,86 @@ async fn run_task_notifies_the_workers_at_commit_only() {
     drop(listener);
 }
 
+/// The two spellings of the SQL door that are promised to work: `queue_task` with the
+/// `p_` names every SQL API function takes, and `run_task` with its unprefixed names,
+/// each by name and by position. They are one door: each spelling's second call of an
+/// identity joins the task its first call created, whichever spelling made it.
+#[tokio::test]
+async fn queue_task_takes_the_p_names_and_run_task_keeps_its_own() {
+    let (db, _serve, _api) = start().await;
+    let c = db.client().await;
+    let calls = [
+        (
+            "queue_task by name",
+            "SELECT task_id, outcome FROM tasklane.queue_task(p_app => $1,
+                 p_task_type => 'remote', p_scope_id => 's', p_effect_key => $2,
+                 p_input => '{\"n\": 1}', p_priority => 3)",
+        ),
+        (
+            "queue_task by position",
+            "SELECT task_id, outcome FROM tasklane.queue_task($1, 'remote', 's', $2,
+                 '{\"n\": 1}', NULL, NULL, 3)",
+        ),
+        (
+            "run_task by name",
+            "SELECT task_id, outcome FROM tasklane.run_task(app => $1, task_type => 'remote',
+                 scope_id => 's', effect_key => $2, input => '{\"n\": 1}', priority => 3)",
+        ),
+        (
+            "run_task by position",
+            "SELECT task_id, outcome FROM tasklane.run_task($1, 'remote', 's', $2,
+                 '{\"n\": 1}', NULL, NULL, 3)",
+        ),
+    ];
+    for (i, (first, first_sql)) in calls.iter().enumerate() {
+        let key = format!("spelling-{i}");
+        let row = c.query_one(*first_sql, &[&APP, &key]).await.expect(first);
+        let (id, outcome): (uuid::Uuid, String) = (row.get(0), row.get(1));
+        assert_eq!(outcome, "created", "{first}");
+        for (again, again_sql) in &calls {
+            let row = c.query_one(*again_sql, &[&APP, &key]).await.expect(again);
+            let (joined, outcome): (uuid::Uuid, String) = (row.get(0), row.get(1));
+            assert_eq!(
+                (joined, outcome.as_str()),
+                (id, "joined"),
+                "{first}, then {again}"
+            );
+        }
+    }
+    // The old names are not the new function's, nor the new names the old one's.
+    for sql in [
+        "SELECT * FROM tasklane.queue_task(app => 'a', task_type => 'remote', scope_id => 's',
+             effect_key => 'k', input => '{}')",
+        "SELECT * FROM tasklane.run_task(p_app => 'a', p_task_type => 'remote',
+             p_scope_id => 's', p_effect_key => 'k', p_input => '{}')",
+    ] {
+        let error = c.batch_execute(sql).await.expect_err(sql);
+        assert_eq!(
+            error.code(),
+            Some(&tokio_postgres::error::SqlState::UNDEFINED_FUNCTION),
+            "{sql}: {error}"
+        );
+    }
+    // A refusal reads the same through either spelling.
+    for sql in [
+        "SELECT * FROM tasklane.queue_task(p_app => $1, p_task_type => 'remote',
+             p_scope_id => 's', p_effect_key => 'bad', p_input => '{}', p_priority => 101)",
+        "SELECT * FROM tasklane.run_task(app => $1, task_type => 'remote', scope_id => 's',
+             effect_key => 'bad', input => '{}', priority => 101)",
+    ] {
+        let error = c.query_one(sql, &[&APP]).await.expect_err(sql);
+        assert_eq!(
+            refusal(&error),
+            (
+                "TL422".to_owned(),
+                "validation_failed".to_owned(),
+                Some("priority".to_owned())
+            ),
+            "{sql}"
+        );
+    }
+}
+
 /// Every SECURITY DEFINER function the role may execute, sorted.
 async fn callable(c: &Client) -> Vec<String> {
     c.query(
@@ -510,6 +591,7 @@ async fn the_tasklane_app_role_may_call_the_sql_api_and_nothing_else() {
             "delete_tasks",
             "lift_fence",
             "list_unreleased_sources",
+            "queue_task",
             "release_task",
             "release_task_at",
             "run_task"

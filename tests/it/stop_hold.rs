@@ -13,7 +13,7 @@ use futures_util::future::join_all;
 use serde_json::json;
 use tasklane::admission::EmergencyStopSpec;
 use tasklane::store::claim;
-use tasklane::task::Route;
+use tasklane::task::Locality;
 use tokio::sync::Barrier;
 use uuid::Uuid;
 
@@ -58,9 +58,9 @@ async fn race(clients: &[tokio_postgres::Client]) -> Vec<(String, Uuid)> {
         let barrier = barrier.clone();
         async move {
             let route = if i % 2 == 0 {
-                Route::Local
+                Locality::Local
             } else {
-                Route::External
+                Locality::External
             };
             barrier.wait().await;
             let mut claimed = Vec::new();

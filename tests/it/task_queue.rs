@@ -12,8 +12,8 @@ use common::fixtures::*;
 use tasklane::store::complete_many::complete_many;
 use tasklane::store::lease;
 use tasklane::store::{cancel, claim};
-use tasklane::task::outcome::Success;
 use tasklane::task::owner::Owner;
+use tasklane::task::settlement::Success;
 
 /// Live tasks as `tasks` has them and as the mirror has them, in both directions: any
 /// row in one answer and not the other is a drift.
@@ -359,7 +359,7 @@ async fn a_generic_claim_finds_its_picked_tasks_by_id() {
         .await
         .unwrap();
     let types = [TYPE.to_owned()];
-    let claimant = claimant(tasklane::task::Route::Local);
+    let claimant = claimant(tasklane::task::Locality::Local);
     for slots in ["plain", "aware"] {
         c.batch_execute("BEGIN").await.unwrap();
         let claimed = match slots {
@@ -444,7 +444,7 @@ async fn concurrent_claims_of_several_types_take_each_task_once() {
             handles.push(tokio::spawn(async move {
                 let object = pool.get().await.unwrap();
                 let client: &tokio_postgres::Client = &object;
-                let claimant = claimant(tasklane::task::Route::Local);
+                let claimant = claimant(tasklane::task::Locality::Local);
                 barrier.wait().await;
                 let mut claimed = Vec::new();
                 loop {

@@ -8,10 +8,10 @@ use tasklane::store::complete_many::complete_many;
 use tasklane::store::lease::{self, LeaseError};
 use tasklane::store::query;
 use tasklane::task::lease::Beat;
-use tasklane::task::outcome::Completion;
-use tasklane::task::outcome::Report;
-use tasklane::task::outcome::Success;
 use tasklane::task::owner::Owner;
+use tasklane::task::settlement::Completion;
+use tasklane::task::settlement::Report;
+use tasklane::task::settlement::Success;
 use tasklane::task::TaskState;
 
 #[tokio::test]
@@ -303,7 +303,7 @@ async fn fallback_goes_external_only_with_consent() {
     );
     // Local workers never take it; an external worker does.
     assert!(claim(&c, 10).await.is_empty());
-    let external = claim_route(&c, tasklane::task::Route::External, 10).await;
+    let external = claim_at(&c, tasklane::task::Locality::External, 10).await;
     assert_eq!(external.len(), 1);
     assert_eq!(external[0].id, shared.id);
 }
@@ -313,7 +313,7 @@ async fn local_only_tasks_are_never_claimed_by_external_workers() {
     let db = common::test_db().await;
     let c = db.client().await;
     submit(&c, "private", serde_json::json!({})).await;
-    assert!(claim_route(&c, tasklane::task::Route::External, 10)
+    assert!(claim_at(&c, tasklane::task::Locality::External, 10)
         .await
         .is_empty());
     assert_eq!(claim(&c, 10).await.len(), 1);
@@ -632,7 +632,7 @@ async fn a_claim_of_several_types_merges_them_in_claim_order() {
         .await
         .unwrap();
     let types = ["a", "b", "paused", "a"].map(String::from);
-    let claimant = claimant(tasklane::task::Route::Local);
+    let claimant = claimant(tasklane::task::Locality::Local);
     let first = tasklane::store::claim::claim(&c, &claimant, &types, 3)
         .await
         .unwrap();
@@ -671,7 +671,7 @@ async fn unregistered_types_are_never_claimed() {
     let db = common::test_db().await;
     let c = db.client().await;
     submit(&c, "k", serde_json::json!({})).await;
-    let claimant = claimant(tasklane::task::Route::Local);
+    let claimant = claimant(tasklane::task::Locality::Local);
     let other = vec!["something-else".to_owned()];
     assert!(tasklane::store::claim::claim(&c, &claimant, &other, 10)
         .await

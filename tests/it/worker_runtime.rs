@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use common::eventually;
 use common::fixtures::*;
-use tasklane::task::outcome::Success;
 use tasklane::task::owner::Owner;
-use tasklane::task::{Executor, Route, TaskState, TaskType};
+use tasklane::task::settlement::Success;
+use tasklane::task::{Executor, Locality, TaskState, TaskType};
 use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -97,7 +97,7 @@ fn start_with(
     let config = WorkerConfig {
         worker_id: "test".into(),
         replica_id: Uuid::now_v7(),
-        route: Route::Local,
+        locality: Locality::Local,
         concurrency,
         claim_batch: concurrency.min(100),
         poll_interval: Duration::from_millis(50),

@@ -10,7 +10,7 @@ dir=$(dirname "$0")
 psql=(psql -q -X -v ON_ERROR_STOP=1 "$url")
 "${psql[@]}" -c "TRUNCATE tasklane.tasks, tasklane.task_events"
 "${psql[@]}" -c "PREPARE e(text,bigint,text,text,jsonb,int,int,int) AS
-    $(sed 's/--.*//' "$dir/../../../sql/load_enqueue.sql");
+    $(sed 's/--.*//' "$dir/../../../sql/load/enqueue.sql");
     EXECUTE e('noop', $rows, 'pgbench', 'k', '{}', 3, 30, 60)"
 if "${psql[@]}" -Atc "SELECT to_regclass('tasklane.ready') IS NOT NULL" | grep -q t; then
     "${psql[@]}" -c "TRUNCATE tasklane.ready, tasklane.leases;

@@ -15,8 +15,8 @@ use crate::http::extract::{task_id, Body};
 use crate::http::AppState;
 use crate::service::{Beat, Claimant, ClaimedTask, Reported, Success};
 use crate::task::bounds;
-use crate::task::outcome::Report;
-use crate::task::Route;
+use crate::task::settlement::Report;
+use crate::task::Locality;
 
 use super::worker_dto::*;
 
@@ -36,14 +36,14 @@ pub async fn claim_tasks(
     Body(body): Body<ClaimBody>,
 ) -> Result<Json<ClaimAnswer>, ApiError> {
     body.validate()?;
-    let route = if body.route == "external" {
-        Route::External
+    let locality = if body.route == "external" {
+        Locality::External
     } else {
-        Route::Local
+        Locality::Local
     };
     let claimant = Claimant {
         worker_id: &body.worker_id,
-        route,
+        locality,
         replica_id: None,
     };
     let deadline = state.long_poll_deadline(Duration::from_secs(body.wait_seconds.unwrap_or(0)));
@@ -257,7 +257,7 @@ pub async fn fail(
     bounds::text("code", &body.code)
         .and_then(|_| bounds::text("message", &body.message))
         .map_err(ApiError::Validation)?;
-    let max_after = crate::task::outcome::MAX_WORKER_RETRY_AFTER.as_secs();
+    let max_after = crate::task::settlement::MAX_WORKER_RETRY_AFTER.as_secs();
     if body.retry_after_seconds.is_some_and(|s| s > max_after) {
         return Err(ApiError::invalid(
             "retry_after_seconds",
@@ -278,7 +278,7 @@ pub async fn fail(
     settle(&state, &caller, id, body.lease_token, reported).await
 }
 
-/// Give the task up on the local route: it waits for an external worker if its privacy
+/// Give the task up locally: it waits for an external worker if its privacy
 /// allows, else it fails `no_fallback_allowed`.
 #[utoipa::path(post, path = "/v1/worker/tasks/{id}/fallback", tag = "worker", operation_id = "fallback_task", params(("id" = Uuid, Path)),
     request_body = FallbackBody, security(("bearer" = [])),

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use crate::http::error::ApiError;
 use crate::task::attempt::{Facts, Provenance, Usage};
-use crate::task::{bounds, Route};
+use crate::task::{bounds, Locality};
 
 /// A claim request.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -146,7 +146,7 @@ pub struct ProvenanceBody {
     /// The configured route's name (it names its circuit breaker).
     #[serde(default)]
     pub route_name: Option<String>,
-    /// Informational (`local` or `external`): the route is the one the claim recorded.
+    /// Informational (`local` or `external`): the claim's locality is what is recorded.
     #[serde(default)]
     #[schema(pattern = "^(local|external)$")]
     pub route: Option<String>,
@@ -266,9 +266,9 @@ pub fn facts(
                 bounds::key(field, value).map_err(ApiError::Validation)?;
             }
         }
-        let route = match provenance.route.as_deref() {
-            None | Some("local") => Route::Local,
-            Some("external") => Route::External,
+        let locality = match provenance.route.as_deref() {
+            None | Some("local") => Locality::Local,
+            Some("external") => Locality::External,
             Some(_) => {
                 return Err(ApiError::invalid(
                     "provenance.route",
@@ -280,8 +280,8 @@ pub fn facts(
             Provenance {
                 provider: provenance.provider.clone().unwrap_or_default(),
                 model: provenance.model.clone().unwrap_or_default(),
-                // Informational: the claim's route is recorded (store::attempts).
-                route,
+                // Informational: the claim's locality is recorded (store::attempts).
+                locality,
                 route_name: provenance.route_name.clone().unwrap_or_default(),
                 response_model: provenance.response_model.clone(),
                 system_fingerprint: provenance.system_fingerprint.clone(),

@@ -6,7 +6,7 @@ use tracing::Instrument as _;
 
 use crate::service::Success;
 use crate::task::attempt::{Facts, Provenance, Usage};
-use crate::task::{Route, TaskType};
+use crate::task::{Locality, TaskType};
 use crate::telemetry::GenAiCall;
 
 use super::super::handler::{Handler, HandlerError, TaskContext};
@@ -18,7 +18,7 @@ use std::time::Duration;
 pub struct Http {
     client: reqwest::Client,
     url: String,
-    route: Route,
+    locality: Locality,
 }
 
 impl Http {
@@ -34,7 +34,7 @@ impl Http {
         Ok(Http {
             client,
             url,
-            route: task_type.route,
+            locality: task_type.locality,
         })
     }
 }
@@ -159,7 +159,7 @@ impl Http {
         let provenance = Provenance {
             provider,
             model,
-            route: self.route,
+            locality: self.locality,
             route_name: String::new(),
             response_model: None,
             system_fingerprint: None,

@@ -1,5 +1,5 @@
-//! The `openai` executor: one attempt tries the type's routes of the worker's route
-//! kind in order (`POST {base_url}/chat/completions` with the route's model), skipping
+//! The `openai` executor: one attempt tries the type's routes of the worker's locality
+//! in order (`POST {base_url}/chat/completions` with the route's model), skipping
 //! routes whose circuit is open, until one answers. What ends the attempt:
 //!
 //! - a success, or a permanent answer (quota, another 4xx): at once;
@@ -101,7 +101,7 @@ impl Handler for Openai {
     async fn run(&self, ctx: TaskContext) -> Result<Success, HandlerError> {
         let timeout = Duration::from_secs(ctx.task.attempt_timeout_seconds.max(1) as u64);
         let deadline = Instant::now() + timeout - margin(timeout);
-        let kind = ctx.route();
+        let kind = ctx.locality();
         let mut last: Option<Failure> = None;
         let mut reopens: Option<chrono::DateTime<chrono::Utc>> = None;
         let mut open: Vec<&str> = Vec::new();
@@ -112,7 +112,7 @@ impl Handler for Openai {
             .tasklane
             .live_output()
             .map(|output| output.open(ctx.task.id, ctx.task.attempt));
-        for route in self.routes.iter().filter(|r| r.spec.route == kind) {
+        for route in self.routes.iter().filter(|r| r.spec.locality == kind) {
             tried += 1;
             let spec = CircuitSpec {
                 route_name: &route.spec.name,
@@ -143,7 +143,7 @@ impl Handler for Openai {
             ctx.set_provenance(Provenance {
                 provider: route.spec.provider.clone(),
                 model: route.spec.model.clone(),
-                route: route.spec.route,
+                locality: route.spec.locality,
                 route_name: route.spec.name.clone(),
                 response_model: None,
                 system_fingerprint: None,

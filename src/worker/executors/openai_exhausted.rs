@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::openai_answer::{self, Failure};
-use crate::task::{codes, Privacy, Route, TaskType};
+use crate::task::{codes, Locality, Privacy, TaskType};
 
 use super::super::handler::{HandlerError, TaskContext};
 
@@ -21,7 +21,7 @@ pub(super) struct Open<'a> {
 pub(super) fn exhausted(
     task_type: &TaskType,
     ctx: &TaskContext,
-    kind: Route,
+    kind: Locality,
     tried: usize,
     last: Option<Failure>,
     open: Open<'_>,
@@ -48,7 +48,7 @@ pub(super) fn exhausted(
             (codes::CIRCUIT_OPEN, message, wait)
         }
     };
-    let fallback_exists = kind == Route::Local && task_type.has_route(Route::External);
+    let fallback_exists = kind == Locality::Local && task_type.has_routes(Locality::External);
     if fallback_exists && ctx.task.privacy == Privacy::ExternalAllowed {
         return HandlerError::Fallback {
             reason: format!("[{code}] {message}"),

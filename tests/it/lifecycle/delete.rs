@@ -12,9 +12,9 @@ use tasklane::task::lease::Beat;
 
 use tasklane::store::lifecycle;
 use tasklane::store::SubmitError;
-use tasklane::task::outcome::Report;
-use tasklane::task::outcome::Success;
-use tasklane::task::{Executor, Route, TaskType};
+use tasklane::task::settlement::Report;
+use tasklane::task::settlement::Success;
+use tasklane::task::{Executor, Locality, TaskType};
 use tasklane::worker::{Handler, HandlerError, TaskContext, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -327,7 +327,7 @@ async fn an_in_process_worker_stops_at_its_next_heartbeat_after_deletion() {
     let config = WorkerConfig {
         worker_id: "w".into(),
         replica_id: uuid::Uuid::now_v7(),
-        route: Route::Local,
+        locality: Locality::Local,
         concurrency: 1,
         claim_batch: 1,
         poll_interval: Duration::from_millis(50),

@@ -11,8 +11,8 @@ use tasklane::task::lease::Beat;
 
 use tasklane::store::lifecycle;
 use tasklane::store::SubmitError;
-use tasklane::task::outcome::Success;
 use tasklane::task::record::SubmitOutcome;
+use tasklane::task::settlement::Success;
 use tasklane::task::TaskState;
 use tokio::sync::Notify;
 use uuid::Uuid;

@@ -6,7 +6,7 @@ use tasklane::store::lease;
 use tasklane::task::lease::Beat;
 
 use tasklane::store::lifecycle;
-use tasklane::task::outcome::Success;
+use tasklane::task::settlement::Success;
 use tasklane::task::TaskState;
 
 use super::support::*;

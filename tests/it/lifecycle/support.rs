@@ -4,8 +4,8 @@
 use tasklane::service::ServiceError;
 use tasklane::store::lease;
 use tasklane::store::SubmitError;
-use tasklane::task::outcome::Success;
 use tasklane::task::record::{Submitted, TaskRecord};
+use tasklane::task::settlement::Success;
 use tokio_postgres::Client;
 use uuid::Uuid;
 

@@ -16,7 +16,7 @@ const NOT_PREPARED: &[(&str, &str)] = &[
          lifecycle_*.sql statements that call them are prepared",
     ),
     (
-        "load_vacuum.sql",
+        "load/vacuum.sql",
         "two VACUUM ANALYZE statements sent as one simple-query batch (VACUUM refuses a \
          transaction); a utility statement is not planned, so preparing it would check nothing",
     ),

@@ -9,9 +9,9 @@ use common::fixtures::*;
 use tasklane::store::lease;
 use tasklane::store::recover::{self, Lost};
 use tasklane::store::webhooks;
-use tasklane::task::outcome::Report;
-use tasklane::task::outcome::Success;
 use tasklane::task::owner::Owner;
+use tasklane::task::settlement::Report;
+use tasklane::task::settlement::Success;
 use tasklane::task::{Privacy, RestartPolicy, TaskState};
 use tokio_postgres::Client;
 use uuid::Uuid;
@@ -77,7 +77,7 @@ async fn every_terminal_path_notifies_each_subscribed_endpoint_once() {
     // A batch of completions (group commit).
     let t = submit(&c, "grouped", serde_json::json!({})).await;
     let claimed = claim_one(&c).await;
-    let batch = [tasklane::task::outcome::Completion {
+    let batch = [tasklane::task::settlement::Completion {
         id: claimed.id,
         lease_token: claimed.lease_token,
         success: Success::default(),

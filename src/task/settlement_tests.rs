@@ -1,4 +1,4 @@
-//! The settlement rules of `outcome`, one report at a time.
+//! The settlement rules of `settlement`, one report at a time.
 
 use super::*;
 
@@ -8,7 +8,7 @@ fn running(attempt: u32, max_attempts: u32) -> Leased {
         attempt,
         max_attempts,
         privacy: Privacy::LocalOnly,
-        route: Route::Local,
+        locality: Locality::Local,
         circuit_waited: Duration::ZERO,
     }
 }
@@ -130,7 +130,7 @@ fn fallback_needs_external_consent_and_a_local_route() {
     allowed.privacy = Privacy::ExternalAllowed;
     let s = settle(allowed, fallback(), rules(&Backoff::default())).unwrap();
     assert_eq!(s.state, TaskState::WaitingForExternalFallback);
-    allowed.route = Route::External;
+    allowed.locality = Locality::External;
     let s = settle(allowed, fallback(), rules(&Backoff::default())).unwrap();
     assert_eq!(s.state, TaskState::Failed);
 }

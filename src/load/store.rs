@@ -1,12 +1,14 @@
-//! Statements of the load generator and the benchmarks: bulk enqueue and history, the
-//! checks and clocks a drain is measured by. Not used by a serving replica.
+//! Statements of the load generator and the benchmarks (`sql/load/`): bulk enqueue and
+//! history, the checks and clocks a drain is measured by, WAL and session counters.
+//! Production never runs these: no role of `tasklane serve` calls them, only `tasklane
+//! load`, the benches and their tests. They sit here, apart from `store`, so that a
+//! reader of `store` and of `sql/` sees only what a serving replica sends; they still go
+//! through the store's door ([`Statements`]) like every statement.
 
-use crate::store::Statements;
+use crate::store::{DbError, Statements};
 use chrono::{DateTime, Utc};
 use tokio_postgres::{Client, GenericClient};
 use uuid::Uuid;
-
-use super::DbError;
 
 /// Queues `count` tasks of `task_type` for `app` in one statement (keys
 /// `<prefix><n>`; 3 attempts, 30 s lease, 300 s timeout), in the caller's transaction
@@ -21,7 +23,7 @@ pub async fn enqueue<C: GenericClient + Sync>(
 ) -> Result<(), DbError> {
     client
         .run(
-            include_str!("../../sql/load_enqueue.sql"),
+            include_str!("../../sql/load/enqueue.sql"),
             &[
                 &task_type, &count, &app, &prefix, input, &3i32, &30i32, &300i32,
             ],
@@ -39,7 +41,7 @@ pub async fn add_history(
 ) -> Result<(), DbError> {
     client
         .run(
-            include_str!("../../sql/load_history.sql"),
+            include_str!("../../sql/load/history.sql"),
             &[&count, &app, &prefix],
         )
         .await?;
@@ -49,14 +51,14 @@ pub async fn add_history(
 /// VACUUM ANALYZE of the tables history grows (outside any transaction).
 pub async fn vacuum(client: &Client) -> Result<(), DbError> {
     client
-        .batch_execute(include_str!("../../sql/load_vacuum.sql"))
+        .batch_execute(include_str!("../../sql/load/vacuum.sql"))
         .await
 }
 
 /// ANALYZE of the tasks table, counting the caller's uncommitted rows.
 pub async fn analyze_tasks<C: GenericClient + Sync>(client: &C) -> Result<(), DbError> {
     client
-        .run(include_str!("../../sql/load_analyze.sql"), &[])
+        .run(include_str!("../../sql/load/analyze.sql"), &[])
         .await?;
     Ok(())
 }
@@ -64,7 +66,7 @@ pub async fn analyze_tasks<C: GenericClient + Sync>(client: &C) -> Result<(), Db
 /// Tasks of `app` and how many of them are not exactly queued → running → succeeded.
 pub async fn verify(client: &Client, app: &str) -> Result<(i64, i64), DbError> {
     let row = client
-        .row(include_str!("../../sql/load_verify.sql"), &[&app])
+        .row(include_str!("../../sql/load/verify.sql"), &[&app])
         .await?;
     Ok((row.try_get("tasks")?, row.try_get("broken")?))
 }
@@ -75,7 +77,7 @@ pub async fn progress(
     app: &str,
 ) -> Result<(i64, i64, i64, Option<DateTime<Utc>>), DbError> {
     let row = client
-        .row(include_str!("../../sql/load_progress.sql"), &[&app])
+        .row(include_str!("../../sql/load/progress.sql"), &[&app])
         .await?;
     Ok((
         row.try_get("finished")?,
@@ -88,7 +90,7 @@ pub async fn progress(
 /// Whether `app` still has unfinished tasks.
 pub async fn pending(client: &Client, app: &str) -> Result<bool, DbError> {
     client
-        .row(include_str!("../../sql/load_pending.sql"), &[&app])
+        .row(include_str!("../../sql/load/pending.sql"), &[&app])
         .await?
         .try_get(0)
 }
@@ -96,7 +98,7 @@ pub async fn pending(client: &Client, app: &str) -> Result<bool, DbError> {
 /// How many of `ids` have not finished.
 pub async fn open_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError> {
     client
-        .row(include_str!("../../sql/load_open.sql"), &[&ids])
+        .row(include_str!("../../sql/load/open.sql"), &[&ids])
         .await?
         .try_get(0)
 }
@@ -104,7 +106,7 @@ pub async fn open_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError> {
 /// How many of `ids` finished in a state other than succeeded.
 pub async fn failed_count(client: &Client, ids: &[Uuid]) -> Result<i64, DbError> {
     client
-        .row(include_str!("../../sql/load_failed.sql"), &[&ids])
+        .row(include_str!("../../sql/load/failed.sql"), &[&ids])
         .await?
         .try_get(0)
 }
@@ -121,7 +123,7 @@ pub struct Timing {
 /// The [`Timing`] of each of `ids`.
 pub async fn timings(client: &Client, ids: &[Uuid]) -> Result<Vec<Timing>, DbError> {
     let rows = client
-        .rows(include_str!("../../sql/load_timings.sql"), &[&ids])
+        .rows(include_str!("../../sql/load/timings.sql"), &[&ids])
         .await?;
     rows.iter()
         .map(|row| {
@@ -138,7 +140,7 @@ pub async fn timings(client: &Client, ids: &[Uuid]) -> Result<Vec<Timing>, DbErr
 /// The database's clock now.
 pub async fn clock(client: &Client) -> Result<DateTime<Utc>, DbError> {
     client
-        .row(include_str!("../../sql/load_clock.sql"), &[])
+        .row(include_str!("../../sql/load/clock.sql"), &[])
         .await?
         .try_get(0)
 }
@@ -146,7 +148,7 @@ pub async fn clock(client: &Client) -> Result<DateTime<Utc>, DbError> {
 /// Process ids of the other backends connected to this database.
 pub async fn backend_pids(client: &Client) -> Result<Vec<i32>, DbError> {
     let rows = client
-        .rows(include_str!("../../sql/load_backends.sql"), &[])
+        .rows(include_str!("../../sql/load/backends.sql"), &[])
         .await?;
     rows.iter().map(|row| row.try_get(0)).collect()
 }
@@ -155,7 +157,7 @@ pub async fn backend_pids(client: &Client) -> Result<Vec<i32>, DbError> {
 /// retry, a second claim); events of their own, such as progress, are allowed.
 pub async fn reclaimed(client: &Client, app: &str) -> Result<i64, DbError> {
     client
-        .row(include_str!("../../sql/load_reclaimed.sql"), &[&app])
+        .row(include_str!("../../sql/load/reclaimed.sql"), &[&app])
         .await?
         .try_get(0)
 }
@@ -163,7 +165,7 @@ pub async fn reclaimed(client: &Client, app: &str) -> Result<i64, DbError> {
 /// Transactions committed and rolled back in this database so far.
 pub async fn transactions(client: &Client) -> Result<i64, DbError> {
     client
-        .row(include_str!("../../sql/load_transactions.sql"), &[])
+        .row(include_str!("../../sql/load/transactions.sql"), &[])
         .await?
         .try_get(0)
 }
@@ -171,7 +173,7 @@ pub async fn transactions(client: &Client) -> Result<i64, DbError> {
 /// How many replicas are registered.
 pub async fn replica_count(client: &Client) -> Result<i64, DbError> {
     client
-        .row(include_str!("../../sql/load_replicas.sql"), &[])
+        .row(include_str!("../../sql/load/replicas.sql"), &[])
         .await?
         .try_get(0)
 }
@@ -190,7 +192,7 @@ pub struct WebhookProgress {
 /// Reads [`WebhookProgress`] of `app`.
 pub async fn webhook_progress(client: &Client, app: &str) -> Result<WebhookProgress, DbError> {
     let row = client
-        .row(include_str!("../../sql/load_webhooks.sql"), &[&app])
+        .row(include_str!("../../sql/load/webhooks.sql"), &[&app])
         .await?;
     Ok(WebhookProgress {
         delivered: row.try_get("delivered")?,
@@ -201,10 +203,10 @@ pub async fn webhook_progress(client: &Client, app: &str) -> Result<WebhookProgr
 }
 
 /// The WAL position and the cumulative WAL and commit counters (see
-/// `sql/load_wal.sql`): (position in bytes, records, full-page images, flushes, commits).
+/// `sql/load/wal.sql`): (position in bytes, records, full-page images, flushes, commits).
 pub async fn wal_counters(client: &Client) -> Result<(f64, i64, i64, i64, i64), DbError> {
     let row = client
-        .row(include_str!("../../sql/load_wal.sql"), &[])
+        .row(include_str!("../../sql/load/wal.sql"), &[])
         .await?;
     Ok((row.get(0), row.get(1), row.get(2), row.get(3), row.get(4)))
 }
@@ -212,7 +214,7 @@ pub async fn wal_counters(client: &Client) -> Result<(f64, i64, i64, i64, i64), 
 /// Other client sessions on this database now.
 pub async fn other_sessions(client: &Client) -> Result<i64, DbError> {
     let row = client
-        .row(include_str!("../../sql/load_sessions.sql"), &[])
+        .row(include_str!("../../sql/load/sessions.sql"), &[])
         .await?;
     Ok(row.get(0))
 }
@@ -224,7 +226,7 @@ pub async fn checkpoint(client: &Client) -> Result<(), DbError> {
     Ok(())
 }
 
-/// One tasklane table's size and upkeep (see `sql/load_relations.sql`).
+/// One tasklane table's size and upkeep (see `sql/load/relations.sql`).
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Relation {
     pub name: String,
@@ -249,7 +251,7 @@ impl Relation {
 /// Every tasklane table, by name.
 pub async fn relations(client: &Client) -> Result<Vec<Relation>, DbError> {
     let rows = client
-        .rows(include_str!("../../sql/load_relations.sql"), &[])
+        .rows(include_str!("../../sql/load/relations.sql"), &[])
         .await?;
     rows.iter()
         .map(|row| {
@@ -271,7 +273,7 @@ pub async fn relations(client: &Client) -> Result<Vec<Relation>, DbError> {
 /// Tasks not finished yet, of every app.
 pub async fn unfinished(client: &Client) -> Result<i64, DbError> {
     let row = client
-        .row(include_str!("../../sql/load_backlog.sql"), &[])
+        .row(include_str!("../../sql/load/backlog.sql"), &[])
         .await?;
-    Ok(row.try_get("unfinished")?)
+    row.try_get("unfinished")
 }
