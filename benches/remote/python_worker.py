@@ -26,11 +26,25 @@ def main() -> None:
         threading.setprofile(profiled)
     client = tasklane.Tasklane(url, token)
     worker = tasklane.Worker(client, ["remote"], lambda ctx: {}, concurrency=concurrency, wait_seconds=1)
+    sizes = []
+    if __import__("os").environ.get("TASKLANE_BENCH_TRACE"):
+        claim = worker._claim
+
+        def traced(free):
+            claimed = claim(free)
+            sizes.append((free, len(claimed.tasks)))
+            return claimed
+
+        worker._claim = traced
     worker.start()
     print("ready", flush=True)
     sys.stdin.read()
     worker.stop(timeout=10)
     client.close()
+    busy = [s for s in sizes if s[1]]
+    if busy:
+        print(f"claims with tasks: {len(busy)}, mean max {sum(f for f, _ in busy) / len(busy):.1f}, "
+              f"mean claimed {sum(n for _, n in busy) / len(busy):.1f}", file=sys.stderr)
     if profile_to:
         import pstats
 
