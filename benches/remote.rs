@@ -99,7 +99,10 @@ async fn main() -> anyhow::Result<()> {
         }
         if wanted("output") {
             let figures = output::measure(&bench, shape).await?;
-            println!("run {run}: {} streams of {} chunks: {figures}", shape.streams, shape.chunks);
+            println!(
+                "run {run}: {} streams of {} chunks: {figures}",
+                shape.streams, shape.chunks
+            );
             rounds.output.push(figures);
         }
         println!("run {run}: done, load {}", common::load_average());
@@ -109,9 +112,13 @@ async fn main() -> anyhow::Result<()> {
         let seconds: u64 = env_or("BENCH_HEARTBEAT_SECONDS", 60);
         let (idle, beating, every) = heartbeats::measure(&bench, in_flight, seconds).await?;
         println!("idle replica, nothing in flight: {idle}");
-        println!("{in_flight} remote tasks in flight, batched heartbeats every {every:.1} s: {beating}");
+        println!(
+            "{in_flight} remote tasks in flight, batched heartbeats every {every:.1} s: {beating}"
+        );
         println!("load {}", common::load_average());
-        Some(serde_json::json!({"in_flight": in_flight, "every_seconds": every, "idle": idle, "beating": beating}))
+        Some(
+            serde_json::json!({"in_flight": in_flight, "every_seconds": every, "idle": idle, "beating": beating}),
+        )
     } else {
         None
     };
@@ -149,7 +156,10 @@ fn summarize(rounds: &Rounds) {
         println!();
         println!("| drain | tasks/s (median; rounds) | PostgreSQL CPU ms a task | WAL B a task | commits / 1,000 tasks |");
         println!("|---|---|---|---|---|");
-        for (name, figures) in [("in-process", &rounds.in_process), ("remote, HTTP workers", &rounds.remote)] {
+        for (name, figures) in [
+            ("in-process", &rounds.in_process),
+            ("remote, HTTP workers", &rounds.remote),
+        ] {
             let pick = |f: fn(&drain::Figures) -> f64| figures.iter().map(f).collect::<Vec<_>>();
             let rate = pick(|f| f.tasks_per_second);
             println!(
@@ -163,7 +173,12 @@ fn summarize(rounds: &Rounds) {
             );
         }
         let ratio = |f: fn(&drain::Figures) -> f64| -> Vec<f64> {
-            rounds.remote.iter().zip(&rounds.in_process).map(|(r, i)| f(r) / f(i)).collect()
+            rounds
+                .remote
+                .iter()
+                .zip(&rounds.in_process)
+                .map(|(r, i)| f(r) / f(i))
+                .collect()
         };
         let rate = ratio(|f| f.tasks_per_second);
         let cpu = ratio(|f| f.postgres_cpu_ms_per_task);
@@ -177,7 +192,11 @@ fn summarize(rounds: &Rounds) {
     }
     if !rounds.python.is_empty() {
         let rate: Vec<f64> = rounds.python.iter().map(|f| f.tasks_per_second).collect();
-        let cpu: Vec<f64> = rounds.python.iter().map(|f| f.worker_cpu_ms_per_task).collect();
+        let cpu: Vec<f64> = rounds
+            .python
+            .iter()
+            .map(|f| f.worker_cpu_ms_per_task)
+            .collect();
         println!();
         println!(
             "one Python worker: median {:.0} tasks/s ({}), its CPU ms a task {}",
@@ -193,6 +212,8 @@ fn summarize(rounds: &Rounds) {
         for key in [
             "latency_p50_ms",
             "latency_p99_ms",
+            "write_request_p50_ms",
+            "write_request_p99_ms",
             "chunks_seen",
             "writes_per_second",
             "commits_per_attempt",
@@ -201,7 +222,11 @@ fn summarize(rounds: &Rounds) {
             "wal_bytes_per_chunk_while_streaming",
             "task_output_writes_per_attempt",
         ] {
-            let values: Vec<String> = rounds.output.iter().map(|r| format!("{:.3}", r[key].as_f64().unwrap_or(f64::NAN))).collect();
+            let values: Vec<String> = rounds
+                .output
+                .iter()
+                .map(|r| format!("{:.3}", r[key].as_f64().unwrap_or(f64::NAN)))
+                .collect();
             println!("| {key} | {} |", values.join(", "));
         }
     }

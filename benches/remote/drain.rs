@@ -92,7 +92,10 @@ pub async fn remote(bench: &common::Bench, tasks: i64, workers: usize) -> anyhow
         fleet.stop();
         let wal = drained.finish_wal(&client).await?;
         checked(&drained)?;
-        anyhow::ensure!(completed == tasks as u64, "the workers completed {completed} of {tasks}");
+        anyhow::ensure!(
+            completed == tasks as u64,
+            "the workers completed {completed} of {tasks}"
+        );
         Ok(Figures::of(&drained, wal))
     }
     .await;

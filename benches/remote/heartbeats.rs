@@ -53,7 +53,10 @@ pub async fn measure(
     let (name, url) = bench.fresh_db().await?;
     let outcome = async {
         let client = common::connect(&url).await?;
-        let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await?.get(0);
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await?
+            .get(0);
         let mut spec = bench.fleet(&url, 1, &common::serve_args());
         spec.http_base_port = Some(common::free_ports(1)?);
         let fleet = Fleet::start(&spec, &client).await?;
@@ -61,12 +64,20 @@ pub async fn measure(
         let worker = RemoteWorker::new(&spec.http_urls()[0], &token, "bench-beats", &["remote"])?;
         let length = Duration::from_secs(seconds);
         let idle = stretch(&client, pid, length, || async { Ok((0, 0, 0)) }).await?;
-        drain::enqueue(&client, "beats", "remote", in_flight, &serde_json::json!({})).await?;
+        drain::enqueue(
+            &client,
+            "beats",
+            "remote",
+            in_flight,
+            &serde_json::json!({}),
+        )
+        .await?;
         let mut leases: Vec<Lease> = Vec::new();
         while (leases.len() as i64) < in_flight {
             leases.extend(worker.claim(MAX_CLAIM, 5).await?);
         }
-        let now: chrono::DateTime<chrono::Utc> = client.query_one("SELECT now()", &[]).await?.get(0);
+        let now: chrono::DateTime<chrono::Utc> =
+            client.query_one("SELECT now()", &[]).await?.get(0);
         let lease = leases
             .iter()
             .map(|l| (l.lease_expires_at - now).num_milliseconds())

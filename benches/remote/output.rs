@@ -49,7 +49,15 @@ pub async fn measure(bench: &common::Bench, shape: Shape) -> anyhow::Result<serd
         let fleet_b = Fleet::start(&b, &client).await?;
         let work = common::create_token(&bench.bin, &url, "stream", "work")?;
         let read = common::create_token(&bench.bin, &url, "stream", "read")?;
-        let figures = streams(&client, &a.http_urls()[0], &b.http_urls()[0], &work, &read, shape).await;
+        let figures = streams(
+            &client,
+            &a.http_urls()[0],
+            &b.http_urls()[0],
+            &work,
+            &read,
+            shape,
+        )
+        .await;
         fleet_a.stop();
         fleet_b.stop();
         figures
@@ -69,7 +77,14 @@ async fn streams(
 ) -> anyhow::Result<serde_json::Value> {
     let all_start = Counters::start(client).await?;
     let output_writes_before = output_writes(client).await?;
-    tasklane::load::drain::enqueue(client, "stream", "remote", shape.streams, &serde_json::json!({})).await?;
+    tasklane::load::drain::enqueue(
+        client,
+        "stream",
+        "remote",
+        shape.streams,
+        &serde_json::json!({}),
+    )
+    .await?;
     let worker = RemoteWorker::new(a, work, "bench-stream", &["remote"])?;
     let mut leases: Vec<Lease> = Vec::new();
     while (leases.len() as i64) < shape.streams {
@@ -97,23 +112,33 @@ async fn streams(
         writers.spawn(async move {
             let every = Duration::from_millis(shape.chunk_ms);
             let begin = tokio::time::Instant::now();
+            let mut answered = Vec::with_capacity(shape.chunks);
             for n in 0..shape.chunks {
                 tokio::time::sleep_until(begin + every * n as u32).await;
-                let stamp = format!("{:0width$};", now_micros(), width = STAMP_DIGITS);
+                let sent = now_micros();
+                let stamp = format!("{sent:0width$};", width = STAMP_DIGITS);
                 worker.write_output(&lease, &stamp).await?;
+                answered.push(now_micros() - sent);
             }
-            anyhow::Ok(())
+            anyhow::Ok(answered)
         });
     }
+    // How long each write's request took, to tell it apart from the publishing.
+    let mut requests = Vec::new();
     while let Some(written) = writers.join_next().await {
-        written??;
+        requests.extend(written??);
     }
+    requests.sort_unstable();
     let stream_seconds = started.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let chunks = shape.streams * shape.chunks as i64;
     let while_streaming = stream_start.used_until(&Counters::read(client).await?, chunks);
     let completed = worker.complete(&leases, &serde_json::json!({})).await?;
-    anyhow::ensure!(completed == leases.len(), "{completed} of {} completed", leases.len());
+    anyhow::ensure!(
+        completed == leases.len(),
+        "{completed} of {} completed",
+        leases.len()
+    );
     let mut latencies = Vec::new();
     for observer in observers {
         latencies.extend(observer.await??);
@@ -122,15 +147,17 @@ async fn streams(
     let whole = all_start.used_until(&Counters::read(client).await?, shape.streams);
     let output_writes = output_writes(client).await? - output_writes_before;
     latencies.sort_unstable();
-    let pct = |p: f64| {
-        latencies
-            .get(((latencies.len() as f64 - 1.0) * p).round() as usize)
+    let pct = |sorted: &[u128], p: f64| {
+        sorted
+            .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
             .map(|us| *us as f64 / 1000.0)
             .unwrap_or(f64::NAN)
     };
     Ok(serde_json::json!({
-        "latency_p50_ms": pct(0.50),
-        "latency_p99_ms": pct(0.99),
+        "latency_p50_ms": pct(&latencies, 0.50),
+        "latency_p99_ms": pct(&latencies, 0.99),
+        "write_request_p50_ms": pct(&requests, 0.50),
+        "write_request_p99_ms": pct(&requests, 0.99),
         "chunks_seen": latencies.len(),
         "chunks_expected": chunks,
         "writes_per_second": chunks as f64 / stream_seconds,
@@ -145,7 +172,9 @@ async fn streams(
 
 /// Rows written to `tasklane.task_output` (inserted, updated, deleted) so far.
 async fn output_writes(client: &tokio_postgres::Client) -> anyhow::Result<i64> {
-    client.execute("SELECT pg_stat_clear_snapshot()", &[]).await?;
+    client
+        .execute("SELECT pg_stat_clear_snapshot()", &[])
+        .await?;
     Ok(client
         .query_one(
             "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint \

@@ -47,7 +47,10 @@ pub fn python() -> anyhow::Result<PathBuf> {
         .stderr(Stdio::inherit())
         .output()
         .context("run scripts/lib/clients-venv.sh")?;
-    anyhow::ensure!(output.status.success(), "the clients venv could not be installed");
+    anyhow::ensure!(
+        output.status.success(),
+        "the clients venv could not be installed"
+    );
     let venv = String::from_utf8(output.stdout)?.trim().to_owned();
     Ok(PathBuf::from(venv).join("bin/python"))
 }
@@ -76,7 +79,10 @@ pub async fn drain(
             .context("start the Python worker")?;
         let mut ready = String::new();
         BufReader::new(worker.stdout.take().context("stdout")?).read_line(&mut ready)?;
-        anyhow::ensure!(ready.trim() == "ready", "the Python worker did not start: {ready:?}");
+        anyhow::ensure!(
+            ready.trim() == "ready",
+            "the Python worker did not start: {ready:?}"
+        );
         let backlog = drain::queue_of(&mut client, &fleet, "drain", "remote", tasks).await?;
         let cpu_before = fleet::cpu_seconds(worker.id()).unwrap_or(0.0);
         let drained = backlog.release(&mut client, &fleet).await;
@@ -87,7 +93,11 @@ pub async fn drain(
         fleet.stop();
         let drained = drained?;
         anyhow::ensure!(stopped.success(), "the Python worker ended with {stopped}");
-        anyhow::ensure!(drained.broken == 0, "{} tasks were not worked exactly once", drained.broken);
+        anyhow::ensure!(
+            drained.broken == 0,
+            "{} tasks were not worked exactly once",
+            drained.broken
+        );
         Ok(Figures {
             tasks_per_second: drained.tasks_per_second,
             worker_cpu_ms_per_task: cpu * 1000.0 / tasks as f64,

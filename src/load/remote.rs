@@ -69,7 +69,11 @@ impl RemoteWorker {
         })
     }
 
-    async fn post(&self, path: &str, body: &serde_json::Value) -> anyhow::Result<reqwest::Response> {
+    async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<reqwest::Response> {
         let response = self
             .http
             .post(format!("{}{path}", self.base))
@@ -110,7 +114,11 @@ impl RemoteWorker {
                 .map(|l| serde_json::json!({"id": l.id, "lease_token": l.lease_token, "result": result}))
                 .collect();
             let body = serde_json::json!({"worker_id": self.worker_id, "items": items});
-            let answers: Answers = self.post("/v1/worker/complete", &body).await?.json().await?;
+            let answers: Answers = self
+                .post("/v1/worker/complete", &body)
+                .await?
+                .json()
+                .await?;
             succeeded += answers
                 .items
                 .iter()
@@ -130,7 +138,11 @@ impl RemoteWorker {
                 .map(|l| serde_json::json!({"id": l.id, "lease_token": l.lease_token}))
                 .collect();
             let body = serde_json::json!({"worker_id": self.worker_id, "items": items});
-            let answers: Answers = self.post("/v1/worker/heartbeats", &body).await?.json().await?;
+            let answers: Answers = self
+                .post("/v1/worker/heartbeats", &body)
+                .await?
+                .json()
+                .await?;
             extended += answers.items.iter().filter(|a| a.status == "ok").count();
         }
         Ok(extended)
