@@ -93,7 +93,7 @@ pub async fn measure(
                 tokio::time::sleep_until((started + every * beat).into()).await;
                 beat += 1;
                 sent.0 += leases.len().div_ceil(500);
-                sent.1 += worker.heartbeat(&leases).await?;
+                sent.1 += worker.heartbeat(leases).await?;
                 sent.2 += leases.len();
             }
             Ok(sent)
