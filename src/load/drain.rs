@@ -32,6 +32,10 @@ pub struct Drained {
     /// backends of this database (where the cores went; only on the same machine).
     pub replica_cpu_ms_per_task: f64,
     pub postgres_cpu_ms_per_task: f64,
+    /// CPU ms per task of the whole PostgreSQL server (every backend, autovacuum,
+    /// checkpointer, WAL writer; reaped children included), from the checkpoint after
+    /// the backlog was queued to the drain's end; None where the server runs elsewhere.
+    pub postgres_server_cpu_ms_per_task: Option<f64>,
     /// WAL and commits per task, once [`Drained::finish_wal`] has read them.
     pub wal: Option<WalUse>,
     /// The counters at the drain's start (after the backlog was queued and a
@@ -118,8 +122,11 @@ pub async fn drain(
 /// read its own counters between the two, so they hold the drain and not the queueing.
 pub struct Backlog {
     app: String,
+    task_type: String,
     replica_cpu_before: f64,
     backends_before: Backends,
+    own_pid: i32,
+    server_cpu_before: Option<f64>,
     wal_start: Counters,
 }
 
@@ -131,21 +138,38 @@ pub async fn queue(
     app: &str,
     count: i64,
 ) -> anyhow::Result<Backlog> {
+    queue_of(client, fleet, app, "noop", count).await
+}
+
+/// [`queue`] of `count` tasks of `task_type` (one no worker has claimed yet: it is
+/// paused until the release).
+pub async fn queue_of(
+    client: &mut Client,
+    fleet: &Fleet,
+    app: &str,
+    task_type: &str,
+    count: i64,
+) -> anyhow::Result<Backlog> {
     let replica_cpu_before = fleet.total_cpu_seconds();
     let backends_before = Backends::read(client).await?;
     let tx = client.transaction().await?;
-    store::limits::set_paused(&tx, "noop", true).await?;
-    enqueue(&tx, app, "noop", count, &serde_json::json!({})).await?;
+    store::limits::set_paused(&tx, task_type, true).await?;
+    enqueue(&tx, app, task_type, count, &serde_json::json!({})).await?;
     // Statistics as autovacuum would have them within a minute (it counts our own
     // uncommitted rows): planned against an "empty" table, the claim sorts the whole
     // backlog instead of walking its index, a cost that grows with the backlog.
     super::store::analyze_tasks(&tx).await?;
     tx.commit().await?;
+    let wal_start = Counters::start(client).await?;
+    let own_pid = store::load_generator::own_pid(client).await?;
     Ok(Backlog {
         app: app.to_owned(),
+        task_type: task_type.to_owned(),
         replica_cpu_before,
         backends_before,
-        wal_start: Counters::start(client).await?,
+        own_pid,
+        server_cpu_before: super::cpu::server_seconds(own_pid),
+        wal_start,
     })
 }
 
@@ -155,7 +179,7 @@ impl Backlog {
     pub async fn release(self, client: &mut Client, fleet: &Fleet) -> anyhow::Result<Drained> {
         let app = self.app.as_str();
         let tx = client.transaction().await?;
-        store::limits::set_paused(&tx, "noop", false).await?;
+        store::limits::set_paused(&tx, &self.task_type, false).await?;
         store::notify::wake_replicas(&tx).await?;
         tx.commit().await?;
         let start: DateTime<Utc> = super::store::clock(client).await?;
@@ -169,6 +193,9 @@ impl Backlog {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let server_cpu = super::cpu::server_seconds(self.own_pid)
+            .zip(self.server_cpu_before)
+            .map(|(after, before)| after - before);
         let (_, _, _, last) = progress(client, app).await?;
         let last = last.context("finished tasks have finished_at")?;
         let replica_cpu = fleet.total_cpu_seconds() - self.replica_cpu_before;
@@ -186,6 +213,7 @@ impl Backlog {
             memory: fleet.memory(),
             replica_cpu_ms_per_task: replica_cpu * 1000.0 / tasks.max(1) as f64,
             postgres_cpu_ms_per_task: backend_cpu * 1000.0 / tasks.max(1) as f64,
+            postgres_server_cpu_ms_per_task: server_cpu.map(|s| s * 1000.0 / tasks.max(1) as f64),
             wal: None,
             wal_start: self.wal_start,
         })

@@ -153,6 +153,14 @@ pub async fn backend_pids(client: &Client) -> Result<Vec<i32>, DbError> {
     rows.iter().map(|row| row.try_get(0)).collect()
 }
 
+/// The process id of this session's backend.
+pub async fn own_pid(client: &Client) -> Result<i32, DbError> {
+    client
+        .row(include_str!("../../sql/load/backend_pid.sql"), &[])
+        .await?
+        .try_get(0)
+}
+
 /// Tasks of `app` that did not succeed on their first and only claim (a lost lease, a
 /// retry, a second claim); events of their own, such as progress, are allowed.
 pub async fn reclaimed(client: &Client, app: &str) -> Result<i64, DbError> {

@@ -69,8 +69,14 @@ impl Counters {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let end = Counters::read(client).await?;
+        Ok(self.used_until(&end, tasks))
+    }
+
+    /// What `tasks` tasks cost from `self` to `end`. Mid-run, the commit count lags by
+    /// what busy backends have not reported yet (up to a second of their work).
+    pub fn used_until(&self, end: &Counters, tasks: i64) -> WalUse {
         let per = |a: f64, b: f64| (b - a) / tasks.max(1) as f64;
-        Ok(WalUse {
+        WalUse {
             wal_bytes_per_task: per(self.position, end.position),
             wal_records_per_task: per(self.records as f64, end.records as f64),
             full_page_images_per_task: per(
@@ -79,7 +85,7 @@ impl Counters {
             ),
             flushes_per_1000_tasks: 1000.0 * per(self.flushes as f64, end.flushes as f64),
             commits_per_1000_tasks: 1000.0 * per(self.commits as f64, end.commits as f64),
-        })
+        }
     }
 }
 

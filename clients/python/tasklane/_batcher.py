@@ -38,7 +38,10 @@ BATCH = 500
 
 class Batcher:
     """Sends for the attempts of one worker; ``release`` is called once per attempt
-    when it is settled (or given up)."""
+    when its handler has finished (its settlement is queued): the worker's slot goes to
+    the next claim while the settlement is on its way, so a worker's claims and
+    completions overlap instead of taking turns. A worker holds at most its
+    concurrency in running handlers, plus the leases of settlements not yet answered."""
 
     def __init__(self, wire: Wire, worker_id: str, release: Callable[[], None]) -> None:
         self.wire = wire
@@ -84,6 +87,7 @@ class Batcher:
         with self._cond:
             self._settle.append((ctx, kind, value))
             self._cond.notify()
+        self._release()
 
     def running(self) -> int:
         with self._cond:
@@ -228,10 +232,8 @@ class Batcher:
 
     def _done(self, ctx: TaskContext) -> None:
         with self._cond:
-            if self._running.pop(ctx.id, None) is None:
-                return
-            self._cond.notify_all()
-        self._release()
+            if self._running.pop(ctx.id, None) is not None:
+                self._cond.notify_all()
 
     # -- heartbeats ------------------------------------------------------------------
 

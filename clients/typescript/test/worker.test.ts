@@ -94,10 +94,32 @@ test("writeOutput reaches an observer in order", { skip }, async () => {
 });
 
 test("stop cuts an idle claim short", { skip }, async () => {
+  // The claim's request is watched through fetch itself: once it is in flight, stop()
+  // must abort it (the fetch rejects with AbortError) and resolve without waiting out
+  // the 30 s long poll. Were the claim not aborted, stop() would wait for the poll to
+  // answer, and the claim's fetch would resolve instead of rejecting.
   const client = new Tasklane(env.url, env.token);
-  const worker = new Worker(client, ["py"], () => null, { waitSeconds: 30 }).start();
-  await new Promise((resolve) => setTimeout(resolve, 300)); // let the claim go out
-  const began = Date.now();
+  const realFetch = globalThis.fetch;
+  // The answer is wrapped: a promise resolved with a promise would wait for it.
+  let claimStarted!: (claim: { answer: Promise<Response> }) => void;
+  const claimed = new Promise<{ answer: Promise<Response> }>((resolve) => (claimStarted = resolve));
+  globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
+    const answer = realFetch(input, init);
+    if (String(input).endsWith("/v1/worker/claim")) {
+      // Settled here, so an early rejection is never reported as unhandled.
+      answer.catch(() => undefined);
+      claimStarted({ answer });
+    }
+    return answer;
+  };
+  let claim: { answer: Promise<Response> };
+  const worker = new Worker(client, ["py"], () => null, { waitSeconds: 30 });
+  try {
+    worker.start();
+    claim = await claimed;
+  } finally {
+    globalThis.fetch = realFetch;
+  }
   await worker.stop(60);
-  assert.ok(Date.now() - began < 15_000, "stop waited out the 30 s long poll");
+  await assert.rejects(claim.answer, (error: Error) => error.name === "AbortError");
 });
