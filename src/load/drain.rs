@@ -161,7 +161,7 @@ pub async fn queue_of(
     super::store::analyze_tasks(&tx).await?;
     tx.commit().await?;
     let wal_start = Counters::start(client).await?;
-    let own_pid = store::load_generator::own_pid(client).await?;
+    let own_pid = super::store::own_pid(client).await?;
     Ok(Backlog {
         app: app.to_owned(),
         task_type: task_type.to_owned(),
