@@ -25,9 +25,9 @@ use crate::telemetry::outage;
 
 /// Runs `pass` until `shutdown`, waiting `wait()` between passes (a fixed interval, or
 /// a cluster-wide one spread over the replicas: [`spread::Spread::wait`]), immediately
-/// again while it reports a full batch. Errors are logged here, where they are handled, and the loop goes on: a
-/// database that cannot be had once per outage (`telemetry::outage`), any other failure
-/// as a warning per pass.
+/// again while it reports a full batch. Errors are logged here, where they are handled,
+/// and the loop goes on: a database that cannot be had once per outage
+/// (`telemetry::outage`), any other failure as a warning per pass.
 pub(crate) async fn every<F, Fut>(
     name: &'static str,
     wait: impl Fn() -> Duration,
