@@ -19,7 +19,7 @@ class Provenance:
         model (None | str | Unset):
         provider (None | str | Unset):
         response_model (None | str | Unset): The model the provider says answered (often a dated snapshot of `model`).
-        route (None | str | Unset): `local` or `external`: the route of the worker that claimed the attempt.
+        route (None | str | Unset): `local` or `external`: the locality of the worker that claimed the attempt.
         route_name (None | str | Unset): The configured route's name.
         system_fingerprint (None | str | Unset): The provider's `system_fingerprint`, when it gave one.
     """

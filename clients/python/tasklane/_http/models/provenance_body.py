@@ -20,7 +20,7 @@ class ProvenanceBody:
         response_model (None | str | Unset): The model the provider says answered (an OpenAI-compatible answer's
             `model`,
             often a dated snapshot of the one asked for).
-        route (None | str | Unset): Informational (`local` or `external`): the route is the one the claim recorded.
+        route (None | str | Unset): Informational (`local` or `external`): the claim's locality is what is recorded.
         route_name (None | str | Unset): The configured route's name (it names its circuit breaker).
         system_fingerprint (None | str | Unset): The provider's `system_fingerprint`, when it gave one.
     """

@@ -116,7 +116,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: FallbackBody,
 ) -> Response[Problem | Settled]:
-    """Give the task up on the local route: it waits for an external worker if its privacy
+    """Give the task up locally: it waits for an external worker if its privacy
     allows, else it fails `no_fallback_allowed`.
 
     Args:
@@ -149,7 +149,7 @@ def sync(
     client: AuthenticatedClient,
     body: FallbackBody,
 ) -> Problem | Settled | None:
-    """Give the task up on the local route: it waits for an external worker if its privacy
+    """Give the task up locally: it waits for an external worker if its privacy
     allows, else it fails `no_fallback_allowed`.
 
     Args:
@@ -177,7 +177,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: FallbackBody,
 ) -> Response[Problem | Settled]:
-    """Give the task up on the local route: it waits for an external worker if its privacy
+    """Give the task up locally: it waits for an external worker if its privacy
     allows, else it fails `no_fallback_allowed`.
 
     Args:
@@ -208,7 +208,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: FallbackBody,
 ) -> Problem | Settled | None:
-    """Give the task up on the local route: it waits for an external worker if its privacy
+    """Give the task up locally: it waits for an external worker if its privacy
     allows, else it fails `no_fallback_allowed`.
 
     Args:
