@@ -684,7 +684,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Give the task up on the local route: it waits for an external worker if its privacy
+         * Give the task up locally: it waits for an external worker if its privacy
          *     allows, else it fails `no_fallback_allowed`.
          */
         post: operations["fallback_task"];
@@ -1390,7 +1390,7 @@ export interface components {
             provider?: string | null;
             /** @description The model the provider says answered (often a dated snapshot of `model`). */
             response_model?: string | null;
-            /** @description `local` or `external`: the route of the worker that claimed the attempt. */
+            /** @description `local` or `external`: the locality of the worker that claimed the attempt. */
             route?: string | null;
             /** @description The configured route's name. */
             route_name?: string | null;
@@ -1406,7 +1406,7 @@ export interface components {
              *     often a dated snapshot of the one asked for).
              */
             response_model?: string | null;
-            /** @description Informational (`local` or `external`): the route is the one the claim recorded. */
+            /** @description Informational (`local` or `external`): the claim's locality is what is recorded. */
             route?: string | null;
             /** @description The configured route's name (it names its circuit breaker). */
             route_name?: string | null;
