@@ -49,10 +49,14 @@ async fn a_black_holed_replica_turns_unready_its_tasks_are_recovered_and_it_rejo
     let direct_api = direct.api(&token);
     let client = db.client().await;
 
+    // Submitted through the replica about to be cut: a replica wakes its own idle claim
+    // loop for what it submits and nobody else's, so these run there (submitted through
+    // the other replica, that one would take them all and the cut would hold none).
+    let cut_api = cut.api(&token);
     let mut ids = Vec::new();
     for n in 0..TASKS {
         let input = json!({"input": {"ms": 3000, "steps": 3}});
-        let answer = direct_api
+        let answer = cut_api
             .submit("slow", "s", &format!("k{n}"), input)
             .await;
         assert_eq!(answer.status, 202, "{:?}", answer.body);
@@ -165,7 +169,6 @@ async fn a_black_holed_replica_turns_unready_its_tasks_are_recovered_and_it_rejo
     // With the other replica gone, the healed one finishes tasks on its own.
     direct.terminate();
     direct.wait_exit(WITHIN).await;
-    let cut_api = cut.api(&token);
     let mut after = Vec::new();
     for n in 0..4 {
         let input = json!({"input": {"ms": 10}});
