@@ -56,9 +56,7 @@ async fn a_black_holed_replica_turns_unready_its_tasks_are_recovered_and_it_rejo
     let mut ids = Vec::new();
     for n in 0..TASKS {
         let input = json!({"input": {"ms": 3000, "steps": 3}});
-        let answer = cut_api
-            .submit("slow", "s", &format!("k{n}"), input)
-            .await;
+        let answer = cut_api.submit("slow", "s", &format!("k{n}"), input).await;
         assert_eq!(answer.status, 202, "{:?}", answer.body);
         ids.push(answer.body["id"].as_str().unwrap().to_owned());
     }
