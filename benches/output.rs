@@ -14,10 +14,10 @@
 
 mod common;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tasklane::load::fleet::Fleet;
-use tasklane::mockllm::{MockLlm, Reply, STAMP_DIGITS};
+use tasklane::mockllm::{MockLlm, Reply};
 
 const APP: &str = "output";
 const MODEL: &str = "stream-model";
@@ -27,13 +27,6 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn now_micros() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_micros()
 }
 
 #[tokio::main]
@@ -205,34 +198,11 @@ async fn follow(
     token: &str,
     id: &str,
 ) -> anyhow::Result<Vec<u128>> {
-    let mut response = http
+    let response = http
         .get(format!("{base}/v1/tasks/{id}/output"))
         .bearer_auth(token)
         .send()
         .await?
         .error_for_status()?;
-    let mut buffer = String::new();
-    let mut latencies = Vec::new();
-    while let Some(bytes) = response.chunk().await? {
-        let arrived = now_micros();
-        buffer.push_str(&String::from_utf8_lossy(&bytes));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            if !block.contains("event: output.delta") {
-                continue;
-            }
-            let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                continue;
-            };
-            let delta: serde_json::Value = serde_json::from_str(data)?;
-            for stamp in delta["text"].as_str().unwrap_or("").split(';') {
-                if stamp.len() == STAMP_DIGITS {
-                    if let Ok(written) = stamp.parse::<u128>() {
-                        latencies.push(arrived.saturating_sub(written));
-                    }
-                }
-            }
-        }
-    }
-    Ok(latencies)
+    common::stamps::latencies(response).await
 }

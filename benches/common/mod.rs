@@ -15,6 +15,7 @@
 pub mod peers;
 pub mod pgbench;
 pub mod plot;
+pub mod stamps;
 pub mod waldump;
 
 use std::path::{Path, PathBuf};

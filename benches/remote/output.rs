@@ -10,7 +10,7 @@
 //! paid: commits per streamed attempt (claims, writes, completion, everything), and the
 //! WAL written while the streams ran, per chunk (the goal: none per chunk).
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tasklane::load::fleet::Fleet;
 use tasklane::load::remote::{Lease, RemoteWorker, MAX_CLAIM};
@@ -25,13 +25,6 @@ pub struct Shape {
     pub streams: i64,
     pub chunks: usize,
     pub chunk_ms: u64,
-}
-
-fn now_micros() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_micros()
 }
 
 /// One run's figures (JSON, printed as a table by the caller).
@@ -99,7 +92,7 @@ async fn streams(
             .send()
             .await?
             .error_for_status()?;
-        observers.push(tokio::spawn(follow(response)));
+        observers.push(tokio::spawn(common::stamps::latencies(response)));
     }
     // Let the replicas' backends report their statistics, then sample: the streams'
     // window holds only what the writes cost.
@@ -115,10 +108,10 @@ async fn streams(
             let mut answered = Vec::with_capacity(shape.chunks);
             for n in 0..shape.chunks {
                 tokio::time::sleep_until(begin + every * n as u32).await;
-                let sent = now_micros();
+                let sent = common::stamps::now_micros();
                 let stamp = format!("{sent:0width$};", width = STAMP_DIGITS);
                 worker.write_output(&lease, &stamp).await?;
-                answered.push(now_micros() - sent);
+                answered.push(common::stamps::now_micros() - sent);
             }
             anyhow::Ok(answered)
         });
@@ -183,33 +176,4 @@ async fn output_writes(client: &tokio_postgres::Client) -> anyhow::Result<i64> {
         )
         .await?
         .get(0))
-}
-
-/// Follows one task's output to its end: the latency of every stamped chunk, in
-/// microseconds from the worker's request to its arrival here.
-async fn follow(mut response: reqwest::Response) -> anyhow::Result<Vec<u128>> {
-    let mut buffer = String::new();
-    let mut latencies = Vec::new();
-    while let Some(bytes) = response.chunk().await? {
-        let arrived = now_micros();
-        buffer.push_str(&String::from_utf8_lossy(&bytes));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            if !block.contains("event: output.delta") {
-                continue;
-            }
-            let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: ")) else {
-                continue;
-            };
-            let delta: serde_json::Value = serde_json::from_str(data)?;
-            for stamp in delta["text"].as_str().unwrap_or("").split(';') {
-                if stamp.len() == STAMP_DIGITS {
-                    if let Ok(written) = stamp.parse::<u128>() {
-                        latencies.push(arrived.saturating_sub(written));
-                    }
-                }
-            }
-        }
-    }
-    Ok(latencies)
 }
