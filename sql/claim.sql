@@ -221,9 +221,7 @@ WITH picked AS (
 --#if plain
       AND q.resource IS NULL
 --#end
---#if external
       AND q.privacy = 'external_allowed'
---#end
 --#if aware
       AND (q.resource IS NULL
            OR q.resource IN (SELECT resource FROM slots)
