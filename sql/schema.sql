@@ -373,14 +373,15 @@ ALTER TABLE ONLY tasklane.registered_task_types
     ADD CONSTRAINT registered_task_types_pkey PRIMARY KEY (name);
 
 
--- table replicas: migrations/V1__core.sql, migrations/V42__replicas_maintain.sql
+-- table replicas: migrations/V1__core.sql, migrations/V42__replicas_maintain.sql, migrations/V45__replicas_work.sql
 CREATE TABLE tasklane.replicas (
     id uuid NOT NULL,
     name text NOT NULL,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     heartbeat_at timestamp with time zone DEFAULT now() NOT NULL,
     expires_at timestamp with time zone NOT NULL,
-    maintains boolean DEFAULT true NOT NULL
+    maintains boolean DEFAULT true NOT NULL,
+    works boolean DEFAULT true NOT NULL
 );
 
 ALTER TABLE ONLY tasklane.replicas

@@ -8,7 +8,9 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::store::recover::{self, Lost};
-use crate::store::replicas;
+use crate::store::replicas::{self, Duties, Sharers};
+
+use super::spread::Spread;
 
 /// Rows a cold start recovers per statement.
 const COLD_START_BATCH: i64 = 1000;
@@ -19,10 +21,14 @@ pub struct ReplicaRegistry {
     pub name: String,
     /// A replica is presumed dead this long after its last heartbeat.
     pub ttl: Duration,
-    /// Whether this replica runs the maintenance role.
-    pub maintains: bool,
-    /// Told how many live replicas run the maintenance role, at each heartbeat.
-    pub spread: super::spread::Spread,
+    /// The roles this replica runs that the others count.
+    pub duties: Duties,
+    /// Told how many live replicas run the maintenance role, at each heartbeat: the
+    /// sweeps' cadence.
+    pub sweeps: Spread,
+    /// Told how many live replicas run the worker role, at each heartbeat: the idle
+    /// claim polls' cadence.
+    pub polls: Spread,
 }
 
 impl ReplicaRegistry {
@@ -38,11 +44,11 @@ impl ReplicaRegistry {
             self.id,
             &self.name,
             self.ttl.as_secs_f64(),
-            self.maintains,
+            self.duties,
         )
         .await
         .context("register the replica")?;
-        self.spread.set(registered.maintainers);
+        self.share(registered.sharers);
         let other_live = registered.other_live;
         if !other_live {
             let lost = Lost::ColdStart {
@@ -64,6 +70,11 @@ impl ReplicaRegistry {
         Ok(!other_live)
     }
 
+    fn share(&self, sharers: Sharers) {
+        self.sweeps.set(sharers.maintainers);
+        self.polls.set(sharers.workers);
+    }
+
     /// Heartbeats every ttl/3 until `shutdown`, then deregisters.
     pub async fn run(self, shutdown: CancellationToken) {
         let period = self.ttl / 3;
@@ -73,15 +84,15 @@ impl ReplicaRegistry {
             shutdown.clone(),
             || async {
                 let client = self.pool.get().await?;
-                let maintainers = replicas::heartbeat(
+                let sharers = replicas::heartbeat(
                     crate::store::client(&client),
                     self.id,
                     &self.name,
                     self.ttl.as_secs_f64(),
-                    self.maintains,
+                    self.duties,
                 )
                 .await?;
-                self.spread.set(maintainers);
+                self.share(sharers);
                 Ok(false)
             },
         )

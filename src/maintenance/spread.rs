@@ -7,6 +7,11 @@
 //! once per interval, and what an idle cluster costs PostgreSQL does not grow with its
 //! replica count. Each wait is jittered by ±25% so that replicas started together drift
 //! apart instead of sweeping in step.
+//!
+//! The idle claim loops share their polls the same way, counted over the replicas that
+//! run the worker role: a poll finds what no wake-up announced (a retry whose backoff
+//! ended on a replica that has since stopped, a wake-up lost with its connection), and
+//! any replica's poll finds it, so the cluster need not poll once a second per replica.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -14,43 +19,44 @@ use std::time::Duration;
 
 use rand::Rng as _;
 
-/// The count of maintaining replicas that the sweeps' waits scale with; cloning shares it.
+/// The count of live replicas sharing a cluster-wide duty (the sweeps: those that
+/// maintain; the idle polls: those that work), which its waits scale with; cloning
+/// shares it.
 #[derive(Clone, Debug)]
 pub struct Spread {
-    maintainers: Arc<AtomicU32>,
+    sharers: Arc<AtomicU32>,
 }
 
 impl Default for Spread {
     fn default() -> Self {
         Spread {
-            maintainers: Arc::new(AtomicU32::new(1)),
+            sharers: Arc::new(AtomicU32::new(1)),
         }
     }
 }
 
 impl Spread {
     /// Records the registry's latest count (at least this replica).
-    pub fn set(&self, maintainers: u32) {
-        self.maintainers
-            .store(maintainers.max(1), Ordering::Relaxed);
+    pub fn set(&self, sharers: u32) {
+        self.sharers.store(sharers.max(1), Ordering::Relaxed);
     }
 
-    /// How many replicas share the sweeps, as last counted.
-    pub fn maintainers(&self) -> u32 {
-        self.maintainers.load(Ordering::Relaxed)
+    /// How many replicas share the duty, as last counted.
+    pub fn sharers(&self) -> u32 {
+        self.sharers.load(Ordering::Relaxed)
     }
 
-    /// The wait before this replica's next pass of a sweep the cluster should run every
-    /// `interval`: `interval × maintainers`, jittered by ±25%.
+    /// The wait before this replica's next pass of a duty the cluster should do every
+    /// `interval`: `interval × sharers`, jittered by ±25%.
     pub fn wait(&self, interval: Duration) -> Duration {
         let jitter = rand::rng().random_range(0.75..=1.25);
-        stretched(interval, self.maintainers()).mul_f64(jitter)
+        stretched(interval, self.sharers()).mul_f64(jitter)
     }
 }
 
-/// `interval × maintainers`, saturating.
-fn stretched(interval: Duration, maintainers: u32) -> Duration {
-    interval.saturating_mul(maintainers.max(1))
+/// `interval × sharers`, saturating.
+fn stretched(interval: Duration, sharers: u32) -> Duration {
+    interval.saturating_mul(sharers.max(1))
 }
 
 #[cfg(test)]
@@ -78,6 +84,6 @@ mod tests {
             );
         }
         spread.set(0);
-        assert_eq!(spread.maintainers(), 1, "a replica counts at least itself");
+        assert_eq!(spread.sharers(), 1, "a replica counts at least itself");
     }
 }

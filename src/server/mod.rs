@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::config::{Role, ServeConfig};
 use crate::maintenance::replicas::ReplicaRegistry;
 use crate::maintenance::spread::Spread;
+use crate::store::replicas::Duties;
 use crate::service::{Tasklane, Wakeup};
 use crate::store::connect::sessions::{self, Sessions};
 use crate::store::connect::Database;
@@ -148,13 +149,24 @@ impl Replica {
         let mut services = JoinSet::new();
         let mut workers = JoinSet::new();
         let spread = Spread::default();
+        // Without wake-ups between replicas, a replica's polls are how it hears of the
+        // others' submits: each keeps its own interval then.
+        let polls = Spread::default();
         let replicas = ReplicaRegistry {
             pool: pool.clone(),
             id,
             name: config.replica_name(),
             ttl: Duration::from_secs(config.replica_ttl_seconds),
-            maintains: config.has(Role::Maintenance),
-            spread: spread.clone(),
+            duties: Duties {
+                maintains: config.has(Role::Maintenance),
+                works: config.has(Role::Worker),
+            },
+            sweeps: spread.clone(),
+            polls: if config.listen_notify {
+                polls.clone()
+            } else {
+                Spread::default()
+            },
         };
         let cold_start = replicas.register().await?;
         services.spawn(replicas.run(shutdown.clone()));
@@ -166,6 +178,7 @@ impl Replica {
                 shutdown.clone(),
             ));
         }
+        services.spawn(wakeup.clone().run_due(shutdown.clone()));
         services.spawn(wakeup.clone().run_notifier(
             pool.clone(),
             Duration::from_millis(config.notify_debounce_ms),
@@ -193,6 +206,7 @@ impl Replica {
                 &mut workers,
                 config,
                 id,
+                &polls,
                 &tasklane,
                 &checked.handlers,
                 &stop_work,

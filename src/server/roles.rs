@@ -132,11 +132,13 @@ impl Maintenance<'_> {
 
 /// The worker role: `claimers` claim loops on the configured locality; each local one also
 /// runs the external-fallback loop of `openai` types, so their fallbacks need no replica
-/// configured for the external locality.
+/// configured for the external locality. `polls` counts the replicas sharing the idle
+/// polls.
 pub(super) fn spawn_workers(
     workers: &mut JoinSet<()>,
     config: &ServeConfig,
     replica_id: Uuid,
+    polls: &Spread,
     tasklane: &Tasklane,
     handlers: &Arc<HandlerRegistry>,
     stop_work: &CancellationToken,
@@ -149,6 +151,7 @@ pub(super) fn spawn_workers(
             concurrency: config.concurrency.max(1),
             claim_batch: config.claim_batch as usize,
             poll_interval: config.poll_interval(),
+            polls: polls.clone(),
             shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
         };
         let routed = (worker_config.locality == crate::task::Locality::Local)

@@ -18,6 +18,10 @@
 //!   that keeps the loops busy, or on a replica without workers, the `NOTIFY` goes out
 //!   as before. A replica that dies between the submit's commit and its claim leaves the
 //!   task to the others' polls: a poll interval of latency, never a task.
+//! - A task that becomes claimable later (a retry after its backoff) wakes the loops
+//!   when it does ([`due`]), from the replica that settled it.
+
+mod due;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -41,6 +45,8 @@ pub struct Wakeup {
     /// The claim loops' shared state: the latest wake-up a claim has started after, the
     /// request for help of a loop with a backlog, and the idle loops.
     turns: Arc<Turns>,
+    /// The moments known to bring work: retries whose backoff ends then.
+    due: Arc<due::Due>,
 }
 
 #[derive(Default)]
@@ -68,6 +74,7 @@ impl Default for Wakeup {
             notify: watch::channel(0).0,
             fallback: watch::channel(0).0,
             turns: Arc::default(),
+            due: Arc::default(),
         }
     }
 }
@@ -149,6 +156,19 @@ impl Wakeup {
     pub fn wake_all(&self) {
         self.wake_local();
         self.notify.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// Wakes every replica's loops when `delay` has passed (as [`Wakeup::wake_all`]):
+    /// a task becomes claimable then. Kept by [`Wakeup::run_due`].
+    pub fn wake_after(&self, delay: Duration) {
+        self.due.after(delay);
+    }
+
+    /// Wakes the loops at the moments [`Wakeup::wake_after`] was given, until
+    /// `shutdown`.
+    pub async fn run_due(self, shutdown: CancellationToken) {
+        let due = self.due.clone();
+        due.run(|| self.wake_all(), shutdown).await
     }
 
     /// Wakes this replica's fallback-only loops: a task now waits for an external worker.

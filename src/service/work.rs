@@ -265,18 +265,22 @@ impl Tasklane {
             backoff: &backoff,
             circuit_wait: self.task_types.circuit_wait(task_type),
         };
-        let state = self
+        let settled = self
             .again_on_fresh_connection("settle", || async {
                 let mut object = self.connection().await?;
                 let client: &mut tokio_postgres::Client = &mut object;
                 Ok(lease::settle_with(client, id, lease_token, reported.clone(), rules).await?)
             })
             .await?;
+        let state = settled.state;
         if state == TaskState::WaitingForExternalFallback {
             self.wakeup.wake_fallback();
         }
-        if !state.is_terminal() {
-            self.wakeup.wake_all();
+        match settled.claimable_in {
+            // A retry is claimable once its backoff ends: wake the loops then.
+            Some(delay) if !delay.is_zero() => self.wakeup.wake_after(delay),
+            _ if !state.is_terminal() => self.wakeup.wake_all(),
+            _ => {}
         }
         Ok(state)
     }

@@ -163,7 +163,17 @@ pub async fn settle<C: GenericClient + Sync>(
         backoff,
         circuit_wait: Duration::from_secs(crate::task::task_type::DEFAULT_CIRCUIT_WAIT_SECONDS),
     };
-    settle_with(client, id, lease_token, reported, rules).await
+    Ok(settle_with(client, id, lease_token, reported, rules)
+        .await?
+        .state)
+}
+
+/// What a settlement wrote: the task's new state and, when it waits for a retry, how
+/// long until it is claimable again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    pub state: TaskState,
+    pub claimable_in: Option<Duration>,
 }
 
 /// [`settle`] with the attempt's facts and the type's rules. An attempt past its
@@ -175,7 +185,7 @@ pub async fn settle_with<C: GenericClient + Sync>(
     lease_token: Uuid,
     reported: Reported,
     rules: Rules<'_>,
-) -> Result<TaskState, LeaseError> {
+) -> Result<Settled, LeaseError> {
     let tx = client.transaction().await?;
     let Some(row) = tx
         .row_opt(
@@ -237,7 +247,10 @@ pub async fn settle_with<C: GenericClient + Sync>(
     )
     .await?;
     tx.commit().await?;
-    Ok(settlement.state)
+    Ok(Settled {
+        state: settlement.state,
+        claimable_in: settlement.delay,
+    })
 }
 
 /// Why a fenced write matched nothing.

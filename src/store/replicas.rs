@@ -8,54 +8,77 @@ use uuid::Uuid;
 
 use super::DbError;
 
-/// What registering told: whether another replica is live, and how many live replicas
-/// run the maintenance role (this one included when it does).
+/// The roles a replica runs that the others count: the maintenance role shares the
+/// cluster-wide sweeps, the worker role the idle claim polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duties {
+    pub maintains: bool,
+    pub works: bool,
+}
+
+/// How many live replicas share each duty, this one included when it has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sharers {
+    pub maintainers: u32,
+    pub workers: u32,
+}
+
+impl Sharers {
+    fn of(row: &tokio_postgres::Row) -> Result<Self, DbError> {
+        Ok(Sharers {
+            maintainers: count(row.try_get("maintainers")?),
+            workers: count(row.try_get("workers")?),
+        })
+    }
+}
+
+/// What registering told: whether another replica is live, and how many share each duty.
 #[derive(Debug, Clone, Copy)]
 pub struct Registered {
     pub other_live: bool,
-    pub maintainers: u32,
+    pub sharers: Sharers,
 }
 
 /// Registers `id` and answers whether another replica is live. Call it in a transaction
 /// and keep that transaction open through the cold-start recovery, so replicas starting
-/// together decide one after the other. `maintains`: whether it runs the maintenance role.
+/// together decide one after the other.
 pub async fn register<C: GenericClient + Sync>(
     tx: &C,
     id: Uuid,
     name: &str,
     ttl_seconds: f64,
-    maintains: bool,
+    duties: Duties,
 ) -> Result<Registered, DbError> {
     tx.run(include_str!("../../sql/replica_lock.sql"), &[])
         .await?;
     let row = tx
         .row(
             include_str!("../../sql/replica_register.sql"),
-            &[&id, &name, &ttl_seconds, &maintains],
+            &[&id, &name, &ttl_seconds, &duties.maintains, &duties.works],
         )
         .await?;
     Ok(Registered {
         other_live: row.try_get("other_live")?,
-        maintainers: count(row.try_get("maintainers")?),
+        sharers: Sharers::of(&row)?,
     })
 }
 
-/// Keeps `id` live for another `ttl_seconds`; answers how many live replicas run the
-/// maintenance role (this one included when `maintains`).
+/// Keeps `id` live for another `ttl_seconds`; answers how many live replicas share each
+/// duty.
 pub async fn heartbeat<C: GenericClient + Sync>(
     client: &C,
     id: Uuid,
     name: &str,
     ttl_seconds: f64,
-    maintains: bool,
-) -> Result<u32, DbError> {
+    duties: Duties,
+) -> Result<Sharers, DbError> {
     let row = client
         .row(
             include_str!("../../sql/replica_heartbeat.sql"),
-            &[&id, &name, &ttl_seconds, &maintains],
+            &[&id, &name, &ttl_seconds, &duties.maintains, &duties.works],
         )
         .await?;
-    Ok(count(row.try_get("maintainers")?))
+    Sharers::of(&row)
 }
 
 fn count(n: i64) -> u32 {

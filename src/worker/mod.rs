@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::maintenance::spread::Spread;
 use crate::service::{Claimant, ClaimedTask, Tasklane};
 use crate::task::Locality;
 
@@ -38,6 +39,11 @@ pub struct WorkerConfig {
     pub claim_batch: usize,
     /// The fallback when no wake-up arrives.
     pub poll_interval: Duration,
+    /// How many replicas share the idle polls: an idle loop polls every `poll_interval`
+    /// × that count, jittered (the default, one, polls every interval). The registry
+    /// keeps it when wake-ups travel between replicas; without them each replica polls
+    /// on its own.
+    pub polls: Spread,
     /// How long running attempts may finish after shutdown begins before their leases
     /// are handed back.
     pub shutdown_grace: Duration,
@@ -195,7 +201,8 @@ impl Worker {
         running.drain(self.config.shutdown_grace).await;
     }
 
-    /// Waits for `woken`, or the poll interval; false when `shutdown` comes first.
+    /// Waits for `woken`, or this replica's share of the poll interval; false when
+    /// `shutdown` comes first.
     async fn wait(
         &self,
         woken: impl std::future::Future<Output = ()>,
@@ -203,7 +210,7 @@ impl Worker {
     ) -> bool {
         tokio::select! {
             _ = woken => true,
-            _ = tokio::time::sleep(self.config.poll_interval) => true,
+            _ = tokio::time::sleep(self.config.polls.wait(self.config.poll_interval)) => true,
             _ = shutdown.cancelled() => false,
         }
     }

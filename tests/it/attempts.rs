@@ -110,7 +110,11 @@ async fn settled_attempts_keep_their_facts_and_charge_their_usage_once() {
     )
     .await
     .unwrap();
-    assert_eq!(state, TaskState::WaitingForRetry);
+    assert_eq!(state.state, TaskState::WaitingForRetry);
+    assert!(
+        state.claimable_in.is_some(),
+        "a retry says when it is claimable again"
+    );
     assert_eq!(charged(&c, "user-9").await, 7);
 
     // Attempt 2 succeeds with 15 tokens.
@@ -271,7 +275,7 @@ async fn lost_handed_back_cancelled_and_unit_charged_attempts_are_recorded() {
     )
     .await
     .unwrap();
-    assert_eq!(state, TaskState::WaitingForExternalFallback);
+    assert_eq!(state.state, TaskState::WaitingForExternalFallback);
     assert_eq!(
         attempts(&c, fell.id).await,
         vec![(1, "fallback".into(), None, None)]
@@ -416,6 +420,7 @@ async fn in_process_attempts_write_the_handlers_facts_on_success_and_timeout() {
         concurrency: 4,
         claim_batch: 4,
         poll_interval: Duration::from_millis(50),
+        polls: Default::default(),
         shutdown_grace: Duration::from_secs(5),
     };
     let worker = common::service::worker(

@@ -23,6 +23,12 @@ max_attempts = 5
 on_restart = "retry"
 
 [[task_type]]
+name = "flop"
+executor = "sleep"
+max_attempts = 2
+backoff_base_ms = 300
+
+[[task_type]]
 name = "short-lease-nap"
 executor = "sleep"
 lease_seconds = 2
@@ -293,6 +299,38 @@ async fn a_notification_wakes_an_idle_replica_on_another_process() {
     .await;
 }
 
+/// With polling effectively off, a retry is claimed when its backoff ends: the replica
+/// that settled it wakes the loops at that moment (no statement marks it, and an idle
+/// cluster's polls are rare).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_wakes_the_loops_when_its_backoff_ends() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let _idle = Serve::workers(&db.url, "idle", TYPES, &["--poll-interval-ms", "600000"]);
+    until_count(
+        &c,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN tasklane_wakeup'",
+        1,
+        Duration::from_secs(20),
+    )
+    .await;
+    let ids = submit_many(&db, "flop", 1, serde_json::json!({"ms": 1, "fail": "retryable"})).await;
+    c.execute("SELECT pg_notify('tasklane_wakeup', '')", &[])
+        .await
+        .unwrap();
+    // Both attempts ran: the second only after the first's backoff, with no poll due.
+    until_count(
+        &c,
+        &format!(
+            "SELECT count(*) FROM tasklane.tasks WHERE id = '{}' AND state = 'failed' AND attempt = 2",
+            ids[0]
+        ),
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+}
+
 /// Behind a pooler in transaction mode there is no LISTEN: polling alone keeps work flowing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_flows_without_listen() {
@@ -316,41 +354,60 @@ async fn work_flows_without_listen() {
     assert_eq!(listeners, 0);
 }
 
-/// The registry counts the live replicas that run the maintenance role: the cluster-wide
-/// sweeps stretch their intervals by that count. A replica without the role is not
-/// counted, and neither is one whose registration has expired.
+/// The registry counts the live replicas that share each duty: the cluster-wide sweeps
+/// stretch their intervals by the replicas that maintain, the idle claim polls by those
+/// that work. A replica without a role is not counted for it, and an expired one for
+/// neither.
 #[tokio::test]
-async fn the_registry_counts_the_live_replicas_that_maintain() {
-    use tasklane::store::replicas;
+async fn the_registry_counts_the_live_replicas_that_share_each_duty() {
+    use tasklane::store::replicas::{self, Duties, Sharers};
     let db = common::test_db().await;
     let mut c = db.client().await;
-    let (first, worker, second) = (
+    let (both, worker, maintainer, second) = (
+        uuid::Uuid::now_v7(),
         uuid::Uuid::now_v7(),
         uuid::Uuid::now_v7(),
         uuid::Uuid::now_v7(),
     );
-    let registered = register(&mut c, first, true).await;
+    const BOTH: Duties = Duties {
+        maintains: true,
+        works: true,
+    };
+    let sharers = |maintainers, workers| Sharers {
+        maintainers,
+        workers,
+    };
+    let registered = register(&mut c, both, BOTH).await;
     assert!(!registered.other_live);
-    assert_eq!(registered.maintainers, 1);
-    let registered = register(&mut c, worker, false).await;
+    assert_eq!(registered.sharers, sharers(1, 1));
+    let worker_only = Duties {
+        maintains: false,
+        works: true,
+    };
+    let registered = register(&mut c, worker, worker_only).await;
     assert!(registered.other_live);
     assert_eq!(
-        registered.maintainers, 1,
+        registered.sharers,
+        sharers(1, 2),
         "a worker-only replica shares no sweep"
     );
-    assert_eq!(register(&mut c, second, true).await.maintainers, 2);
+    let maintainer_only = Duties {
+        maintains: true,
+        works: false,
+    };
     assert_eq!(
-        replicas::heartbeat(&c, first, "r", 15.0, true)
-            .await
-            .unwrap(),
-        2
+        register(&mut c, maintainer, maintainer_only).await.sharers,
+        sharers(2, 2),
+        "a maintenance-only replica shares no poll"
     );
-    assert_eq!(
-        replicas::heartbeat(&c, worker, "r", 15.0, false)
-            .await
-            .unwrap(),
-        2
-    );
+    assert_eq!(register(&mut c, second, BOTH).await.sharers, sharers(3, 3));
+    let beat = |id, duties| {
+        let c = &c;
+        async move { replicas::heartbeat(c, id, "r", 15.0, duties).await.unwrap() }
+    };
+    assert_eq!(beat(both, BOTH).await, sharers(3, 3));
+    assert_eq!(beat(worker, worker_only).await, sharers(3, 3));
+    assert_eq!(beat(maintainer, maintainer_only).await, sharers(3, 3));
     c.execute(
         "UPDATE tasklane.replicas SET expires_at = now() - interval '1 second' WHERE id = $1",
         &[&second],
@@ -358,21 +415,19 @@ async fn the_registry_counts_the_live_replicas_that_maintain() {
     .await
     .unwrap();
     assert_eq!(
-        replicas::heartbeat(&c, first, "r", 15.0, true)
-            .await
-            .unwrap(),
-        1,
-        "an expired replica no longer shares the sweeps"
+        beat(both, BOTH).await,
+        sharers(2, 2),
+        "an expired replica no longer shares the duties"
     );
 }
 
 async fn register(
     c: &mut tokio_postgres::Client,
     id: uuid::Uuid,
-    maintains: bool,
+    duties: tasklane::store::replicas::Duties,
 ) -> tasklane::store::replicas::Registered {
     let tx = c.transaction().await.unwrap();
-    let registered = tasklane::store::replicas::register(&tx, id, "r", 15.0, maintains)
+    let registered = tasklane::store::replicas::register(&tx, id, "r", 15.0, duties)
         .await
         .unwrap();
     tx.commit().await.unwrap();

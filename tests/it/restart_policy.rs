@@ -57,8 +57,12 @@ fn registry(db: &common::TestDb) -> ReplicaRegistry {
         id: Uuid::now_v7(),
         name: "test".into(),
         ttl: Duration::from_secs(15),
-        maintains: true,
-        spread: Default::default(),
+        duties: tasklane::store::replicas::Duties {
+            maintains: true,
+            works: true,
+        },
+        sweeps: Default::default(),
+        polls: Default::default(),
     }
 }
 

@@ -101,6 +101,7 @@ fn start_with(
         concurrency,
         claim_batch: concurrency.min(100),
         poll_interval: Duration::from_millis(50),
+        polls: Default::default(),
         shutdown_grace: Duration::from_secs(5),
     };
     let worker = common::service::worker(

@@ -331,6 +331,7 @@ async fn an_in_process_worker_stops_at_its_next_heartbeat_after_deletion() {
         concurrency: 1,
         claim_batch: 1,
         poll_interval: Duration::from_millis(50),
+        polls: Default::default(),
         shutdown_grace: Duration::from_secs(1),
     };
     let shutdown = CancellationToken::new();
