@@ -22,6 +22,7 @@ use crate::maintenance::vacuum::{self, VacuumKeeper};
 use crate::service::{Tasklane, Wakeup};
 use crate::telemetry::Telemetry;
 use crate::webhooks::{handoff, Deliverer, DeliveryConfig};
+use crate::worker::completer::{self, Completer};
 use crate::worker::{HandlerRegistry, Worker, WorkerConfig};
 
 /// The maintenance role: every loop runs on every such replica, each safe to run
@@ -143,6 +144,12 @@ pub(super) fn spawn_workers(
     handlers: &Arc<HandlerRegistry>,
     stop_work: &CancellationToken,
 ) {
+    // One group commit for the replica's loops.
+    let completer = Completer::start(
+        tasklane.clone(),
+        completer::DEFAULT_MAX_BATCH,
+        completer::DEFAULT_MAX_IN_FLIGHT,
+    );
     for n in 0..config.claimers.max(1) {
         let worker_config = WorkerConfig {
             worker_id: format!("{}/{n}", config.replica_name()),
@@ -159,10 +166,15 @@ pub(super) fn spawn_workers(
                 Worker::routed_external(worker_config.clone(), tasklane.clone(), handlers.clone())
             })
             .flatten();
-        let worker = Worker::new(worker_config, tasklane.clone(), handlers.clone());
+        let worker = Worker::new(worker_config, tasklane.clone(), handlers.clone())
+            .settling_through(completer.clone());
         workers.spawn(worker.run(stop_work.clone()));
         if let Some(routed) = routed {
-            workers.spawn(routed.run(stop_work.clone()));
+            workers.spawn(
+                routed
+                    .settling_through(completer.clone())
+                    .run(stop_work.clone()),
+            );
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::maintenance::spread::Spread;
 use crate::service::{Claimant, ClaimedTask, Tasklane};
 use crate::task::Locality;
 
+pub use completer::Completer;
 pub use handler::{Handler, HandlerError, Stop, TaskContext};
 pub use registry::{ClaimSets, HandlerRegistry};
 use running::Running;
@@ -55,6 +56,8 @@ pub struct Worker {
     tasklane: Tasklane,
     handlers: Arc<HandlerRegistry>,
     sets: ClaimSets,
+    /// The group commit its successes settle through, when shared with other loops.
+    completer: Option<Completer>,
 }
 
 impl Worker {
@@ -67,7 +70,17 @@ impl Worker {
             tasklane,
             handlers,
             sets,
+            completer: None,
         }
+    }
+
+    /// The same loop, settling its successes through `completer`: a replica's loops
+    /// share one, so their completions commit together instead of in a batch per loop
+    /// (a replica's commits would otherwise grow with its loops, and a cluster's with its
+    /// replicas).
+    pub fn settling_through(mut self, completer: Completer) -> Self {
+        self.completer = Some(completer);
+        self
     }
 
     /// The external loop a local replica runs beside its local one, for `openai`
@@ -89,6 +102,7 @@ impl Worker {
             tasklane,
             handlers,
             sets,
+            completer: None,
         })
     }
 
@@ -120,8 +134,8 @@ impl Worker {
         let mut running = Running::start(
             &self.tasklane,
             &self.handlers,
-            self.config.concurrency,
-            self.config.locality,
+            (self.config.concurrency, self.config.locality),
+            self.completer.clone(),
         );
         let claimant = Claimant {
             worker_id: &self.config.worker_id,

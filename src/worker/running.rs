@@ -36,11 +36,13 @@ pub(super) struct Running {
 
 impl Running {
     /// `concurrency` slots, and the heartbeat batcher, which runs as long as this does.
+    /// Successes settle through `completer` (the replica's, shared by its loops), or a
+    /// completer of this loop's own.
     pub fn start(
         tasklane: &Tasklane,
         handlers: &Arc<HandlerRegistry>,
-        concurrency: usize,
-        locality: Locality,
+        (concurrency, locality): (usize, Locality),
+        completer: Option<Completer>,
     ) -> Running {
         let beating = CancellationToken::new();
         Running {
@@ -48,11 +50,13 @@ impl Running {
             concurrency,
             attempts: JoinSet::new(),
             abort: CancellationToken::new(),
-            completer: Completer::start(
-                tasklane.clone(),
-                completer::DEFAULT_MAX_BATCH,
-                completer::DEFAULT_MAX_IN_FLIGHT,
-            ),
+            completer: completer.unwrap_or_else(|| {
+                Completer::start(
+                    tasklane.clone(),
+                    completer::DEFAULT_MAX_BATCH,
+                    completer::DEFAULT_MAX_IN_FLIGHT,
+                )
+            }),
             heartbeats: Heartbeats::start(tasklane.clone(), beating.clone()),
             tasklane: tasklane.clone(),
             handlers: handlers.clone(),
