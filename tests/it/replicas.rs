@@ -314,7 +314,13 @@ async fn a_retry_wakes_the_loops_when_its_backoff_ends() {
         Duration::from_secs(20),
     )
     .await;
-    let ids = submit_many(&db, "flop", 1, serde_json::json!({"ms": 1, "fail": "retryable"})).await;
+    let ids = submit_many(
+        &db,
+        "flop",
+        1,
+        serde_json::json!({"ms": 1, "fail": "retryable"}),
+    )
+    .await;
     c.execute("SELECT pg_notify('tasklane_wakeup', '')", &[])
         .await
         .unwrap();
