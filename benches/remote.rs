@@ -220,6 +220,7 @@ fn summarize(rounds: &Rounds) {
             "write_request_p99_ms",
             "chunks_seen",
             "streams_missing_chunks",
+            "control_streams_missing_chunks_on_a",
             "missing_first_index_median",
             "missing_last_index_median",
             "chunks_per_second",

@@ -10,7 +10,9 @@
 //! produced and when the request that carried it was sent, so each observer times every
 //! chunk both from its request (the goal's measure) and from its production (what a
 //! reader of the stream sees, the round's coalescing included): p50/p99 over all
-//! chunks. Then the batch completes through A, which ends every observer's stream. What
+//! chunks (and which chunks each observer missed; the first 10 streams are followed on
+//! A as well, to tell a chunk A never published from one B never delivered). Then the
+//! batch completes through A, which ends every observer's stream. What
 //! PostgreSQL paid: commits per streamed attempt (claims, writes, completion,
 //! everything), and the WAL written while the streams ran, per chunk (the goal: none
 //! per chunk).
@@ -102,6 +104,18 @@ async fn streams(
             .error_for_status()?;
         observers.push(tokio::spawn(common::stamps::arrivals(response)));
     }
+    // A few streams are followed on replica A too (the writer's own): when B misses
+    // chunks, these say whether A published them.
+    let mut controls = Vec::new();
+    for lease in leases.iter().take(CONTROLS) {
+        let response = http
+            .get(format!("{a}/v1/tasks/{}/output", lease.id))
+            .bearer_auth(read)
+            .send()
+            .await?
+            .error_for_status()?;
+        controls.push(tokio::spawn(common::stamps::arrivals(response)));
+    }
     // Let the replicas' backends report their statistics, then sample: the streams'
     // window holds only what the writes cost.
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -129,6 +143,10 @@ async fn streams(
         }
         missing.count(sent, &arrivals);
     }
+    let mut missing_on_a = Missing::default();
+    for (control, sent) in controls.into_iter().zip(&sent) {
+        missing_on_a.count(sent, &control.await??);
+    }
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let whole = all_start.used_until(&Counters::read(client).await?, shape.streams);
     let output_writes = output_writes(client).await? - output_writes_before;
@@ -153,6 +171,7 @@ async fn streams(
         "chunks_seen": from_request.len(),
         "chunks_expected": chunks,
         "streams_missing_chunks": missing.streams,
+        "control_streams_missing_chunks_on_a": missing_on_a.streams,
         "missing_first_index_median": missing.first_median(),
         "missing_last_index_median": missing.last_median(),
         "chunks_per_second": chunks as f64 / stream_seconds,
@@ -166,6 +185,9 @@ async fn streams(
         "stream_seconds": stream_seconds,
     }))
 }
+
+/// How many of the streams are followed on replica A as well.
+const CONTROLS: usize = 10;
 
 /// Every stream's chunks produced and not yet sent: their production stamps.
 type Produced = Arc<Vec<Mutex<Vec<u128>>>>;
@@ -204,7 +226,9 @@ struct Missing {
 impl Missing {
     fn count(&mut self, sent: &[u128], seen: &[common::stamps::Arrival]) {
         let seen: std::collections::HashSet<u128> = seen.iter().map(|a| a.stamps[0]).collect();
-        let missed: Vec<usize> = (0..sent.len()).filter(|&n| !seen.contains(&sent[n])).collect();
+        let missed: Vec<usize> = (0..sent.len())
+            .filter(|&n| !seen.contains(&sent[n]))
+            .collect();
         if let (Some(first), Some(last)) = (missed.first(), missed.last()) {
             self.streams += 1;
             self.first.push(*first);
