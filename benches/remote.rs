@@ -13,9 +13,10 @@
 //!    batches every third of their lease for `BENCH_HEARTBEAT_SECONDS` (60): the
 //!    server's CPU, beside the replica idle as long, once (`remote/heartbeats.rs`).
 //! 4. `output`: `BENCH_STREAMS` (100) remote tasks streaming `BENCH_CHUNKS` (200)
-//!    chunks `BENCH_CHUNK_MS` (20) apart through replica A, observed on replica B:
-//!    chunk latency p50/p99, commits per attempt, WAL per chunk, each round
-//!    (`remote/output.rs`).
+//!    chunks `BENCH_CHUNK_MS` (20) apart through replica A, sent every `BENCH_ROUND_MS`
+//!    (20) in one batched write, observed on replica B: chunk latency p50/p99 from the
+//!    request and from the chunk's production, commits per attempt, WAL per chunk, each
+//!    round (`remote/output.rs`).
 //!
 //! `cargo bench --bench remote` (env: `BENCH_PARTS` (comma-separated, default all),
 //! the sizes above, `BENCH_RUNS`, `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`; see
@@ -67,6 +68,7 @@ async fn main() -> anyhow::Result<()> {
         streams: env_or("BENCH_STREAMS", 100),
         chunks: env_or("BENCH_CHUNKS", 200),
         chunk_ms: env_or("BENCH_CHUNK_MS", 20),
+        round_ms: env_or("BENCH_ROUND_MS", 20),
     };
     println!("machine: {}", common::machine());
     println!("postgres: {}", bench.settings().await?);
@@ -212,10 +214,18 @@ fn summarize(rounds: &Rounds) {
         for key in [
             "latency_p50_ms",
             "latency_p99_ms",
+            "from_production_p50_ms",
+            "from_production_p99_ms",
             "write_request_p50_ms",
             "write_request_p99_ms",
             "chunks_seen",
-            "writes_per_second",
+            "streams_missing_chunks",
+            "control_streams_missing_chunks_on_a",
+            "missing_first_index_median",
+            "missing_last_index_median",
+            "chunks_per_second",
+            "requests_per_second",
+            "items_per_request",
             "commits_per_attempt",
             "wal_bytes_per_attempt",
             "commits_per_chunk_while_streaming",

@@ -180,6 +180,7 @@ fn single_api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(worker_batch::heartbeats))
         .routes(routes!(worker_batch::complete_many))
         .routes(routes!(worker_batch::write_output))
+        .routes(routes!(worker_batch::write_outputs))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

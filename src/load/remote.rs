@@ -3,7 +3,8 @@
 //! measure what a remote worker costs the server beside the in-process one. Each
 //! [`RemoteWorker`] has its own keep-alive connection; it claims, heartbeats and
 //! completes in batches (`POST /v1/worker/claim` with `max`, `POST /v1/worker/heartbeats`,
-//! `POST /v1/worker/complete`) and writes live output (`POST /v1/worker/tasks/{id}/output`).
+//! `POST /v1/worker/complete`) and writes the live output of many attempts in one request
+//! (`POST /v1/worker/output`), as the clients' workers do every round.
 
 use std::time::Duration;
 
@@ -148,12 +149,24 @@ impl RemoteWorker {
         Ok(extended)
     }
 
-    /// Appends `text` to the live output of `lease`'s attempt.
-    pub async fn write_output(&self, lease: &Lease, text: &str) -> anyhow::Result<()> {
-        let body = serde_json::json!({"lease_token": lease.lease_token, "text": text});
-        self.post(&format!("/v1/worker/tasks/{}/output", lease.id), &body)
-            .await?;
-        Ok(())
+    /// Appends each text to the live output of its lease's attempt, in batched
+    /// requests (500 items at most each, each lease at most once): how many were
+    /// appended (the others' leases were lost or their tasks are gone).
+    pub async fn write_outputs(&self, writes: &[(&Lease, String)]) -> anyhow::Result<usize> {
+        let mut appended = 0;
+        for chunk in writes.chunks(500) {
+            let items: Vec<serde_json::Value> = chunk
+                .iter()
+                .map(|(l, text)| serde_json::json!({"id": l.id, "lease_token": l.lease_token, "text": text}))
+                .collect();
+            let answers: Answers = self
+                .post("/v1/worker/output", &serde_json::json!({"items": items}))
+                .await?
+                .json()
+                .await?;
+            appended += answers.items.iter().filter(|a| a.status == "ok").count();
+        }
+        Ok(appended)
     }
 
     /// Claims (`max` 100) and completes with an empty result, batch after batch, until

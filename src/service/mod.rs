@@ -49,7 +49,7 @@ pub use crate::task::owner::Owner;
 pub use crate::task::record::ListFilter;
 pub use crate::task::record::SourceRef;
 pub use crate::task::record::{SubmitOutcome, Submitted, TaskRecord};
-pub use crate::task::remote::BeatItem;
+pub use crate::task::remote::{BeatItem, OutputItem};
 pub use crate::task::settlement::Completion;
 pub use crate::task::settlement::{Reported, Success};
 pub use activity::ActivityMinute;

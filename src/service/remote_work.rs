@@ -6,7 +6,7 @@
 
 use uuid::Uuid;
 
-use super::{Beat, BeatAnswer, BeatItem, Completion, Owner, ServiceError, Tasklane};
+use super::{Beat, BeatAnswer, BeatItem, Completion, OutputItem, Owner, ServiceError, Tasklane};
 use crate::store::{self, remote_lease};
 use crate::task::remote;
 
@@ -149,6 +149,36 @@ impl Tasklane {
         }
         self.push_output(id, holder.attempt, lease_token, text);
         Ok(())
+    }
+
+    /// Appends each item's text to the live output of its task's running attempt, when
+    /// its lease token holds the lease: one read checks the whole batch (nothing is
+    /// written per chunk). Answers each item in the order given: another owner's task is
+    /// [`ServiceError::TaskGone`], as the batched heartbeat answers it.
+    pub async fn write_outputs(
+        &self,
+        owner: &Owner,
+        items: &[OutputItem],
+    ) -> Result<Vec<Result<(), ServiceError>>, ServiceError> {
+        remote::check_outputs(items)?;
+        let leases: Vec<(Uuid, Uuid)> = items.iter().map(|i| (i.id, i.lease_token)).collect();
+        let holdings = self
+            .again_on_fresh_connection("check output leases", || async {
+                let client = self.connection().await?;
+                Ok(remote_lease::holdings(store::client(&client), owner, &leases).await?)
+            })
+            .await?;
+        Ok(items
+            .iter()
+            .map(|item| match holdings.get(&item.id) {
+                None => Err(ServiceError::TaskGone),
+                Some(holding) if !holding.held => Err(ServiceError::LeaseLost),
+                Some(holding) => {
+                    self.push_output(item.id, holding.attempt, item.lease_token, &item.text);
+                    Ok(())
+                }
+            })
+            .collect())
     }
 
     /// Hands text whose lease was just seen to hold to this replica's publisher (a

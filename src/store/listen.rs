@@ -102,10 +102,23 @@ async fn listen_once<L: Listener>(
             .rev()
             .map(|c| format!("LISTEN {c}"))
             .collect();
-        for listen in &listens {
-            client.batch_execute(listen).await?;
-        }
-        listener.listening();
+        // The answers to the LISTENs come behind the notifications already on their
+        // way, which the driver hands on only as this loop takes them: the statements
+        // run in a task of their own while the loop goes on draining. (Awaited here, a
+        // burst of more than MESSAGES_IN_FLIGHT notifications before an answer stopped
+        // the driver, so the answer was never read: the listener hung, silently.)
+        let client = std::sync::Arc::new(client);
+        let relisten = |client: std::sync::Arc<tokio_postgres::Client>| {
+            let listens = listens.clone();
+            tokio::spawn(async move {
+                for listen in &listens {
+                    client.batch_execute(listen).await?;
+                }
+                Ok::<_, tokio_postgres::Error>(())
+            })
+        };
+        let mut answer = Some(relisten(client.clone()));
+        let mut listening = false;
         let mut ping = tokio::time::interval(PING_EVERY);
         loop {
             tokio::select! {
@@ -117,12 +130,18 @@ async fn listen_once<L: Listener>(
                     }
                     None => anyhow::bail!("the LISTEN connection closed"),
                 },
+                answered = async { answer.as_mut().expect("an answer awaited").await }, if answer.is_some() => {
+                    answer = None;
+                    answered??;
+                    if !listening {
+                        listening = true;
+                        listener.listening();
+                    }
+                }
                 // LISTEN again is a no-op that needs an answer, and keeps the
                 // session's last statement (what pg_stat_activity shows) the LISTEN.
-                _ = ping.tick() => {
-                    for listen in &listens {
-                        client.batch_execute(listen).await?;
-                    }
+                _ = ping.tick(), if listening && answer.is_none() => {
+                    answer = Some(relisten(client.clone()));
                 }
             }
         }

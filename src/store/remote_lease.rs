@@ -154,6 +154,44 @@ pub async fn holder<C: Statements>(
     .transpose()
 }
 
+/// Whether a lease of a batched output write holds, and of which attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holding {
+    /// The task's current attempt.
+    pub attempt: i32,
+    /// The token given holds the lease.
+    pub held: bool,
+}
+
+/// Of the `(id, lease_token)` pairs, those of tasks that exist and are `owner`'s: whether
+/// each token holds its task's lease (one read for the whole batch). An id missing from
+/// the answer is gone, or another owner's.
+pub async fn holdings<C: Statements>(
+    client: &C,
+    owner: &Owner,
+    leases: &[(Uuid, Uuid)],
+) -> Result<HashMap<Uuid, Holding>, DbError> {
+    let ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
+    let tokens: Vec<Uuid> = leases.iter().map(|l| l.1).collect();
+    let rows = client
+        .rows(
+            include_str!("../../sql/lease_holders.sql"),
+            &[&ids, &tokens, &owner.app, &owner.scope_id],
+        )
+        .await?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get("id")?,
+                Holding {
+                    attempt: row.try_get("attempt")?,
+                    held: row.try_get("held")?,
+                },
+            ))
+        })
+        .collect()
+}
+
 /// Of the `(id, lease_token)` pairs, the ids whose lease is still held (one read).
 pub async fn held<C: Statements>(
     client: &C,

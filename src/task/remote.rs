@@ -1,5 +1,5 @@
-//! A remote worker's batches: what one item of a batched heartbeat carries, and the
-//! rules a batch must meet before anything is written (its size, no task twice). The
+//! A remote worker's batches: what one item of a batched heartbeat or output write
+//! carries, and the rules a batch must meet before anything is written (its size, no task twice). The
 //! batches answer each item on its own, so one lost lease never fails the others; the
 //! checks here are about the request as a whole, which is refused (nothing written)
 //! when it breaks them.
@@ -26,6 +26,25 @@ pub struct BeatItem {
     pub snapshot: Option<serde_json::Value>,
     /// Text to append to the attempt's live output.
     pub output: Option<String>,
+}
+
+/// One item of a batched live output write: text for a running attempt's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputItem {
+    pub id: Uuid,
+    pub lease_token: Uuid,
+    pub text: String,
+}
+
+/// A batched output write, checked as a whole: [`check_batch`] of its ids, and every
+/// item's text within [`OUTPUT_WRITE_BYTES`] (`items[n].text` names the first that is
+/// not).
+pub fn check_outputs(items: &[OutputItem]) -> Result<(), Invalid> {
+    check_batch(items.iter().map(|i| i.id))?;
+    for (n, item) in items.iter().enumerate() {
+        check_output(&format!("items[{n}].text"), &item.text)?;
+    }
+    Ok(())
 }
 
 /// A batch's ids, checked: 1..=500 of them, none twice (two items of one task would
@@ -93,6 +112,23 @@ mod tests {
         assert!(check_output("text", &"x".repeat(OUTPUT_WRITE_BYTES)).is_ok());
         let long = "x".repeat(OUTPUT_WRITE_BYTES + 1);
         assert_eq!(check_output("text", &long).unwrap_err().field, "text");
+    }
+
+    #[test]
+    fn a_batched_output_write_names_its_first_bad_item() {
+        let item = |text: &str| OutputItem {
+            id: Uuid::now_v7(),
+            lease_token: Uuid::now_v7(),
+            text: text.to_owned(),
+        };
+        let long = "x".repeat(OUTPUT_WRITE_BYTES + 1);
+        assert!(check_outputs(&[item("a"), item("")]).is_ok());
+        let refused = check_outputs(&[item("a"), item(&long), item(&long)]).unwrap_err();
+        assert_eq!(refused.field, "items[1].text");
+        assert_eq!(check_outputs(&[]).unwrap_err().field, "items");
+        let one = item("a");
+        let twice = check_outputs(&[one.clone(), one]).unwrap_err();
+        assert_eq!(twice.field, "items[1].id");
     }
 
     #[test]

@@ -58,6 +58,7 @@ mod pause;
 mod pooler;
 mod races;
 mod references;
+mod remote_output_batch;
 mod remote_worker;
 mod replicas;
 mod resource_replicas;

@@ -16,7 +16,7 @@ use crate::output::{text_of, Sse, Stream};
 
 /// `remote` with a lease long enough for a test on a busy box; `brief` with a 2-second
 /// lease, retried when it expires; `shaped` with an output schema.
-const TYPES: &str = r#"
+pub(crate) const TYPES: &str = r#"
 [[task_type]]
 name = "remote"
 executor = "remote"
@@ -38,14 +38,14 @@ output_schema = { type = "object", properties = { label = { type = "string" } },
 
 const WITHIN: Duration = Duration::from_secs(30);
 
-async fn submitted(api: &Api, task_type: &str, scope: &str, key: &str) -> String {
+pub(crate) async fn submitted(api: &Api, task_type: &str, scope: &str, key: &str) -> String {
     let answer = api.submit(task_type, scope, key, json!({})).await;
     assert_eq!(answer.status, 202, "{:?}", answer.body);
     answer.body["id"].as_str().unwrap().to_owned()
 }
 
 /// Claims `task_type` until a task is claimed: (id, lease_token, attempt).
-async fn claim(api: &Api, task_type: &str) -> (String, String, i64) {
+pub(crate) async fn claim(api: &Api, task_type: &str) -> (String, String, i64) {
     let body = json!({"worker_id": "w", "task_types": [task_type], "route": "local", "max": 1, "wait_seconds": 5});
     eventually(WITHIN, "a claim", || async {
         let claimed = api.post("/v1/worker/claim", &body).await;
@@ -63,7 +63,7 @@ async fn claim(api: &Api, task_type: &str) -> (String, String, i64) {
 }
 
 /// What a refused item must leave alone: the task's row as the worker sees it.
-async fn row(db: &common::TestDb, id: &str) -> Value {
+pub(crate) async fn row(db: &common::TestDb, id: &str) -> Value {
     let c = db.client().await;
     let id: uuid::Uuid = id.parse().unwrap();
     let row = c
@@ -79,7 +79,7 @@ async fn row(db: &common::TestDb, id: &str) -> Value {
     row.get(0)
 }
 
-fn statuses(answer: &Value) -> Vec<&str> {
+pub(crate) fn statuses(answer: &Value) -> Vec<&str> {
     answer["items"]
         .as_array()
         .unwrap()

@@ -1,8 +1,8 @@
 """The worker's one sending thread: what its running attempts report, and their
 settlements, in as few requests as it can. Each round it sends, in this order:
 
-1. the live output each attempt wrote since the last round (one request per attempt
-   with new text: a read of the lease on the server, no write);
+1. the live output every attempt wrote since the last round, in one batched request
+   (``POST /v1/worker/output``: one read of the leases on the server, no write);
 2. the settlements handlers finished with: every success in one batched completion
    (``POST /v1/worker/complete``), failures, fallbacks and cancel acknowledgements on
    their own, so an attempt's last output always goes out before its settlement;
@@ -16,6 +16,7 @@ or a settlement (after at most :data:`OUTPUT_EVERY`), else when the first lease 
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -34,6 +35,11 @@ log = logging.getLogger("tasklane.worker")
 OUTPUT_EVERY = 0.02
 #: Most items in one batched request (the server's bound).
 BATCH = 500
+#: Most text in one item of a batched output write (UTF-8 bytes; the server's bound),
+#: and in one such request (JSON-encoded; well under the server's body limit). Longer
+#: output goes out in pieces, in order, in the same round.
+OUTPUT_ITEM_BYTES = 64 * 1024
+OUTPUT_REQUEST_BYTES = 512 * 1024
 
 
 class Batcher:
@@ -156,16 +162,36 @@ class Batcher:
         return taken
 
     def _send_output(self, output: list[tuple[TaskContext, str]]) -> None:
-        for ctx, text in output:
-            if ctx.lease_lost.is_set():
+        """Sends the round's output of every attempt in one batched write (more when it
+        is too long for one), each item answered on its own."""
+        pending = output
+        while pending:
+            ctxs, items, rest, size = [], [], [], 0
+            for ctx, text in pending:
+                if ctx.lease_lost.is_set():
+                    continue
+                piece, left = _split(text, OUTPUT_ITEM_BYTES)
+                cost = len(json.dumps(piece))
+                if items and (len(items) == BATCH or size + cost > OUTPUT_REQUEST_BYTES):
+                    rest.append((ctx, text))
+                    continue
+                ctxs.append(ctx)
+                items.append({"id": ctx.id, "lease_token": ctx.lease_token, "text": piece})
+                size += cost
+                if left:
+                    rest.append((ctx, left))
+            pending = rest
+            if not items:
                 continue
-            body = {"lease_token": ctx.lease_token, "text": text}
             try:
-                self.wire.post(f"/v1/worker/tasks/{ctx.id}/output", body)
-            except errors.LeaseLost:
-                ctx.lost()
+                answers = self.wire.post("/v1/worker/output", {"items": items})["items"]
             except (errors.TasklaneError, httpx.TransportError) as error:
-                log.warning("live output of task %s dropped: %s", ctx.id, error)
+                log.warning("live output of %d tasks dropped: %s", len(items), error)
+                continue
+            for ctx, answer in zip(ctxs, answers):
+                if answer["status"] != "ok":
+                    log.warning("lease on task %s lost: its output was refused", ctx.id)
+                    ctx.lost()
 
     # -- settlements -----------------------------------------------------------------
 
@@ -267,3 +293,16 @@ class Batcher:
                     ctx.lost()
                 elif answer["cancel_requested"]:
                     ctx.cancel_requested.set()
+
+
+def _split(text: str, limit: int) -> tuple[str, str]:
+    """``text`` cut to at most ``limit`` UTF-8 bytes at a character's boundary, and the
+    rest."""
+    data = text.encode()
+    if len(data) <= limit:
+        return text, ""
+    cut = limit
+    while data[cut] & 0xC0 == 0x80:  # a continuation byte: back to the character's start
+        cut -= 1
+    head = data[:cut].decode()
+    return head, text[len(head):]

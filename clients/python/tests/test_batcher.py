@@ -43,3 +43,46 @@ def test_a_slot_is_freed_when_the_handler_returns_not_when_its_completion_is_ans
     batcher.stop(30)
     assert wire.paths == ["/v1/worker/complete"]
     assert not freed.acquire(blocking=False), "the slot was freed twice"
+
+
+class OutputWire:
+    """Records every batched output write and answers each item ``ok``, but for the
+    tasks in ``lost``: ``lease_lost``."""
+
+    def __init__(self, lost: set[str]) -> None:
+        self.lost = lost
+        self.writes: list[list[dict[str, Any]]] = []
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        assert path == "/v1/worker/output", path
+        self.writes.append(body["items"])
+        return {"items": [{"id": item["id"], "status": "lease_lost" if item["id"] in self.lost else "ok"}
+                          for item in body["items"]]}
+
+
+def test_one_request_carries_the_output_of_every_attempt_and_each_item_is_answered_on_its_own() -> None:
+    wire = OutputWire(lost={"t2"})
+    batcher = Batcher(wire, "w", lambda: None)  # type: ignore[arg-type]
+    ctxs = [TaskContext(batcher, {"id": f"t{n}", "task_type": "py", "attempt": 1, "lease_token": f"l{n}"}, 30.0)
+            for n in (1, 2, 3)]
+    # One round's output, as the sending thread hands it over.
+    batcher._send_output([(ctxs[0], "héllo"), (ctxs[1], "stale"), (ctxs[2], "world")])
+    assert wire.writes == [[{"id": "t1", "lease_token": "l1", "text": "héllo"},
+                            {"id": "t2", "lease_token": "l2", "text": "stale"},
+                            {"id": "t3", "lease_token": "l3", "text": "world"}]]
+    assert [ctx.lease_lost.is_set() for ctx in ctxs] == [False, True, False]
+    batcher.stop(30)
+
+
+def test_output_longer_than_an_item_goes_out_in_pieces_in_order() -> None:
+    wire = OutputWire(lost=set())
+    batcher = Batcher(wire, "w", lambda: None)  # type: ignore[arg-type]
+    a = TaskContext(batcher, {"id": "a", "task_type": "py", "attempt": 1, "lease_token": "la"}, 30.0)
+    b = TaskContext(batcher, {"id": "b", "task_type": "py", "attempt": 1, "lease_token": "lb"}, 30.0)
+    long = "é" * 40_000  # 80,000 bytes: more than one item holds
+    batcher._send_output([(a, long), (b, "short")])
+    assert [[item["id"] for item in write] for write in wire.writes] == [["a", "b"], ["a"]]
+    pieces = [item["text"] for write in wire.writes for item in write if item["id"] == "a"]
+    assert "".join(pieces) == long
+    assert all(len(piece.encode()) <= 64 * 1024 for piece in pieces)
+    batcher.stop(30)

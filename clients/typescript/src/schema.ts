@@ -623,6 +623,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/worker/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Append text to the live output of many running attempts at once, each on its own. */
+        post: operations["write_outputs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/worker/tasks/{id}/cancelled": {
         parameters: {
             query?: never;
@@ -1334,6 +1351,60 @@ export interface components {
              */
             offset: number;
             text: string;
+        };
+        /**
+         * @description What a batched live output write did with one item.
+         * @example {
+         *       "id": "0193a5c2-7f00-7000-8000-000000000001",
+         *       "status": "ok"
+         *     }
+         */
+        OutputItemAnswer: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description `ok` (appended), `lease_lost` (nothing appended) or `task_gone`: on either of the
+             *     last two the worker stops the attempt.
+             */
+            status: string;
+        };
+        /**
+         * @description Text for one running attempt's live output, as `POST /v1/worker/tasks/{id}/output`
+         *     takes it.
+         */
+        OutputItemBody: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            lease_token: string;
+            /** @description Appended to the attempt's text; at most 64 KiB. */
+            text: string;
+        };
+        /** @description One answer per item, in the order given. */
+        OutputsAnswer: {
+            items: components["schemas"]["OutputItemAnswer"][];
+        };
+        /**
+         * @description A batched live output write: text for 1..500 running attempts, each of a different
+         *     task (a worker's round of output from all its attempts in one request).
+         * @example {
+         *       "items": [
+         *         {
+         *           "id": "0193a5c2-7f00-7000-8000-000000000001",
+         *           "lease_token": "0193a5c2-8000-7000-8000-0000000000aa",
+         *           "text": "The quarterly "
+         *         },
+         *         {
+         *           "id": "0193a5c2-7f00-7000-8000-000000000002",
+         *           "lease_token": "0193a5c2-8000-7000-8000-0000000000ab",
+         *           "text": "Dear customer, "
+         *         }
+         *       ]
+         *     }
+         */
+        OutputsBody: {
+            /** @description 1..500 items, each of a different task. */
+            items: components["schemas"]["OutputItemBody"][];
         };
         Overview: {
             /**
@@ -4420,6 +4491,95 @@ export interface operations {
                 };
             };
             /** @description `validation_failed` (`field` names the item, e.g. `items[3].progress`; also a task named twice) or `unknown_field`; nothing changed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `internal`: an unexpected server error (logged by the server, not described). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unavailable for now; ask again after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    write_outputs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OutputsBody"];
+            };
+        };
+        responses: {
+            /** @description one answer per item, in the order given: `ok` (appended: observers of `GET /v1/tasks/{id}/output` on any replica see it as `output.delta`), `lease_lost` (nothing appended) or `task_gone` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutputsAnswer"];
+                };
+            };
+            /** @description `malformed_json`, `invalid_id` or `bad_request`: the request cannot be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unauthorized`: no valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `forbidden`: the token lacks the permission, or a scope token names another scope. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: the body exceeds the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `validation_failed` (`field` names the item, e.g. `items[3].text`; also a task named twice) or `unknown_field`; nothing appended */
             422: {
                 headers: {
                     [name: string]: unknown;

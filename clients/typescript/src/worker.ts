@@ -2,7 +2,8 @@
  * A remote worker: runs a handler for tasks of its types over the worker protocol
  * (docs/api.md, "Worker protocol"), up to `concurrency` at once. Claims long-poll and
  * take as many tasks as there are free slots; what the handlers report goes out in
- * rounds: first the live output each attempt wrote (`ctx.writeOutput`), then the
+ * rounds: first the live output every attempt wrote (`ctx.writeOutput`), in one batched
+ * write (`POST /v1/worker/output`), then the
  * settlements (every success in one batched completion), then one batched heartbeat
  * for every lease a third through (or with progress to report). `stop()` cuts a
  * waiting claim short at once and lets running handlers finish within a grace period.
@@ -35,6 +36,11 @@ const OUTPUT_EVERY_MS = 20;
 /** Most items in one batched request, and tasks in one claim (the server's bounds). */
 const BATCH = 500;
 const MAX_CLAIM = 100;
+/** Most text in one item of a batched output write (UTF-8 bytes; the server's bound),
+ * and in one such request (JSON-encoded; well under the server's body limit). Longer
+ * output goes out in pieces, in order, in the same round. */
+const OUTPUT_ITEM_BYTES = 64 * 1024;
+const OUTPUT_REQUEST_BYTES = 512 * 1024;
 
 type Settlement = { ctx: TaskContext; kind: "complete" | "fail" | "fallback" | "cancelled" | "lost"; value?: unknown };
 
@@ -167,17 +173,51 @@ export class Worker implements Reports {
   }
 
   private async sendRound(): Promise<void> {
-    for (const ctx of this.running.values()) {
-      if (ctx.pendingOutput.length === 0 || ctx.leaseLost) continue;
-      const text = ctx.pendingOutput.join("");
-      ctx.pendingOutput = [];
-      await this.guard(ctx, () => this.post(`/v1/worker/tasks/${ctx.id}/output`, { lease_token: ctx.leaseToken, text }));
-    }
+    await this.sendOutput();
     const settling = this.settling;
     this.settling = [];
     await this.complete(settling.filter((s) => s.kind === "complete"));
     for (const s of settling.filter((s) => s.kind !== "complete")) await this.settleOne(s);
     await this.heartbeat();
+  }
+
+  /** Sends the output every attempt wrote since the last round in one batched write
+   * (more when it is too long for one), each item answered on its own. */
+  private async sendOutput(): Promise<void> {
+    let pending: [TaskContext, string][] = [];
+    for (const ctx of this.running.values()) {
+      if (ctx.pendingOutput.length === 0) continue;
+      pending.push([ctx, ctx.pendingOutput.join("")]);
+      ctx.pendingOutput = [];
+    }
+    while (pending.length > 0) {
+      const sent: TaskContext[] = [];
+      const items: { id: string; lease_token: string; text: string }[] = [];
+      const rest: [TaskContext, string][] = [];
+      let size = 0;
+      for (const [ctx, text] of pending) {
+        if (ctx.leaseLost) continue;
+        const [piece, left] = split(text, OUTPUT_ITEM_BYTES);
+        const cost = Buffer.byteLength(JSON.stringify(piece));
+        if (items.length > 0 && (items.length === BATCH || size + cost > OUTPUT_REQUEST_BYTES)) {
+          rest.push([ctx, text]);
+          continue;
+        }
+        sent.push(ctx);
+        items.push({ id: ctx.id, lease_token: ctx.leaseToken, text: piece });
+        size += cost;
+        if (left) rest.push([ctx, left]);
+      }
+      pending = rest;
+      if (items.length === 0) continue;
+      try {
+        const response = await this.post("/v1/worker/output", { items });
+        const answers = ((await response.json()) as { items: { status: string }[] }).items;
+        for (const [n, ctx] of sent.entries()) if (answers[n]?.status !== "ok") ctx.lost();
+      } catch {
+        // Live output is not retried: the task's result holds the whole answer.
+      }
+    }
   }
 
   private async complete(batch: Settlement[]): Promise<void> {
@@ -278,6 +318,16 @@ export class Worker implements Reports {
     }
     return response;
   }
+}
+
+/** `text` cut to at most `limit` UTF-8 bytes at a character's boundary, and the rest. */
+function split(text: string, limit: number): [string, string] {
+  const bytes = Buffer.from(text);
+  if (bytes.length <= limit) return [text, ""];
+  let cut = limit;
+  while ((bytes[cut] & 0xc0) === 0x80) cut -= 1; // a continuation byte: back to the character's start
+  const head = bytes.subarray(0, cut).toString();
+  return [head, text.slice(head.length)];
 }
 
 function extras(ctx: TaskContext): object {

@@ -75,6 +75,7 @@ pub async fn task_output(
         out: VecDeque::new(),
         task: Some(task),
         reread: true,
+        gap_since: None,
         done: false,
     };
     let stream = futures_util::stream::unfold(follow, Follow::next);
@@ -101,6 +102,9 @@ struct Follow {
     /// The stored text so far must be read (at the start, after a change of the task
     /// or a missed delta).
     reread: bool,
+    /// Since when a delta has waited for text before it: the stored text is read again
+    /// [`GAP_REREAD`] after that, however many deltas arrive meanwhile.
+    gap_since: Option<tokio::time::Instant>,
     done: bool,
 }
 
@@ -138,6 +142,13 @@ impl Follow {
                 continue;
             }
             let gap = self.follower.has_gap();
+            let now = tokio::time::Instant::now();
+            self.gap_since = if gap {
+                self.gap_since.or(Some(now))
+            } else {
+                None
+            };
+            let reread_at = self.gap_since.unwrap_or(now) + GAP_REREAD;
             tokio::select! {
                 next = self.deltas.next() => self.take(next),
                 _ = self.waiter.changed() => match self.state.tasklane.get(&self.owner, self.id).await {
@@ -152,7 +163,10 @@ impl Follow {
                         return None;
                     }
                 },
-                _ = tokio::time::sleep(GAP_REREAD), if gap => self.reread = true,
+                _ = tokio::time::sleep_until(reread_at), if gap => {
+                    self.reread = true;
+                    self.gap_since = None;
+                }
                 _ = self.state.stopping.cancelled() => return None,
             }
         }

@@ -1,5 +1,5 @@
-//! The worker protocol's batches and live output writes: a heartbeat or a completion of
-//! up to 500 attempts in one request, each item fenced on its own lease and answered on
+//! The worker protocol's batches and live output writes: a heartbeat, a completion or
+//! an output write of up to 500 attempts in one request, each item fenced on its own lease and answered on
 //! its own (a lost lease, a deleted task or an invalid output answers that item, never
 //! the batch), and text appended to a running attempt's live output. A request that is
 //! malformed as a whole (a field out of bounds, a task named twice) is refused with 422
@@ -14,7 +14,7 @@ use crate::http::dto::ErrorView;
 use crate::http::error::{ApiError, Problem};
 use crate::http::extract::{task_id, Body};
 use crate::http::AppState;
-use crate::service::{BeatItem, Completion, ServiceError, Success};
+use crate::service::{BeatItem, Completion, OutputItem, ServiceError, Success};
 use crate::task::bounds;
 
 use super::worker::{check_result, check_snapshot};
@@ -150,6 +150,43 @@ fn item_status(error: ServiceError) -> Result<&'static str, ApiError> {
         ServiceError::TaskGone => Ok("task_gone"),
         error => Err(error.into()),
     }
+}
+
+/// Append text to the live output of many running attempts at once, each on its own.
+#[utoipa::path(post, path = "/v1/worker/output", tag = "worker", operation_id = "write_outputs",
+    request_body = OutputsBody, security(("bearer" = [])),
+    responses((status = 200, description = "one answer per item, in the order given: `ok` (appended: observers of `GET /v1/tasks/{id}/output` on any replica see it as `output.delta`), `lease_lost` (nothing appended) or `task_gone`", body = OutputsAnswer),
+        (status = 422, description = "`validation_failed` (`field` names the item, e.g. `items[3].text`; also a task named twice) or `unknown_field`; nothing appended", body = Problem)))]
+pub async fn write_outputs(
+    State(state): State<AppState>,
+    caller: Allowed<perm::Work>,
+    Body(body): Body<OutputsBody>,
+) -> Result<Json<OutputsAnswer>, ApiError> {
+    let items: Vec<OutputItem> = body
+        .items
+        .into_iter()
+        .map(|item| OutputItem {
+            id: item.id,
+            lease_token: item.lease_token,
+            text: item.text,
+        })
+        .collect();
+    let answers = state.tasklane.write_outputs(&caller.owner, &items).await?;
+    let items = items
+        .iter()
+        .zip(answers)
+        .map(|(item, answer)| {
+            let status = match answer {
+                Ok(()) => "ok",
+                Err(error) => item_status(error)?,
+            };
+            Ok(OutputItemAnswer {
+                id: item.id,
+                status: status.into(),
+            })
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    Ok(Json(OutputsAnswer { items }))
 }
 
 /// Append text to a running attempt's live output.

@@ -129,3 +129,47 @@ pub struct OutputBody {
     #[schema(max_length = 65536)]
     pub text: String,
 }
+
+/// A batched live output write: text for 1..500 running attempts, each of a different
+/// task (a worker's round of output from all its attempts in one request).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(examples(json!({"items": [
+    {"id": "0193a5c2-7f00-7000-8000-000000000001",
+     "lease_token": "0193a5c2-8000-7000-8000-0000000000aa", "text": "The quarterly "},
+    {"id": "0193a5c2-7f00-7000-8000-000000000002",
+     "lease_token": "0193a5c2-8000-7000-8000-0000000000ab", "text": "Dear customer, "}]})))]
+pub struct OutputsBody {
+    /// 1..500 items, each of a different task.
+    #[schema(min_items = 1, max_items = 500)]
+    pub items: Vec<OutputItemBody>,
+}
+
+/// Text for one running attempt's live output, as `POST /v1/worker/tasks/{id}/output`
+/// takes it.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutputItemBody {
+    pub id: Uuid,
+    pub lease_token: Uuid,
+    /// Appended to the attempt's text; at most 64 KiB.
+    #[schema(max_length = 65536)]
+    pub text: String,
+}
+
+/// One answer per item, in the order given.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OutputsAnswer {
+    pub items: Vec<OutputItemAnswer>,
+}
+
+/// What a batched live output write did with one item.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(examples(json!({"id": "0193a5c2-7f00-7000-8000-000000000001", "status": "ok"})))]
+pub struct OutputItemAnswer {
+    pub id: Uuid,
+    /// `ok` (appended), `lease_lost` (nothing appended) or `task_gone`: on either of the
+    /// last two the worker stops the attempt.
+    #[schema(pattern = "^(ok|lease_lost|task_gone)$")]
+    pub status: String,
+}

@@ -46,6 +46,10 @@ from .links import Links
 from .live_replica import LiveReplica
 from .output_body import OutputBody
 from .output_delta import OutputDelta
+from .output_item_answer import OutputItemAnswer
+from .output_item_body import OutputItemBody
+from .outputs_answer import OutputsAnswer
+from .outputs_body import OutputsBody
 from .overview import Overview
 from .pause_body import PauseBody
 from .paused_type import PausedType
@@ -123,6 +127,10 @@ __all__ = (
     "LiveReplica",
     "OutputBody",
     "OutputDelta",
+    "OutputItemAnswer",
+    "OutputItemBody",
+    "OutputsAnswer",
+    "OutputsBody",
     "Overview",
     "PauseBody",
     "PausedType",
