@@ -7,8 +7,15 @@
 //! - `POST /v1/tasks` at a fixed rate (`BENCH_RATE`, default 1,000/s, open loop, at most
 //!   64 requests in flight) for `BENCH_SECONDS` (default 20): submit p50/p99.
 //!
+//! Each drain also reports where the cores went: CPU ms a task of the replica, of the
+//! whole PostgreSQL server and of PgBouncer. With `BENCH_PROFILE=1` and
+//! `pg_stat_statements` preloaded (`BENCH_PG_SETTINGS="shared_preload_libraries=pg_stat_statements
+//! pg_stat_statements.track_planning=on"`) it prints the drain's top statements by
+//! planning and execution time too.
+//!
 //! `cargo bench --bench pooler` (env: `BENCH_RUNS`, `BENCH_TASKS`, `BENCH_RATE`,
-//! `BENCH_SECONDS`, `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`; see benches/RESULTS.md).
+//! `BENCH_SECONDS`, `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`, `BENCH_PROFILE`; see
+//! benches/RESULTS.md).
 
 mod common;
 
@@ -20,6 +27,7 @@ use tasklane::load::drain;
 use tasklane::load::fleet::Fleet;
 use tasklane::load::http_submit::HttpSubmitter;
 use tasklane::load::stats::{Repeated, Summary};
+use tokio_postgres::Client;
 
 /// Most submits in flight at once, as 64 clients would have.
 const IN_FLIGHT: usize = 64;
@@ -43,6 +51,26 @@ struct Figures {
     drain: Vec<f64>,
     p50: Vec<f64>,
     p99: Vec<f64>,
+}
+
+/// What one drain cost, in CPU ms a task.
+struct Cores {
+    replica: f64,
+    server: Option<f64>,
+    pooler: Option<f64>,
+}
+
+impl std::fmt::Display for Cores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
+        write!(
+            f,
+            "CPU ms a task: replica {:.3}, PostgreSQL {}, PgBouncer {}",
+            self.replica,
+            ms(self.server),
+            ms(self.pooler)
+        )
+    }
 }
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -73,9 +101,9 @@ async fn main() -> anyhow::Result<()> {
             let (name, url) = bench.fresh_db().await?;
             let outcome = one_round(&bench, &url, path, tasks, rate, seconds).await;
             bench.drop_db(&name).await?;
-            let (drained, wal, submits) = outcome?;
+            let (drained, wal, cores, submits) = outcome?;
             println!(
-                "run {run}: {}: drain {drained:.0} tasks/s ({wal}), submits at {rate}/s {}",
+                "run {run}: {}: drain {drained:.0} tasks/s ({wal}; {cores}), submits at {rate}/s {}",
                 path.name(),
                 submits.cell()
             );
@@ -128,7 +156,7 @@ async fn one_round(
     tasks: i64,
     rate: u64,
     seconds: u64,
-) -> anyhow::Result<(f64, String, Summary)> {
+) -> anyhow::Result<(f64, String, Cores, Summary)> {
     let pooler = match path {
         Path::Direct => None,
         Path::Pooled => Some(Pooler::in_front_of(url)?),
@@ -145,13 +173,63 @@ async fn one_round(
     spec.http_base_port = Some(common::free_ports(1)?);
     let mut client = common::connect(url).await?;
     let fleet = Fleet::start(&spec, &client).await?;
-    let mut drained = drain::drain(&mut client, &fleet, "drain", tasks).await?;
+    let profile = std::env::var("BENCH_PROFILE").is_ok_and(|v| v == "1");
+    let backlog = drain::queue(&mut client, &fleet, "drain", tasks).await?;
+    if profile {
+        client
+            .batch_execute(
+                "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; \
+                 SELECT pg_stat_statements_reset()",
+            )
+            .await?;
+    }
+    let pooler_pid = pooler.as_ref().and_then(Pooler::pid);
+    let pooler_before = pooler_pid.and_then(tasklane::load::fleet::cpu_seconds);
+    let mut drained = backlog.release(&mut client, &fleet).await?;
+    let pooler_used = pooler_pid
+        .and_then(tasklane::load::fleet::cpu_seconds)
+        .zip(pooler_before)
+        .map(|(after, before)| (after - before) * 1000.0 / drained.tasks.max(1) as f64);
+    if profile {
+        print_statements(&client, path).await?;
+    }
     let wal = drained.finish_wal(&client).await?;
+    let cores = Cores {
+        replica: drained.replica_cpu_ms_per_task,
+        server: drained.postgres_server_cpu_ms_per_task,
+        pooler: pooler_used,
+    };
     let token = common::create_token(&bench.bin, url, "submits", "submit")?;
     let submitter = HttpSubmitter::new(spec.http_urls(), token)?;
     let submits = at_rate(Arc::new(submitter), rate, Duration::from_secs(seconds)).await;
     fleet.stop();
-    Ok((drained.tasks_per_second, wal.to_string(), submits))
+    Ok((drained.tasks_per_second, wal.to_string(), cores, submits))
+}
+
+/// The drain's statements by planning and execution time (`pg_stat_statements`, this
+/// database only), the heaviest first.
+async fn print_statements(client: &Client, path: Path) -> anyhow::Result<()> {
+    let rows = client
+        .query(
+            "SELECT calls, total_plan_time, total_exec_time, \
+                    regexp_replace(left(query, 400), '\\s+', ' ', 'g') \
+             FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             ORDER BY total_plan_time + total_exec_time DESC LIMIT 12",
+            &[],
+        )
+        .await?;
+    println!(
+        "  {} drain, top statements: calls, planning ms, execution ms, text",
+        path.name()
+    );
+    for row in rows {
+        let (calls, plan, exec, text): (i64, f64, f64, String) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let text: String = text.chars().filter(|c| !c.is_control()).take(110).collect();
+        println!("  | {calls} | {plan:.0} | {exec:.0} | {text} |");
+    }
+    Ok(())
 }
 
 /// Submits `noop` tasks at `rate` a second for `length` (open loop: a submit whose turn

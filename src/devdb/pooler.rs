@@ -86,6 +86,15 @@ impl Pooler {
         self.port
     }
 
+    /// PgBouncer's own process id (from its pidfile; as root the child is `runuser`).
+    pub fn pid(&self) -> Option<u32> {
+        fs::read_to_string(self.dir.join("pgbouncer.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
     /// Whether the process still runs (a test fails on an exit it did not cause).
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

@@ -61,7 +61,7 @@ pub async fn claim_pooled(
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
     let params = ClaimParams::new(claimant, owner, task_types, limit);
-    claim_on_claim_pool(client, sql(claimant.locality, slots), &params).await
+    claim_on_claim_pool(client, variant(claimant.locality, slots), &params).await
 }
 
 /// Like [`claim_pooled`] for an external claimant, taking only tasks waiting for an
@@ -73,38 +73,70 @@ pub async fn claim_fallbacks_pooled(
     task_types: &[String],
     limit: i64,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let sql = match slots {
-        Slots::Aware => FALLBACK,
-        Slots::Plain => FALLBACK_PLAIN,
+    let variant = match slots {
+        Slots::Aware => &FALLBACK,
+        Slots::Plain => &FALLBACK_PLAIN,
     };
     let params = ClaimParams::new(claimant, None, task_types, limit);
-    claim_on_claim_pool(client, sql, &params).await
+    claim_on_claim_pool(client, variant, &params).await
 }
 
-/// The rendered claim variants by file name (tests prepare and check each one).
+/// One rendered claim statement, and the call of the function that runs the same text
+/// (`tasklane.` and the file's stem, migration V44) for replicas behind a pooler in
+/// transaction mode.
+struct Variant {
+    /// The rendered file's name (`claim_local.sql`).
+    file: &'static str,
+    /// The statement.
+    sql: &'static str,
+    /// The function's call, its parameters the statement's.
+    call: &'static str,
+}
+
+/// Declares a claim variant: its file in `OUT_DIR` and its function's call.
+macro_rules! variant {
+    ($name:ident, $stem:literal) => {
+        const $name: Variant = Variant {
+            file: concat!($stem, ".sql"),
+            sql: include_str!(concat!(env!("OUT_DIR"), "/", $stem, ".sql")),
+            call: concat!(
+                "SELECT * FROM tasklane.",
+                $stem,
+                "($1::text[], $2::text, $3::int8, $4::uuid, $5::text, $6::text)"
+            ),
+        };
+    };
+}
+
+variant!(LOCAL, "claim_local");
+variant!(EXTERNAL, "claim_external");
+variant!(LOCAL_PLAIN, "claim_local_plain");
+variant!(EXTERNAL_PLAIN, "claim_external_plain");
+variant!(FALLBACK, "claim_fallback");
+variant!(FALLBACK_PLAIN, "claim_fallback_plain");
+
+/// The rendered claim variants by file name (tests prepare and check each one, and
+/// compare it with its function, `tasklane.` and the file's stem).
 pub const VARIANTS: [(&str, &str); 6] = [
-    ("claim_local.sql", LOCAL),
-    ("claim_external.sql", EXTERNAL),
-    ("claim_local_plain.sql", LOCAL_PLAIN),
-    ("claim_external_plain.sql", EXTERNAL_PLAIN),
-    ("claim_fallback.sql", FALLBACK),
-    ("claim_fallback_plain.sql", FALLBACK_PLAIN),
+    (LOCAL.file, LOCAL.sql),
+    (EXTERNAL.file, EXTERNAL.sql),
+    (LOCAL_PLAIN.file, LOCAL_PLAIN.sql),
+    (EXTERNAL_PLAIN.file, EXTERNAL_PLAIN.sql),
+    (FALLBACK.file, FALLBACK.sql),
+    (FALLBACK_PLAIN.file, FALLBACK_PLAIN.sql),
 ];
 
-const LOCAL: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_local.sql"));
-const EXTERNAL: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_external.sql"));
-const LOCAL_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_local_plain.sql"));
-const EXTERNAL_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_external_plain.sql"));
-const FALLBACK: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_fallback.sql"));
-const FALLBACK_PLAIN: &str = include_str!(concat!(env!("OUT_DIR"), "/claim_fallback_plain.sql"));
+fn variant(locality: Locality, slots: Slots) -> &'static Variant {
+    match (locality, slots) {
+        (Locality::Local, Slots::Aware) => &LOCAL,
+        (Locality::External, Slots::Aware) => &EXTERNAL,
+        (Locality::Local, Slots::Plain) => &LOCAL_PLAIN,
+        (Locality::External, Slots::Plain) => &EXTERNAL_PLAIN,
+    }
+}
 
 fn sql(locality: Locality, slots: Slots) -> &'static str {
-    match (locality, slots) {
-        (Locality::Local, Slots::Aware) => LOCAL,
-        (Locality::External, Slots::Aware) => EXTERNAL,
-        (Locality::Local, Slots::Plain) => LOCAL_PLAIN,
-        (Locality::External, Slots::Plain) => EXTERNAL_PLAIN,
-    }
+    variant(locality, slots).sql
 }
 
 /// A claim statement's parameters, in its order.
@@ -148,31 +180,35 @@ impl<'a> ClaimParams<'a> {
 
 /// A claim on a connection of the claim pool, planned as that pool's sessions say
 /// (`connect::CLAIM_SESSION`): prepared once per connection with its generic plan.
-/// Behind a pooler in transaction mode, where nothing may stay on a session, the same
-/// settings are made for the claim's own transaction (`SET LOCAL`), the three messages
-/// sent at once so the claim still costs one round trip.
+/// Behind a pooler in transaction mode, where nothing may stay on a session, the
+/// variant's function runs it instead: a statement of its own (its own implicit
+/// transaction, one round trip) whose plan the server session keeps, planned with the
+/// same settings (the function's SET clauses).
 async fn claim_on_claim_pool(
     client: &crate::store::Pooled,
-    sql: &'static str,
+    variant: &Variant,
     params: &ClaimParams<'_>,
 ) -> Result<Vec<ClaimedTask>, DbError> {
-    let plain = crate::store::client(client);
-    if !crate::store::connect::unnamed_statements_only() {
-        let statement = client.prepare_cached(sql).await?;
-        let rows = plain.query(&statement, &params.values()).await?;
-        return rows.iter().map(from_row).collect();
+    if crate::store::connect::unnamed_statements_only() {
+        return by_function(crate::store::client(client), variant, params).await;
     }
-    let values = params.values();
-    // Described before the three messages go out, so nothing is sent between them.
-    let typed = crate::store::statement::typed_params(plain, sql, &values).await?;
-    let (begun, rows, committed) = tokio::join!(
-        plain.batch_execute(crate::store::connect::CLAIM_TRANSACTION),
-        plain.query_typed(sql, &typed),
-        plain.batch_execute("COMMIT"),
-    );
-    begun?;
-    let rows = rows?;
-    committed?;
+    let statement = client.prepare_cached(variant.sql).await?;
+    let rows = crate::store::client(client)
+        .query(&statement, &params.values())
+        .await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// A claim through the variant's function (migration V44) instead of the statement:
+/// planned once per server session and kept there, with the claim pool's planner
+/// settings whatever the session's. What a replica behind a pooler in transaction mode
+/// claims with.
+async fn by_function<C: GenericClient + Sync>(
+    client: &C,
+    variant: &Variant,
+    params: &ClaimParams<'_>,
+) -> Result<Vec<ClaimedTask>, DbError> {
+    let rows = client.rows(variant.call, &params.values()).await?;
     rows.iter().map(from_row).collect()
 }
 

@@ -62,11 +62,6 @@ pub fn unnamed_statements_only() -> bool {
     UNNAMED_ONLY.load(Ordering::Relaxed)
 }
 
-/// [`CLAIM_SESSION`] for one claim's transaction, where nothing may be set on the
-/// session (behind a pooler in transaction mode).
-pub const CLAIM_TRANSACTION: &str =
-    "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_bitmapscan = off";
-
 /// A database to connect to, TLS policy included. Cheap to clone.
 #[derive(Clone)]
 pub struct Database {
@@ -194,8 +189,8 @@ impl Database {
     /// with [`CLAIM_SESSION`]. Other statements keep the defaults: filters like
     /// `$5 IS NULL OR app = $5` need custom plans. Behind a pooler in transaction mode
     /// (where the SETs would stay on a server session other clients share) its
-    /// connections set nothing, and each claim makes the settings for its own
-    /// transaction instead ([`CLAIM_TRANSACTION`]).
+    /// connections set nothing, and each claim calls its variant's function, which
+    /// makes the same settings for itself (its SET clauses, migration V44).
     pub fn claim_pool(&self, size: usize) -> anyhow::Result<Pool> {
         self.build_pool(size, Some(CLAIM_SESSION))
             .context("build the claim connection pool")

@@ -4,6 +4,7 @@
 
 use crate::common;
 
+mod claim_functions;
 mod door;
 pub(crate) mod files;
 mod headers;

@@ -311,7 +311,7 @@ async fn the_claim_pool_plans_generically_and_the_main_pool_does_not() {
 const RUNNING: usize = 300;
 
 /// SQL queuing a backlog of `count` `noop` tasks of app `a` over 100 scopes.
-fn backlog(privacy: &str, count: usize) -> String {
+pub(super) fn backlog(privacy: &str, count: usize) -> String {
     format!(
         "INSERT INTO tasklane.tasks (id, app, scope_id, effect_key, task_type, request_digest, \
            input, priority, max_attempts, on_restart, privacy, lease_seconds, \
