@@ -20,8 +20,10 @@ use crate::service::{Completion, ServiceError, Success, Tasklane};
 
 /// Largest batch one flush settles.
 pub const DEFAULT_MAX_BATCH: usize = 256;
-/// Flushes running at once.
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 2;
+/// Flushes running at once: one, so what completes while it commits rides the next
+/// flush together (a second flush in flight halves the batches and adds their commits
+/// without settling more a second).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1;
 
 struct Request {
     completion: Completion,
