@@ -82,7 +82,7 @@ pub async fn claim_fallbacks_pooled(
 }
 
 /// One rendered claim statement, and the call of the function that runs the same text
-/// (`tasklane.` and the file's stem, migration V44) for replicas behind a pooler in
+/// (`tasklane.` and the file's stem, in `sql/functions/`) for replicas behind a pooler in
 /// transaction mode.
 struct Variant {
     /// The rendered file's name (`claim_local.sql`).
@@ -199,7 +199,7 @@ async fn claim_on_claim_pool(
     rows.iter().map(from_row).collect()
 }
 
-/// A claim through the variant's function (migration V44) instead of the statement:
+/// A claim through the variant's function instead of the statement:
 /// planned once per server session and kept there, with the claim pool's planner
 /// settings whatever the session's. What a replica behind a pooler in transaction mode
 /// claims with.

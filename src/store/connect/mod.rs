@@ -190,7 +190,7 @@ impl Database {
     /// `$5 IS NULL OR app = $5` need custom plans. Behind a pooler in transaction mode
     /// (where the SETs would stay on a server session other clients share) its
     /// connections set nothing, and each claim calls its variant's function, which
-    /// makes the same settings for itself (its SET clauses, migration V44).
+    /// makes the same settings for itself (its SET clauses).
     pub fn claim_pool(&self, size: usize) -> anyhow::Result<Pool> {
         self.build_pool(size, Some(CLAIM_SESSION))
             .context("build the claim connection pool")
