@@ -131,8 +131,8 @@ impl Maintenance<'_> {
     }
 }
 
-/// The worker role: `claimers` claim loops on the configured locality; each local one also
-/// runs the external-fallback loop of `openai` types, so their fallbacks need no replica
+/// The worker role: `claimers` claim loops on the configured locality; a local replica also
+/// runs one external loop for `openai` types, so their fallbacks need no replica
 /// configured for the external locality. `polls` counts the replicas sharing the idle
 /// polls.
 pub(super) fn spawn_workers(
@@ -161,7 +161,10 @@ pub(super) fn spawn_workers(
             polls: polls.clone(),
             shutdown_grace: Duration::from_secs(config.shutdown_grace_seconds),
         };
-        let routed = (worker_config.locality == crate::task::Locality::Local)
+        // One external loop a replica, beside its first local loop: its `--concurrency`
+        // slots serve the openai types' fallbacks and external-only types, and a loop
+        // per claimer would only multiply its idle polls.
+        let routed = (n == 0 && worker_config.locality == crate::task::Locality::Local)
             .then(|| {
                 Worker::routed_external(worker_config.clone(), tasklane.clone(), handlers.clone())
             })
