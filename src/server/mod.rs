@@ -149,8 +149,6 @@ impl Replica {
         let mut services = JoinSet::new();
         let mut workers = JoinSet::new();
         let spread = Spread::default();
-        // Without wake-ups between replicas, a replica's polls are how it hears of the
-        // others' submits: each keeps its own interval then.
         let polls = Spread::default();
         let replicas = ReplicaRegistry {
             pool: pool.clone(),
@@ -162,11 +160,7 @@ impl Replica {
                 works: config.has(Role::Worker),
             },
             sweeps: spread.clone(),
-            polls: if config.listen_notify {
-                polls.clone()
-            } else {
-                Spread::default()
-            },
+            polls: polls.clone(),
         };
         let cold_start = replicas.register().await?;
         services.spawn(replicas.run(shutdown.clone()));
@@ -202,6 +196,13 @@ impl Replica {
             maintenance.spawn(&mut services, checked.delivery, inbox, &shutdown)?;
         }
         if config.has(Role::Worker) {
+            // Without wake-ups between replicas, a replica's polls are how it hears of
+            // the others' submits: each keeps its own interval then.
+            let polls = if config.listen_notify {
+                polls
+            } else {
+                Spread::default()
+            };
             roles::spawn_workers(
                 &mut workers,
                 config,

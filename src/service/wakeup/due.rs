@@ -163,6 +163,8 @@ mod tests {
         due.after(Duration::from_millis(103));
         due.after(Duration::from_millis(109));
         assert_eq!(due.len(), 1);
+        due.after(Duration::from_millis(110));
+        assert_eq!(due.len(), 1, "a moment on the grain is its own rounding");
         due.after(Duration::from_millis(111));
         assert_eq!(due.len(), 2);
     }
