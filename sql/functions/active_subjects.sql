@@ -9,9 +9,10 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function active_subjects: migrations/V38__fair_turns.sql
+-- function active_subjects: migrations/V38__fair_turns.sql, migrations/V47__held_snapshot_plans.sql
 CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, p_app text, p_cap integer) RETURNS integer
     LANGUAGE plpgsql STABLE
+    SET enable_seqscan TO 'off'
     AS $$
 BEGIN
     -- One index probe per subject (task_queue_turns), up to p_cap. Backwards, from each

@@ -34,10 +34,11 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function complete_tasks_claiming: migrations/V31__webhook_handoff.sql, migrations/V32__drain_per_row_costs.sql, migrations/V33__function_comments.sql, migrations/V36__response_model.sql
+-- function complete_tasks_claiming: migrations/V31__webhook_handoff.sql, migrations/V32__drain_per_row_costs.sql, migrations/V33__function_comments.sql, migrations/V36__response_model.sql, migrations/V47__held_snapshot_plans.sql
 CREATE FUNCTION tasklane.complete_tasks_claiming(p_id uuid[], p_lease_token uuid[], p_result jsonb[], p_usage_units bigint[], p_provider text[], p_model text[], p_route text[], p_route_name text[], p_input_tokens bigint[], p_output_tokens bigint[], p_total_tokens bigint[], p_claim_token uuid, p_claim_seconds double precision, p_busy uuid[]) RETURNS TABLE(id uuid, lease_token uuid, delivery_id uuid, endpoint_id uuid, created_at timestamp with time zone)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN
@@ -69,9 +70,11 @@ BEGIN
                   i.provider, i.model, i.input_tokens, i.output_tokens, i.total_tokens,
                   coalesce(i.usage_units, i.total_tokens) AS units, t.scope_id
     ), dequeued AS (
+        -- By `q.id = ANY (ids)` alone, not joined to `done`: a join may be planned as a
+        -- hash of the mirror's whole primary key, whose dead entries a held snapshot
+        -- keeps.
         DELETE FROM tasklane.task_queue q
-        USING done d
-        WHERE q.id = d.id
+        WHERE q.id = ANY (ARRAY(SELECT d.id FROM done d))
         RETURNING q.id
     ), written AS (
         -- The mirror trigger's setting, once a statement (the answer joins it).
@@ -134,10 +137,11 @@ BEGIN
 END
 $$;
 
--- function complete_tasks_claiming: migrations/V31__webhook_handoff.sql, migrations/V32__drain_per_row_costs.sql, migrations/V33__function_comments.sql, migrations/V36__response_model.sql
+-- function complete_tasks_claiming: migrations/V31__webhook_handoff.sql, migrations/V32__drain_per_row_costs.sql, migrations/V33__function_comments.sql, migrations/V36__response_model.sql, migrations/V47__held_snapshot_plans.sql
 CREATE FUNCTION tasklane.complete_tasks_claiming(p_id uuid[], p_lease_token uuid[], p_result jsonb[], p_usage_units bigint[], p_provider text[], p_model text[], p_route text[], p_route_name text[], p_input_tokens bigint[], p_output_tokens bigint[], p_total_tokens bigint[], p_response_model text[], p_system_fingerprint text[], p_claim_token uuid, p_claim_seconds double precision, p_busy uuid[]) RETURNS TABLE(id uuid, lease_token uuid, delivery_id uuid, endpoint_id uuid, created_at timestamp with time zone)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN
@@ -171,9 +175,11 @@ BEGIN
                   coalesce(i.usage_units, i.total_tokens) AS units, t.scope_id,
                   i.response_model, i.system_fingerprint
     ), dequeued AS (
+        -- By `q.id = ANY (ids)` alone, not joined to `done`: a join may be planned as a
+        -- hash of the mirror's whole primary key, whose dead entries a held snapshot
+        -- keeps.
         DELETE FROM tasklane.task_queue q
-        USING done d
-        WHERE q.id = d.id
+        WHERE q.id = ANY (ARRAY(SELECT d.id FROM done d))
         RETURNING q.id
     ), written AS (
         -- The mirror trigger's setting, once a statement (the answer joins it).

@@ -17,9 +17,10 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql
+-- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql
 CREATE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority smallint[], p_app text[], p_subject text[]) RETURNS TABLE(id uuid, turn double precision)
     LANGUAGE plpgsql STABLE
+    SET enable_seqscan TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
