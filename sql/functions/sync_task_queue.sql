@@ -16,13 +16,15 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql
+-- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
     AS $$
 DECLARE
     written bigint;
     ids uuid[]; types text[]; priorities smallint[]; apps text[]; subjects text[];
+    fresh_ids uuid[]; claimable_ids uuid[];
 BEGIN
     -- The statement wrote its own tasks' mirror rows and notifications (below): the
     -- setting is consumed here, so the next statement of the transaction is synced.
@@ -30,16 +32,24 @@ BEGIN
         PERFORM set_config('tasklane.queue_written', '', true);
         RETURN NULL;
     END IF;
+    -- The mirror is read and written by the updated tasks' ids alone (an index probe
+    -- each), never joined to the transition table: a join may be planned as a hash of a
+    -- scan of the mirror's whole primary key, and a plan kept from a mirror of a few
+    -- pages as a sequential scan (hence no sequential scans in this function's plans):
+    -- either walks every dead row a snapshot held open keeps from vacuum.
+    fresh_ids := ARRAY(SELECT n.id FROM fresh n);
     IF EXISTS (SELECT 1 FROM tasklane.webhook_endpoints WHERE NOT disabled) THEN
         WITH ended AS (
-            DELETE FROM tasklane.task_queue q USING fresh n
-            WHERE q.id = n.id AND n.state IN ('succeeded', 'failed', 'cancelled')
-            RETURNING n.id, n.app, n.scope_id, n.state, n.finished_at
+            DELETE FROM tasklane.task_queue q
+            WHERE q.id = ANY (ARRAY(SELECT n.id FROM fresh n
+                                    WHERE n.state IN ('succeeded', 'failed', 'cancelled')))
+            RETURNING q.id
         )
         INSERT INTO tasklane.webhook_deliveries
             (endpoint_id, app, scope_id, task_id, event, created_at)
         SELECT e.id, d.app, d.scope_id, d.id, 'task.' || d.state, coalesce(d.finished_at, now())
-        FROM ended d
+        FROM ended x
+        JOIN fresh d ON d.id = x.id
         JOIN tasklane.webhook_endpoints e
           ON e.app = d.app AND NOT e.disabled AND ('task.' || d.state) = ANY (e.events);
         GET DIAGNOSTICS written = ROW_COUNT;
@@ -48,8 +58,9 @@ BEGIN
             PERFORM pg_notify('tasklane_webhooks', '');
         END IF;
     ELSE
-        DELETE FROM tasklane.task_queue q USING fresh n
-        WHERE q.id = n.id AND n.state IN ('succeeded', 'failed', 'cancelled');
+        DELETE FROM tasklane.task_queue q
+        WHERE q.id = ANY (ARRAY(SELECT n.id FROM fresh n
+                                WHERE n.state IN ('succeeded', 'failed', 'cancelled')));
     END IF;
     -- The tasks becoming claimable (from running, cancelling or finished) take a turn;
     -- the others keep theirs. Every claimable task written holds its floor first.
@@ -60,14 +71,16 @@ BEGIN
     IF types IS NOT NULL THEN
         PERFORM tasklane.hold_floors(types, priorities);
     END IF;
+    -- Those already claimable in the mirror keep their turns.
+    claimable_ids := ARRAY(SELECT o.id FROM tasklane.task_queue o
+                           WHERE o.id = ANY (fresh_ids)
+                             AND o.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback'));
     SELECT array_agg(n.id), array_agg(n.task_type), array_agg(n.priority), array_agg(n.app),
            array_agg(coalesce(n.usage_subject, ''))
     INTO ids, types, priorities, apps, subjects
     FROM fresh n
     WHERE n.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-      AND NOT EXISTS (SELECT 1 FROM tasklane.task_queue o
-                      WHERE o.id = n.id
-                        AND o.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback'));
+      AND NOT (n.id = ANY (claimable_ids));
     INSERT INTO tasklane.task_queue AS q
         (id, state, priority, run_at, deadline_at, lease_expires_at, task_type, app,
          scope_id, privacy, resource, subject, turn, behind)
@@ -81,7 +94,11 @@ BEGIN
            -- when the floor has passed it, in its (perhaps new) priority.
            t.turn IS NULL AND coalesce(o.turn < f.floor, false)
     FROM fresh n
-    LEFT JOIN tasklane.task_queue o ON o.id = n.id
+    LEFT JOIN (SELECT o.id, o.state, o.priority, o.run_at, o.deadline_at, o.lease_expires_at,
+                      o.turn
+               FROM tasklane.task_queue o
+               WHERE o.id = ANY (fresh_ids)
+               OFFSET 0) o ON o.id = n.id
     LEFT JOIN tasklane.turn_floors f ON f.task_type = n.task_type AND f.priority = n.priority
     LEFT JOIN tasklane.take_turns(ids, types, priorities, apps, subjects) t ON t.id = n.id
     WHERE n.state NOT IN ('succeeded', 'failed', 'cancelled')

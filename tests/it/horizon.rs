@@ -12,7 +12,8 @@ use crate::common;
 use common::fixtures::*;
 use tasklane::store::claim;
 use tasklane::store::complete_many::complete_many;
-use tasklane::store::turn_floors;
+use tasklane::store::{lease, turn_floors};
+use tasklane::task::lease::{Lease, LeaseStatus};
 use tasklane::task::{Locality, Privacy};
 
 const ROUNDS: usize = 16;
@@ -58,11 +59,12 @@ async fn flushed_reads(c: &tokio_postgres::Client) -> i64 {
     mirror_pages(c, false).await
 }
 
-/// The mirror's pages a round fetched: per claim, per settle (the claim's batch
-/// completed) and per submit.
+/// The mirror's pages a round fetched: per claim, per heartbeat and settle of the claim's
+/// batch, and per submit.
 #[derive(Debug, Clone, Copy, Default)]
 struct Reads {
     claim: f64,
+    heartbeat: f64,
     settle: f64,
     submit: f64,
 }
@@ -86,6 +88,7 @@ async fn round(
     }
     let submit_reads = flushed_reads(c).await - before;
     let (mut claims, mut claim_reads, mut settle_reads, mut claimed_total) = (0, 0, 0, 0);
+    let mut heartbeat_pages = 0;
     loop {
         let tx = c.transaction().await.unwrap();
         let before = mirror_pages(&tx, true).await;
@@ -103,6 +106,23 @@ async fn round(
             turn_floors::raise(keeper).await.unwrap();
         }
         claimed_total += claimed.len();
+        // A heartbeat of the batch, as a claim loop's batcher sends it: through the
+        // mirror's update trigger.
+        let leases: Vec<Lease> = claimed
+            .iter()
+            .map(|t| Lease {
+                id: t.id,
+                lease_token: t.lease_token,
+            })
+            .collect();
+        let tx = settle.transaction().await.unwrap();
+        let before = mirror_pages(&*tx, true).await;
+        let beats = lease::extend_many(&*tx, &leases).await.unwrap();
+        heartbeat_pages += mirror_pages(&*tx, true).await - before;
+        tx.commit().await.unwrap();
+        assert!(beats
+            .iter()
+            .all(|b| matches!(b, LeaseStatus::Extended { .. })));
         let tx = settle.transaction().await.unwrap();
         let before = mirror_pages(&*tx, true).await;
         complete_many(&tx, &successes(&claimed), None)
@@ -115,6 +135,7 @@ async fn round(
     Reads {
         claim: claim_reads as f64 / claims as f64,
         settle: settle_reads as f64 / claims as f64,
+        heartbeat: heartbeat_pages as f64 / claims as f64,
         submit: submit_reads as f64 / PER_ROUND as f64,
     }
 }
@@ -206,11 +227,15 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
     eprintln!(
         "{locality:?}, statistics {statistics:?}: the mirror's pages fetched before the hold, \
          then after {} and {dead} tasks claimed under it: per claim {:.1}, {:.1}, {:.1}; \
-         per settle {:.1}, {:.1}, {:.1}; per submit {:.1}, {:.1}, {:.1}",
+         per heartbeat {:.1}, {:.1}, {:.1}; per settle {:.1}, {:.1}, {:.1}; \
+         per submit {:.1}, {:.1}, {:.1}",
         dead / 2,
         first.claim,
         middle.claim,
         last.claim,
+        first.heartbeat,
+        middle.heartbeat,
+        last.heartbeat,
         first.settle,
         middle.settle,
         last.settle,
@@ -220,11 +245,17 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
     );
     // Under the hold each task's own row versions stay (its insert, its claim), so a probe
     // of its entries reads a few more pages than beside a clean queue: a constant, which
-    // must not grow with the tasks claimed since. A claim of 10 (its settle, a submit) walking
+    // must not grow with the tasks claimed since. A claim of 10 (its heartbeat, its settle, a submit) walking
     // the dead entries or rows of the hold fetches hundreds of pages more at the end than
     // halfway, and thousands more than before it.
     for (what, first, middle, last) in [
         ("claim", first.claim, middle.claim, last.claim),
+        (
+            "heartbeat",
+            first.heartbeat,
+            middle.heartbeat,
+            last.heartbeat,
+        ),
         ("settle", first.settle, middle.settle, last.settle),
         ("submit", first.submit, middle.submit, last.submit),
     ] {
