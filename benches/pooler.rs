@@ -8,13 +8,19 @@
 //!   64 requests in flight) for `BENCH_SECONDS` (default 20): submit p50/p99.
 //!
 //! Each drain also reports where the cores went: CPU ms a task of the replica, of the
-//! whole PostgreSQL server and of PgBouncer. With `BENCH_PROFILE=1` and
+//! whole PostgreSQL server and of PgBouncer. Through the pooler each phase also reports
+//! PgBouncer's own counters (`SHOW STATS` of the round's database): transactions, their
+//! mean time from the pooler's side, and how long clients waited for a server
+//! connection, with `SHOW POOLS` sampled every 10 ms (the most clients waiting and
+//! server connections active at once). With `BENCH_PROFILE=1` and
 //! `pg_stat_statements` preloaded (`BENCH_PG_SETTINGS="shared_preload_libraries=pg_stat_statements
 //! pg_stat_statements.track_planning=on"`) it prints the drain's top statements by
-//! planning and execution time too.
+//! planning and execution time too, and the submits' likewise.
 //!
 //! `cargo bench --bench pooler` (env: `BENCH_RUNS`, `BENCH_TASKS`, `BENCH_RATE`,
-//! `BENCH_SECONDS`, `BENCH_SERVE_ARGS`, `BENCH_DATABASE_URL`, `BENCH_PROFILE`; see
+//! `BENCH_SECONDS`, `BENCH_SERVE_ARGS`, `BENCH_POOLED_SERVE_ARGS` (the pooled
+//! replica's flags instead of `BENCH_SERVE_ARGS`), `BENCH_POOLER_NICE` (PgBouncer's
+//! niceness, a study), `BENCH_DATABASE_URL`, `BENCH_PROFILE`; see
 //! benches/RESULTS.md).
 
 mod common;
@@ -22,6 +28,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use tasklane::devdb::Pooler;
 use tasklane::load::drain;
 use tasklane::load::fleet::Fleet;
@@ -164,6 +171,10 @@ async fn one_round(
     let mut args = common::serve_args();
     let fleet_url = match &pooler {
         Some(pooler) => {
+            // A study of the pooled replica's own settings: instead of the shared ones.
+            if let Ok(own) = std::env::var("BENCH_POOLED_SERVE_ARGS") {
+                args = own.split_whitespace().map(str::to_owned).collect();
+            }
             args.extend(["--direct-database-url".to_owned(), url.to_owned()]);
             pooler.url_for(url)?
         }
@@ -184,14 +195,31 @@ async fn one_round(
             .await?;
     }
     let pooler_pid = pooler.as_ref().and_then(Pooler::pid);
+    // A study: PgBouncer at another scheduling priority (`renice`), to tell its waits for
+    // a core from its work.
+    if let (Some(pid), Ok(nice)) = (pooler_pid, std::env::var("BENCH_POOLER_NICE")) {
+        let status = std::process::Command::new("renice")
+            .args(["-n", &nice, "-p", &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .status()?;
+        anyhow::ensure!(status.success(), "renice PgBouncer to {nice}");
+    }
     let pooler_before = pooler_pid.and_then(tasklane::load::fleet::cpu_seconds);
+    let console = match &pooler {
+        Some(pooler) => Some(Console::connect(pooler, url).await?),
+        None => None,
+    };
+    let watch = Console::watch(console.as_ref()).await?;
     let mut drained = backlog.release(&mut client, &fleet).await?;
+    if let Some(watch) = watch {
+        println!("  pooler, drain: {}", watch.end().await?);
+    }
     let pooler_used = pooler_pid
         .and_then(tasklane::load::fleet::cpu_seconds)
         .zip(pooler_before)
         .map(|(after, before)| (after - before) * 1000.0 / drained.tasks.max(1) as f64);
     if profile {
-        print_statements(&client, path).await?;
+        print_statements(&client, path, "drain").await?;
     }
     let wal = drained.finish_wal(&client).await?;
     let cores = Cores {
@@ -201,14 +229,26 @@ async fn one_round(
     };
     let token = common::create_token(&bench.bin, url, "submits", "submit")?;
     let submitter = HttpSubmitter::new(spec.http_urls(), token)?;
+    if profile {
+        client
+            .batch_execute("SELECT pg_stat_statements_reset()")
+            .await?;
+    }
+    let watch = Console::watch(console.as_ref()).await?;
     let submits = at_rate(Arc::new(submitter), rate, Duration::from_secs(seconds)).await;
+    if let Some(watch) = watch {
+        println!("  pooler, submits: {}", watch.end().await?);
+    }
+    if profile {
+        print_statements(&client, path, "submits").await?;
+    }
     fleet.stop();
     Ok((drained.tasks_per_second, wal.to_string(), cores, submits))
 }
 
-/// The drain's statements by planning and execution time (`pg_stat_statements`, this
+/// A phase's statements by planning and execution time (`pg_stat_statements`, this
 /// database only), the heaviest first.
-async fn print_statements(client: &Client, path: Path) -> anyhow::Result<()> {
+async fn print_statements(client: &Client, path: Path, phase: &str) -> anyhow::Result<()> {
     let rows = client
         .query(
             "SELECT calls, total_plan_time, total_exec_time, \
@@ -220,7 +260,7 @@ async fn print_statements(client: &Client, path: Path) -> anyhow::Result<()> {
         )
         .await?;
     println!(
-        "  {} drain, top statements: calls, planning ms, execution ms, text",
+        "  {} {phase}, top statements: calls, planning ms, execution ms, text",
         path.name()
     );
     for row in rows {
@@ -261,4 +301,144 @@ async fn at_rate(submitter: Arc<HttpSubmitter>, rate: u64, length: Duration) -> 
     while tasks.join_next().await.is_some() {}
     let samples = latencies.lock().expect("not poisoned").clone();
     Summary::of(&samples)
+}
+
+/// PgBouncer's admin console, for the counters of one database.
+#[derive(Clone)]
+struct Console {
+    client: Arc<Client>,
+    database: String,
+}
+
+/// `SHOW STATS` totals of one database (times in µs).
+#[derive(Clone, Copy, Default)]
+struct Totals {
+    xacts: f64,
+    queries: f64,
+    xact_us: f64,
+    wait_us: f64,
+}
+
+/// What `SHOW POOLS` showed at its busiest while a phase ran.
+#[derive(Clone, Copy, Default)]
+struct Busiest {
+    samples: u64,
+    waiting_samples: u64,
+    cl_waiting: u64,
+    sv_active: u64,
+    maxwait_us: u64,
+}
+
+/// A phase being watched: the totals at its start and the sampler of `SHOW POOLS`.
+struct Watch {
+    console: Console,
+    before: Totals,
+    stop: tokio::sync::oneshot::Sender<()>,
+    sampler: tokio::task::JoinHandle<Busiest>,
+}
+
+impl Console {
+    async fn connect(pooler: &Pooler, url: &str) -> anyhow::Result<Console> {
+        let config: tokio_postgres::Config = url.parse()?;
+        let database = config.get_dbname().unwrap_or_default().to_owned();
+        let client = common::connect(&pooler.console_url()).await?;
+        Ok(Console {
+            client: Arc::new(client),
+            database,
+        })
+    }
+
+    /// Starts watching a phase (none without a pooler).
+    async fn watch(console: Option<&Console>) -> anyhow::Result<Option<Watch>> {
+        let Some(console) = console else {
+            return Ok(None);
+        };
+        let before = console.totals().await?;
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let sampling = console.clone();
+        let sampler = tokio::spawn(async move {
+            let mut busiest = Busiest::default();
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = &mut stopped => return busiest,
+                }
+                if let Ok(rows) = sampling.rows("SHOW POOLS").await {
+                    for row in rows {
+                        let number = |name: &str| -> u64 {
+                            row.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+                        };
+                        let waiting = number("cl_waiting");
+                        busiest.samples += 1;
+                        busiest.waiting_samples += u64::from(waiting > 0);
+                        busiest.cl_waiting = busiest.cl_waiting.max(waiting);
+                        busiest.sv_active = busiest.sv_active.max(number("sv_active"));
+                        let maxwait = number("maxwait") * 1_000_000 + number("maxwait_us");
+                        busiest.maxwait_us = busiest.maxwait_us.max(maxwait);
+                    }
+                }
+            }
+        });
+        Ok(Some(Watch {
+            console: console.clone(),
+            before,
+            stop,
+            sampler,
+        }))
+    }
+
+    /// The rows of an admin command for this database.
+    async fn rows(&self, command: &str) -> anyhow::Result<Vec<tokio_postgres::SimpleQueryRow>> {
+        Ok(self
+            .client
+            .simple_query(command)
+            .await?
+            .into_iter()
+            .filter_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+                _ => None,
+            })
+            .filter(|row| row.get("database") == Some(self.database.as_str()))
+            .collect())
+    }
+
+    async fn totals(&self) -> anyhow::Result<Totals> {
+        let rows = self.rows("SHOW STATS").await?;
+        let row = rows.first().context("no SHOW STATS row for the database")?;
+        let number =
+            |name: &str| -> f64 { row.get(name).and_then(|v| v.parse().ok()).unwrap_or(0.0) };
+        Ok(Totals {
+            xacts: number("total_xact_count"),
+            queries: number("total_query_count"),
+            xact_us: number("total_xact_time"),
+            wait_us: number("total_wait_time"),
+        })
+    }
+}
+
+impl Watch {
+    async fn end(self) -> anyhow::Result<String> {
+        let after = self.console.totals().await?;
+        let _ = self.stop.send(());
+        let busiest = self.sampler.await?;
+        let xacts = (after.xacts - self.before.xacts).max(1.0);
+        let wait_us = after.wait_us - self.before.wait_us;
+        Ok(format!(
+            "{:.0} transactions ({:.0} statements), {:.0} µs a transaction as the pooler \
+             sees it; clients waited for a server {:.0} ms in all ({:.1} µs a transaction); \
+             SHOW POOLS every 10 ms: cl_waiting > 0 in {} of {} samples (most {}), \
+             sv_active at most {}, maxwait at most {:.1} ms",
+            xacts,
+            after.queries - self.before.queries,
+            (after.xact_us - self.before.xact_us) / xacts,
+            wait_us / 1000.0,
+            wait_us / xacts,
+            busiest.waiting_samples,
+            busiest.samples,
+            busiest.cl_waiting,
+            busiest.sv_active,
+            busiest.maxwait_us as f64 / 1000.0,
+        ))
+    }
 }

@@ -22,6 +22,7 @@ pub struct Pooler {
     child: Child,
     port: u16,
     upstream: String,
+    user: String,
     dir: PathBuf,
 }
 
@@ -62,6 +63,7 @@ impl Pooler {
             child,
             port: listen,
             upstream: format!("{host}:{port}"),
+            user,
             dir,
         };
         pooler.wait_accepting()?;
@@ -79,6 +81,13 @@ impl Pooler {
             self.upstream
         );
         Ok(url)
+    }
+
+    /// PgBouncer's admin console (the `pgbouncer` database), where the fronted server's
+    /// user may run `SHOW POOLS`, `SHOW STATS` and the other `SHOW` commands (simple
+    /// query protocol only).
+    pub fn console_url(&self) -> String {
+        format!("postgres://{}@127.0.0.1:{}/pgbouncer", self.user, self.port)
     }
 
     /// The port PgBouncer listens on.
@@ -138,7 +147,8 @@ impl Drop for Pooler {
 
 /// The configuration: transaction pooling, the oldest settings Debian's 1.18 knows.
 /// `extra_float_digits` is ignored as a startup parameter (clients such as libpq send
-/// it); tasklane sends only `client_encoding`, which PgBouncer tracks itself.
+/// it); tasklane sends only `client_encoding`, which PgBouncer tracks itself. The user
+/// may read the admin console's `SHOW` commands (`stats_users`).
 fn write_files(dir: &Path, host: &str, port: u16, listen: u16, user: &str) -> anyhow::Result<()> {
     let ini = format!(
         "[databases]\n\
@@ -152,6 +162,7 @@ fn write_files(dir: &Path, host: &str, port: u16, listen: u16, user: &str) -> an
          pool_mode = transaction\n\
          max_client_conn = 2000\n\
          default_pool_size = 20\n\
+         stats_users = {user}\n\
          ignore_startup_parameters = extra_float_digits\n\
          logfile = {log}\n\
          pidfile = {pid}\n",

@@ -360,6 +360,8 @@ fn service(
         0 => tasklane,
         groups => tasklane.with_submit_coalescing(groups),
     };
+    // The token lookups of concurrent requests read together (service::token_lookups).
+    let tasklane = tasklane.with_token_gathering(TOKEN_READERS.min(config.pool_size));
     // Only a replica that runs attempts, or takes remote workers' output, has live
     // output to publish.
     let tasklane = match config.has(Role::Worker) || config.has(Role::Api) {
@@ -378,6 +380,11 @@ fn service(
         },
     )
 }
+
+/// Token lookups a replica reads at once, each a group of the lookups that queued
+/// while the others were read: as with submit groups, a couple keep a lookup from
+/// waiting long for a reader, and more would only split the groups.
+const TOKEN_READERS: usize = 2;
 
 /// Resolves on SIGTERM or Ctrl-C.
 pub async fn terminated() {

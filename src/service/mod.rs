@@ -26,6 +26,7 @@ mod remote_work;
 mod submit;
 mod submit_coalesce;
 mod tasks;
+mod token_lookups;
 pub mod tokens;
 pub mod wakeup;
 pub mod webhooks;
@@ -77,6 +78,8 @@ pub struct Tasklane {
     max_input_bytes: usize,
     /// Group commit of single submits, when started ([`Tasklane::with_submit_coalescing`]).
     coalescer: Option<submit_coalesce::Coalescer>,
+    /// Gathered token lookups, when started ([`Tasklane::with_token_gathering`]).
+    token_lookups: Option<token_lookups::TokenLookups>,
     /// This replica's deliverer, to which batch completes hand the notifications they
     /// claim ([`Tasklane::with_webhook_handoff`]).
     handoff: Option<crate::webhooks::handoff::Handoff>,
@@ -104,6 +107,7 @@ impl Tasklane {
             instruments: Instruments::noop(),
             max_input_bytes,
             coalescer: None,
+            token_lookups: None,
             handoff: None,
             live_output: None,
             remote_output: None,
@@ -115,6 +119,17 @@ impl Tasklane {
     /// current runtime.
     pub fn with_submit_coalescing(mut self, groups: usize) -> Self {
         self.coalescer = Some(submit_coalesce::Coalescer::start(self.pool.clone(), groups));
+        self
+    }
+
+    /// The same service reading the token lookups of concurrent requests together, at
+    /// most `readers` statements at once (see `service::token_lookups`); starts its
+    /// gathering loop on the current runtime.
+    pub fn with_token_gathering(mut self, readers: usize) -> Self {
+        self.token_lookups = Some(token_lookups::TokenLookups::start(
+            self.pool.clone(),
+            readers,
+        ));
         self
     }
 

@@ -161,6 +161,9 @@ impl Tasklane {
         // Every request asks this first: a read, safe to run again on a fresh connection.
         let found = self
             .again_on_fresh_connection("authenticate", || async {
+                if let Some(lookups) = &self.token_lookups {
+                    return lookups.lookup(hash).await;
+                }
                 let client = self.connection().await?;
                 Ok(tokens::lookup(&client, &hash).await?)
             })

@@ -60,16 +60,33 @@ pub async fn lookup(
     let row = client
         .cached_row_opt(include_str!("../../sql/token_lookup.sql"), &[&token_hash])
         .await?;
-    row.map(|row| {
-        Ok(TokenRow {
-            id: row.try_get("id")?,
-            app: row.try_get("app")?,
-            scope_id: row.try_get("scope_id")?,
-            permissions: row.try_get("permissions")?,
-            token_hash: row.try_get("token_hash")?,
-        })
+    row.as_ref().map(token_row).transpose()
+}
+
+/// The live (unrevoked) tokens whose hashes are in `token_hashes`, in no particular
+/// order: one statement for the lookups of many requests (see
+/// `service::token_lookups`).
+pub async fn lookup_many(
+    client: &crate::store::Pooled,
+    token_hashes: &[&[u8]],
+) -> Result<Vec<TokenRow>, DbError> {
+    let rows = client
+        .cached_rows(
+            include_str!("../../sql/token_lookup_many.sql"),
+            &[&token_hashes],
+        )
+        .await?;
+    rows.iter().map(token_row).collect()
+}
+
+fn token_row(row: &tokio_postgres::Row) -> Result<TokenRow, DbError> {
+    Ok(TokenRow {
+        id: row.try_get("id")?,
+        app: row.try_get("app")?,
+        scope_id: row.try_get("scope_id")?,
+        permissions: row.try_get("permissions")?,
+        token_hash: row.try_get("token_hash")?,
     })
-    .transpose()
 }
 
 /// Revokes token `id`; false when there is no such token.

@@ -73,6 +73,7 @@ mod stop_hold;
 mod task_queue;
 mod telemetry;
 mod tls;
+mod token_lookups;
 mod transitions;
 mod vacuum;
 mod webhooks;

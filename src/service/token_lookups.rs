@@ -1,0 +1,137 @@
+//! Token lookups gathered: the lookups of concurrent requests
+//! ([`super::Tasklane::authenticate`]) are read by one statement
+//! (`store::tokens::lookup_many`) instead of one each, every request answered exactly as
+//! its own lookup would answer it.
+//!
+//! Every API request looks its token up first, so under a steady stream of submits the
+//! lookups are most of a replica's statements: at 1,000 submits a second, 1,000 lookups
+//! against a few dozen submit groups. Each is a round trip, a transaction and a turn of
+//! a connection; behind a pooler in transaction mode also a server connection lent and
+//! returned, two more hops through the pooler's single process, and the statement
+//! parsed and planned again (nothing stays prepared there). Gathered, they cost one of
+//! each for all the requests that arrived while the previous lookups were being read.
+//!
+//! As in the group commit of submits (`service::submit_coalesce`), there is no timer: a
+//! lookup that finds a reader free goes at once, with whatever is ready beside it
+//! ([`crate::gather::ready`]), so a quiet replica answers as before, and lookups wait
+//! for each other only while they are queueing anyway. Nothing is cached: a lookup
+//! reads after its request arrived, so a token revoked before that is refused.
+//!
+//! A group's statement that fails is followed by each of its lookups alone, so each
+//! answers with its own error (which says whether the caller should try again on a
+//! fresh connection, as after a lookup of its own).
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use super::ServiceError;
+use crate::store::tokens::{self, TokenRow};
+
+/// One lookup waiting for its group.
+struct Pending {
+    hash: [u8; 32],
+    answer: oneshot::Sender<Result<Option<TokenRow>, ServiceError>>,
+}
+
+/// The handle lookups go through; cloning shares the queue.
+#[derive(Clone)]
+pub struct TokenLookups {
+    queue: mpsc::Sender<Pending>,
+}
+
+impl TokenLookups {
+    /// Most lookups in one statement.
+    pub const MAX_GROUP: usize = 64;
+
+    /// Most lookups waiting for a group: sixteen full groups. Beyond that a lookup
+    /// waits for room.
+    pub const QUEUED: usize = 16 * TokenLookups::MAX_GROUP;
+
+    /// Starts the gathering loop on the current runtime, reading at most `readers` (at
+    /// least 1) groups at once, each on a connection of `pool`; it ends when every
+    /// handle is dropped.
+    pub fn start(pool: crate::store::Pool, readers: usize) -> Self {
+        let (queue, waiting) = mpsc::channel(TokenLookups::QUEUED);
+        tokio::spawn(gather(pool, readers.max(1), waiting));
+        TokenLookups { queue }
+    }
+
+    /// The live token whose SHA-256 is `hash`, read in the next group.
+    pub async fn lookup(&self, hash: [u8; 32]) -> Result<Option<TokenRow>, ServiceError> {
+        let (answer, answered) = oneshot::channel();
+        self.queue
+            .send(Pending { hash, answer })
+            .await
+            .map_err(|_| ServiceError::Pool("token lookups are shutting down".into()))?;
+        answered
+            .await
+            .map_err(|_| ServiceError::Pool("the token lookup group was dropped".into()))?
+    }
+}
+
+/// Waits for one of the `readers` to be free, then for a first lookup, takes everything
+/// queued behind it and reads that group on a task of its own.
+async fn gather(pool: crate::store::Pool, readers: usize, mut waiting: mpsc::Receiver<Pending>) {
+    let free = Arc::new(Semaphore::new(readers));
+    loop {
+        let Ok(reader) = free.clone().acquire_owned().await else {
+            return;
+        };
+        let Some(first) = waiting.recv().await else {
+            return;
+        };
+        let mut group = vec![first];
+        crate::gather::ready(&mut waiting, &mut group, TokenLookups::MAX_GROUP).await;
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            read(&pool, group).await;
+            drop(reader);
+        });
+    }
+}
+
+/// Reads one group and answers each of its lookups: a group of one by the single
+/// lookup's statement, a larger one by the gathered statement.
+async fn read(pool: &crate::store::Pool, mut group: Vec<Pending>) {
+    let client = match pool.get().await {
+        Ok(client) => client,
+        Err(error) => {
+            // Each answered as its own lookup would be without a connection.
+            let error = ServiceError::from(error);
+            let message = error.to_string();
+            let busy = matches!(error, ServiceError::Pool(_));
+            for pending in group {
+                let error = match busy {
+                    true => ServiceError::Pool(message.clone()),
+                    false => ServiceError::Unreachable(message.clone()),
+                };
+                let _ = pending.answer.send(Err(error));
+            }
+            return;
+        }
+    };
+    // Only now: waiting for the connection is when callers give up.
+    group.retain(|pending| !pending.answer.is_closed());
+    if group.len() > 1 {
+        let hashes: Vec<&[u8]> = group.iter().map(|p| p.hash.as_slice()).collect();
+        match tokens::lookup_many(&client, &hashes).await {
+            Ok(rows) => {
+                for pending in group {
+                    let row = rows.iter().find(|row| row.token_hash == pending.hash);
+                    let _ = pending.answer.send(Ok(row.cloned()));
+                }
+                return;
+            }
+            // Each alone then fails (or not) with its own error, which says whether to
+            // try again on a fresh connection.
+            Err(error) => {
+                tracing::debug!(%error, lookups = group.len(), "token lookup group failed; each alone")
+            }
+        }
+    }
+    for pending in group {
+        let answer = tokens::lookup(&client, &pending.hash).await;
+        let _ = pending.answer.send(answer.map_err(ServiceError::from));
+    }
+}
