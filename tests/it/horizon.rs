@@ -48,7 +48,7 @@ async fn mirror_pages<C: tokio_postgres::GenericClient + Sync>(c: &C, xact: bool
 
 /// The database's count of the mirror's pages fetched, once this connection has
 /// flushed its own statistics (each submit commits in a transaction of its own).
-async fn flushed_reads(c: &tokio_postgres::Client) -> i64 {
+async fn flushed_pages(c: &tokio_postgres::Client) -> i64 {
     c.execute("SELECT pg_stat_force_next_flush()", &[])
         .await
         .unwrap();
@@ -62,7 +62,7 @@ async fn flushed_reads(c: &tokio_postgres::Client) -> i64 {
 /// The mirror's pages a round fetched: per claim, per heartbeat and settle of the claim's
 /// batch, and per submit.
 #[derive(Debug, Clone, Copy, Default)]
-struct Reads {
+struct Pages {
     claim: f64,
     heartbeat: f64,
     settle: f64,
@@ -70,15 +70,15 @@ struct Reads {
 }
 
 /// One round: `PER_ROUND` single submits, then claims of `CLAIM` at `locality` until none
-/// is left, each claimed batch completed.
+/// is left, each claimed batch heartbeaten once and completed.
 async fn round(
     c: &mut tokio_postgres::Client,
     settle: &mut tasklane::store::Pooled,
     keeper: &mut tokio_postgres::Client,
     n: usize,
     locality: Locality,
-) -> Reads {
-    let before = flushed_reads(c).await;
+) -> Pages {
+    let before = flushed_pages(c).await;
     for i in 0..PER_ROUND {
         // External claims take only the tasks that may leave the premises.
         submit_with(c, &format!("r{n}-{i}"), serde_json::json!({}), |r| {
@@ -86,8 +86,8 @@ async fn round(
         })
         .await;
     }
-    let submit_reads = flushed_reads(c).await - before;
-    let (mut claims, mut claim_reads, mut settle_reads, mut claimed_total) = (0, 0, 0, 0);
+    let submit_pages = flushed_pages(c).await - before;
+    let (mut claims, mut claim_pages, mut settle_pages, mut claimed_total) = (0, 0, 0, 0);
     let mut heartbeat_pages = 0;
     loop {
         let tx = c.transaction().await.unwrap();
@@ -95,13 +95,13 @@ async fn round(
         let claimed = claim::claim(&tx, &claimant(locality), &[TYPE.to_owned()], CLAIM)
             .await
             .unwrap();
-        let read = mirror_pages(&tx, true).await - before;
+        let fetched = mirror_pages(&tx, true).await - before;
         tx.commit().await.unwrap();
         if claimed.is_empty() {
             break;
         }
         claims += 1;
-        claim_reads += read;
+        claim_pages += fetched;
         if claims % CLAIMS_PER_RAISE == 0 {
             turn_floors::raise(keeper).await.unwrap();
         }
@@ -128,15 +128,15 @@ async fn round(
         complete_many(&tx, &successes(&claimed), None)
             .await
             .unwrap();
-        settle_reads += mirror_pages(&*tx, true).await - before;
+        settle_pages += mirror_pages(&*tx, true).await - before;
         tx.commit().await.unwrap();
     }
     assert_eq!(claimed_total, PER_ROUND, "round {n}: every task claimed");
-    Reads {
-        claim: claim_reads as f64 / claims as f64,
-        settle: settle_reads as f64 / claims as f64,
+    Pages {
+        claim: claim_pages as f64 / claims as f64,
+        settle: settle_pages as f64 / claims as f64,
         heartbeat: heartbeat_pages as f64 / claims as f64,
-        submit: submit_reads as f64 / PER_ROUND as f64,
+        submit: submit_pages as f64 / PER_ROUND as f64,
     }
 }
 
@@ -219,7 +219,7 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
     // A real read, so the transaction has its snapshot from here on.
     let seen = count_in(&held).await;
 
-    let (mut middle, mut last) = (Reads::default(), Reads::default());
+    let (mut middle, mut last) = (Pages::default(), Pages::default());
     for n in 1..=ROUNDS {
         last = round(&mut c, &mut settle, &mut keeper, n, locality).await;
         if n == ROUNDS / 2 {
