@@ -43,15 +43,14 @@ async fn a_black_holed_replica_turns_unready_its_tasks_are_recovered_and_it_rejo
         task_types: Some(TYPES),
         ..Default::default()
     };
-    let mut direct = Serve::start(&db.url, options("direct")).await;
     let cut = Serve::start(&cut_url, options("cut")).await;
     let token = api::token(&db.url, "holes", None, ALL).await;
-    let direct_api = direct.api(&token);
     let client = db.client().await;
 
-    // Submitted through the replica about to be cut: a replica wakes its own idle claim
-    // loop for what it submits and nobody else's, so these run there (submitted through
-    // the other replica, that one would take them all and the cut would hold none).
+    // Submitted through the replica about to be cut, before the other replica starts,
+    // so these run there: with both up, the other replica's wake-up (or poll) races the
+    // cut one's claims, which pass through the proxy, and on a busy machine it took them
+    // all, leaving the cut replica nothing to lose.
     let cut_api = cut.api(&token);
     let mut ids = Vec::new();
     for n in 0..TASKS {
@@ -77,6 +76,8 @@ async fn a_black_holed_replica_turns_unready_its_tasks_are_recovered_and_it_rejo
         }
     };
     let cut_tasks = eventually(WITHIN, "the cut replica to run tasks", running_on_cut).await;
+    let mut direct = Serve::start(&db.url, options("direct")).await;
+    let direct_api = direct.api(&token);
 
     let cut_at = Instant::now();
     proxy.cut();
