@@ -6,7 +6,8 @@
 --# keep the lines between them only in the variants with TAG (local, external, aware,
 --# plain); `--#set NAME TAG VALUE` makes `{NAME}` read VALUE in the variants with TAG.
 --# Each rendered text is also the body of a function named after its file
---# (tasklane.claim_local and the others, migration V44), which replicas behind a pooler
+--# (tasklane.claim_local and the others, made by migration V44 and replaced by every
+--# migration that changes this template since), which replicas behind a pooler
 --# in transaction mode call: a change to the rendered text needs a migration that
 --# replaces those functions (tests/it/sql_statements/claim_functions.rs compares them).
 --#
