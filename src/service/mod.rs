@@ -17,6 +17,7 @@ mod admin;
 mod budget;
 pub mod circuits;
 mod error;
+mod groups;
 mod lifecycle;
 pub mod live_output;
 pub mod liveness;

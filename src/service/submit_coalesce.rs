@@ -26,26 +26,16 @@
 //! another batch, any unexpected error) rolled back everything of it, and each of its
 //! items is then submitted alone, so one item's error cannot fail another.
 
-use std::sync::Arc;
-
-use tokio::sync::{mpsc, oneshot, Semaphore};
-
+use super::groups::{Bounds, Groups, Pending};
 use super::ServiceError;
 use crate::store::submit::{self, Submission};
 use crate::store::submit_batch;
 use crate::task::{NewTask, TaskId};
 
-/// One submit waiting for its group.
-struct Pending {
-    id: TaskId,
-    task: NewTask,
-    answer: oneshot::Sender<Result<Submission, ServiceError>>,
-}
-
 /// The handle submits go through; cloning shares the queue.
 #[derive(Clone)]
 pub struct Coalescer {
-    queue: mpsc::Sender<Pending>,
+    groups: Groups<(TaskId, NewTask), Submission>,
 }
 
 impl Coalescer {
@@ -61,71 +51,27 @@ impl Coalescer {
     /// least 1) groups at once, each on a connection of `pool`; it ends when every handle
     /// is dropped.
     pub fn start(pool: crate::store::Pool, groups: usize) -> Self {
-        let (queue, waiting) = mpsc::channel(Coalescer::QUEUED);
-        tokio::spawn(gather(pool, groups.max(1), waiting));
-        Coalescer { queue }
+        let bounds = Bounds {
+            flights: groups,
+            max_group: Coalescer::MAX_GROUP,
+            queued: Coalescer::QUEUED,
+        };
+        Coalescer {
+            groups: Groups::start(pool, bounds, "submit", write),
+        }
     }
 
     /// Submits `task` as task `id` (if created) in the next group and waits for its
     /// answer, which is committed when it arrives.
     pub async fn submit(&self, id: TaskId, task: NewTask) -> Result<Submission, ServiceError> {
-        let (answer, answered) = oneshot::channel();
-        self.queue
-            .send(Pending { id, task, answer })
-            .await
-            .map_err(|_| ServiceError::Pool("submits are shutting down".into()))?;
-        answered
-            .await
-            .map_err(|_| ServiceError::Pool("the submit group was dropped".into()))?
+        self.groups.ask((id, task)).await
     }
 }
 
-/// Waits for one of the `groups` flushers to be free, then for a first submit, takes
-/// everything queued behind it and writes that group on a task of its own.
-async fn gather(pool: crate::store::Pool, groups: usize, mut waiting: mpsc::Receiver<Pending>) {
-    let flushers = Arc::new(Semaphore::new(groups));
-    loop {
-        let Ok(flusher) = flushers.clone().acquire_owned().await else {
-            return;
-        };
-        let Some(first) = waiting.recv().await else {
-            return;
-        };
-        let mut group = vec![first];
-        // Requests answered by one round trip come back together: let their handlers
-        // run and queue their next submits before this group goes.
-        crate::gather::ready(&mut waiting, &mut group, Coalescer::MAX_GROUP).await;
-        let pool = pool.clone();
-        tokio::spawn(async move {
-            write(&pool, group).await;
-            drop(flusher);
-        });
-    }
-}
-
-/// Writes one group and answers each of its submits.
-async fn write(pool: &crate::store::Pool, mut group: Vec<Pending>) {
-    let client = match pool.get().await {
-        Ok(client) => client,
-        Err(error) => {
-            // Each answered as a single submit would be without a connection.
-            let error = ServiceError::from(error);
-            let message = error.to_string();
-            let busy = matches!(error, ServiceError::Pool(_));
-            for pending in group {
-                let error = match busy {
-                    true => ServiceError::Pool(message.clone()),
-                    false => ServiceError::Unreachable(message.clone()),
-                };
-                let _ = pending.answer.send(Err(error));
-            }
-            return;
-        }
-    };
-    // Only now: waiting for the connection is when callers give up.
-    group.retain(|pending| !pending.answer.is_closed());
+/// Writes one group on its connection and answers each of its submits.
+async fn write(client: crate::store::Pooled, group: Vec<Pending<(TaskId, NewTask), Submission>>) {
     if group.len() > 1 {
-        let items: Vec<_> = group.iter().map(|p| (p.id, &p.task)).collect();
+        let items: Vec<_> = group.iter().map(|p| (p.item.0, &p.item.1)).collect();
         match submit_batch::submit_many(&client, &items).await {
             Ok(answers) => {
                 for (pending, answer) in group.into_iter().zip(answers) {
@@ -150,7 +96,8 @@ async fn write(pool: &crate::store::Pool, mut group: Vec<Pending>) {
         }
     }
     for pending in group {
-        let answer = submit::submit_pooled(&client, pending.id, &pending.task).await;
+        let (id, task) = &pending.item;
+        let answer = submit::submit_pooled(&client, *id, task).await;
         let _ = pending.answer.send(answer.map_err(ServiceError::from));
     }
 }
@@ -190,25 +137,21 @@ mod tests {
         for key in 0..Coalescer::QUEUED - 1 {
             assert!(queue(key).now_or_never().is_none());
         }
-        assert_eq!(coalescer.queue.capacity(), 1);
+        assert_eq!(coalescer.groups.room(), 1);
         assert!(queue(Coalescer::QUEUED).now_or_never().is_none());
-        assert_eq!(coalescer.queue.capacity(), 0);
+        assert_eq!(coalescer.groups.room(), 0);
 
         let mut next = Box::pin(queue(Coalescer::QUEUED + 1));
         assert!((&mut next).now_or_never().is_none());
-        assert_eq!(
-            coalescer.queue.capacity(),
-            0,
-            "the next submit found no room"
-        );
+        assert_eq!(coalescer.groups.room(), 0, "the next submit found no room");
         for _ in 0..100 {
-            if coalescer.queue.capacity() > 0 {
+            if coalescer.groups.room() > 0 {
                 break;
             }
             tokio::task::yield_now().await;
         }
         // The gatherer took a full group; the waiting submit holds one of its places.
         assert!((&mut next).now_or_never().is_none());
-        assert_eq!(coalescer.queue.capacity(), Coalescer::MAX_GROUP - 1);
+        assert_eq!(coalescer.groups.room(), Coalescer::MAX_GROUP - 1);
     }
 }

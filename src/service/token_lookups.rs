@@ -21,23 +21,14 @@
 //! answers with its own error (which says whether the caller should try again on a
 //! fresh connection, as after a lookup of its own).
 
-use std::sync::Arc;
-
-use tokio::sync::{mpsc, oneshot, Semaphore};
-
+use super::groups::{Bounds, Groups, Pending};
 use super::ServiceError;
 use crate::store::tokens::{self, TokenRow};
-
-/// One lookup waiting for its group.
-struct Pending {
-    hash: [u8; 32],
-    answer: oneshot::Sender<Result<Option<TokenRow>, ServiceError>>,
-}
 
 /// The handle lookups go through; cloning shares the queue.
 #[derive(Clone)]
 pub struct TokenLookups {
-    queue: mpsc::Sender<Pending>,
+    groups: Groups<[u8; 32], Option<TokenRow>>,
 }
 
 impl TokenLookups {
@@ -52,73 +43,31 @@ impl TokenLookups {
     /// least 1) groups at once, each on a connection of `pool`; it ends when every
     /// handle is dropped.
     pub fn start(pool: crate::store::Pool, readers: usize) -> Self {
-        let (queue, waiting) = mpsc::channel(TokenLookups::QUEUED);
-        tokio::spawn(gather(pool, readers.max(1), waiting));
-        TokenLookups { queue }
+        let bounds = Bounds {
+            flights: readers,
+            max_group: TokenLookups::MAX_GROUP,
+            queued: TokenLookups::QUEUED,
+        };
+        TokenLookups {
+            groups: Groups::start(pool, bounds, "token lookup", read),
+        }
     }
 
     /// The live token whose SHA-256 is `hash`, read in the next group.
     pub async fn lookup(&self, hash: [u8; 32]) -> Result<Option<TokenRow>, ServiceError> {
-        let (answer, answered) = oneshot::channel();
-        self.queue
-            .send(Pending { hash, answer })
-            .await
-            .map_err(|_| ServiceError::Pool("token lookups are shutting down".into()))?;
-        answered
-            .await
-            .map_err(|_| ServiceError::Pool("the token lookup group was dropped".into()))?
+        self.groups.ask(hash).await
     }
 }
 
-/// Waits for one of the `readers` to be free, then for a first lookup, takes everything
-/// queued behind it and reads that group on a task of its own.
-async fn gather(pool: crate::store::Pool, readers: usize, mut waiting: mpsc::Receiver<Pending>) {
-    let free = Arc::new(Semaphore::new(readers));
-    loop {
-        let Ok(reader) = free.clone().acquire_owned().await else {
-            return;
-        };
-        let Some(first) = waiting.recv().await else {
-            return;
-        };
-        let mut group = vec![first];
-        crate::gather::ready(&mut waiting, &mut group, TokenLookups::MAX_GROUP).await;
-        let pool = pool.clone();
-        tokio::spawn(async move {
-            read(&pool, group).await;
-            drop(reader);
-        });
-    }
-}
-
-/// Reads one group and answers each of its lookups: a group of one by the single
-/// lookup's statement, a larger one by the gathered statement.
-async fn read(pool: &crate::store::Pool, mut group: Vec<Pending>) {
-    let client = match pool.get().await {
-        Ok(client) => client,
-        Err(error) => {
-            // Each answered as its own lookup would be without a connection.
-            let error = ServiceError::from(error);
-            let message = error.to_string();
-            let busy = matches!(error, ServiceError::Pool(_));
-            for pending in group {
-                let error = match busy {
-                    true => ServiceError::Pool(message.clone()),
-                    false => ServiceError::Unreachable(message.clone()),
-                };
-                let _ = pending.answer.send(Err(error));
-            }
-            return;
-        }
-    };
-    // Only now: waiting for the connection is when callers give up.
-    group.retain(|pending| !pending.answer.is_closed());
+/// Reads one group on its connection and answers each of its lookups: a group of one
+/// by the single lookup's statement, a larger one by the gathered statement.
+async fn read(client: crate::store::Pooled, group: Vec<Pending<[u8; 32], Option<TokenRow>>>) {
     if group.len() > 1 {
-        let hashes: Vec<&[u8]> = group.iter().map(|p| p.hash.as_slice()).collect();
+        let hashes: Vec<&[u8]> = group.iter().map(|p| p.item.as_slice()).collect();
         match tokens::lookup_many(&client, &hashes).await {
             Ok(rows) => {
                 for pending in group {
-                    let row = rows.iter().find(|row| row.token_hash == pending.hash);
+                    let row = rows.iter().find(|row| row.token_hash == pending.item);
                     let _ = pending.answer.send(Ok(row.cloned()));
                 }
                 return;
@@ -131,7 +80,7 @@ async fn read(pool: &crate::store::Pool, mut group: Vec<Pending>) {
         }
     }
     for pending in group {
-        let answer = tokens::lookup(&client, &pending.hash).await;
+        let answer = tokens::lookup(&client, &pending.item).await;
         let _ = pending.answer.send(answer.map_err(ServiceError::from));
     }
 }
