@@ -13,6 +13,7 @@
 CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, p_app text, p_cap integer) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 BEGIN
     -- One index probe per subject (task_queue_turns), up to p_cap. Backwards, from each

@@ -18,6 +18,7 @@ CREATE FUNCTION tasklane.claim_local_plain(p_task_types text[], p_worker_id text
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_bitmapscan TO 'off'
+    SET jit TO 'off'
     AS $_$
 #variable_conflict use_column
 BEGIN

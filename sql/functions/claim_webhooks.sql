@@ -23,6 +23,7 @@ CREATE FUNCTION tasklane.claim_webhooks(p_limit bigint, p_default_rows bigint, p
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN

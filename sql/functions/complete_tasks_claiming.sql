@@ -39,6 +39,7 @@ CREATE FUNCTION tasklane.complete_tasks_claiming(p_id uuid[], p_lease_token uuid
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN
@@ -142,6 +143,7 @@ CREATE FUNCTION tasklane.complete_tasks_claiming(p_id uuid[], p_lease_token uuid
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN

@@ -20,6 +20,7 @@
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 DECLARE
     written bigint;

@@ -12,18 +12,22 @@ use super::common;
 use super::plans::backlog;
 
 /// Each function's body is `RETURN QUERY` and its variant's text, and its settings are
-/// the claim pool's session settings.
+/// the claim pool's session settings (its own, then every pool's).
 #[tokio::test]
 async fn each_claim_function_runs_its_variant_as_the_claim_pool_plans_it() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let session: Vec<String> = tasklane::store::connect::CLAIM_SESSION
-        .split(';')
-        .map(|set| {
-            let set = set.trim().strip_prefix("SET ").expect("a SET");
-            set.split('=').map(str::trim).collect::<Vec<_>>().join("=")
-        })
-        .collect();
+    let session: Vec<String> = [
+        tasklane::store::connect::CLAIM_SESSION,
+        tasklane::store::connect::EVERY_SESSION,
+    ]
+    .join(";")
+    .split(';')
+    .map(|set| {
+        let set = set.trim().strip_prefix("SET ").expect("a SET");
+        set.split('=').map(str::trim).collect::<Vec<_>>().join("=")
+    })
+    .collect();
     for (file, sql) in VARIANTS {
         let function = file.strip_suffix(".sql").unwrap();
         let row = c
@@ -53,7 +57,7 @@ async fn each_claim_function_runs_its_variant_as_the_claim_pool_plans_it() {
 }
 
 /// A connection whose notices (here: auto_explain's plans) come back as text.
-async fn hearing_notices(
+pub(super) async fn hearing_notices(
     url: &str,
 ) -> (
     tokio_postgres::Client,

@@ -8,6 +8,7 @@ mod claim_functions;
 mod door;
 pub(crate) mod files;
 mod headers;
+mod jit;
 mod plans;
 mod prepare;
 mod tokens;
