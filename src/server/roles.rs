@@ -82,6 +82,7 @@ impl Maintenance<'_> {
             batch: config.prune_batch,
             retention: Duration::from_secs(config.retention_seconds),
             instruments: telemetry.instruments().clone(),
+            start: Default::default(),
         };
         services.spawn(pruner.run(shutdown.clone()));
         let history = AdmissionHistoryPruner {

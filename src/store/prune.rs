@@ -11,20 +11,32 @@ use tokio_postgres::GenericClient;
 
 use super::DbError;
 
+/// What a pruning pass did: how many tasks it deleted, and the latest `released_at`
+/// among them (where the next pass may start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pruned {
+    pub count: u64,
+    pub reached: Option<DateTime<Utc>>,
+}
+
 /// Deletes at most `limit` terminal tasks whose `released_at` and `finished_at` are both
-/// older than `now - retention`; returns how many. `now` is the database clock unless a
-/// test moves it.
+/// older than `now - retention`, and whose `released_at` is at or after `from` when
+/// given. `now` is the database clock unless a test moves it.
 pub async fn prune_tasks<C: GenericClient + Sync>(
     client: &C,
     retention: Duration,
     limit: i64,
     now: Option<DateTime<Utc>>,
-) -> Result<u64, DbError> {
+    from: Option<DateTime<Utc>>,
+) -> Result<Pruned, DbError> {
     let row = client
         .row(
             include_str!("../../sql/prune_tasks.sql"),
-            &[&retention.as_secs_f64(), &limit, &now],
+            &[&retention.as_secs_f64(), &limit, &now, &from],
         )
         .await?;
-    Ok(row.try_get::<_, i64>("pruned")? as u64)
+    Ok(Pruned {
+        count: row.try_get::<_, i64>("pruned")? as u64,
+        reached: row.try_get("reached")?,
+    })
 }

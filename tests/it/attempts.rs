@@ -361,9 +361,11 @@ async fn an_owners_retry_keeps_counting_attempts_and_deletion_and_pruning_remove
     .await
     .unwrap();
     let later = chrono::Utc::now() + chrono::Duration::days(2);
-    let pruned = tasklane::store::prune::prune_tasks(&c, Duration::from_secs(60), 10, Some(later))
-        .await
-        .unwrap();
+    let pruned =
+        tasklane::store::prune::prune_tasks(&c, Duration::from_secs(60), 10, Some(later), None)
+            .await
+            .unwrap()
+            .count;
     assert_eq!(pruned, 1);
     assert!(attempts(&c, task.id).await.is_empty());
 

@@ -60,7 +60,10 @@ async fn the_retention_boundary_is_exact_to_the_minute() {
         place(&c, task.id, state, finished, released).await;
         ids.insert(key, task.id);
     }
-    assert_eq!(prune_tasks(&c, DAY, 100, None).await.unwrap(), 1);
+    assert_eq!(
+        prune_tasks(&c, DAY, 100, None, None).await.unwrap().count,
+        1
+    );
     assert!(!exists(&c, ids["both-past"]).await);
     assert_eq!(
         events_of(&c, ids["both-past"]).await,
@@ -84,7 +87,13 @@ async fn the_retention_boundary_is_exact_to_the_minute() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(prune_tasks(&c, DAY, 100, Some(now)).await.unwrap(), 3);
+    assert_eq!(
+        prune_tasks(&c, DAY, 100, Some(now), None)
+            .await
+            .unwrap()
+            .count,
+        3
+    );
     for key in ["unreleased", "unfinished", "waiting"] {
         assert!(exists(&c, ids[key]).await, "{key} must be kept");
     }
@@ -94,7 +103,13 @@ async fn the_retention_boundary_is_exact_to_the_minute() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(prune_tasks(&c, DAY, 100, Some(later)).await.unwrap(), 0);
+    assert_eq!(
+        prune_tasks(&c, DAY, 100, Some(later), None)
+            .await
+            .unwrap()
+            .count,
+        0
+    );
     assert_no_advisory_locks(&db).await;
 }
 
@@ -118,10 +133,36 @@ async fn after_pruning_the_effect_key_no_longer_blocks_a_new_task() {
         Some("-25 hours"),
     )
     .await;
-    assert_eq!(prune_tasks(&c, DAY, 100, None).await.unwrap(), 1);
+    assert_eq!(
+        prune_tasks(&c, DAY, 100, None, None).await.unwrap().count,
+        1
+    );
     let again = fixtures::try_submit(&c, &other).await.unwrap();
     assert_eq!(again.outcome, SubmitOutcome::Created);
     assert_ne!(again.task.id, old.id);
+}
+
+#[tokio::test]
+async fn a_pass_from_a_start_leaves_what_was_released_before_it() {
+    let db = crate::common::test_db().await;
+    let c = db.client().await;
+    let early = submit_at(&c, At::scope(SCOPE), "early").await;
+    place(&c, early.id, "succeeded", Some("-3 days"), Some("-3 days")).await;
+    let late = submit_at(&c, At::scope(SCOPE), "late").await;
+    place(&c, late.id, "succeeded", Some("-2 days"), Some("-2 days")).await;
+    let from: DateTime<Utc> = c
+        .query_one("SELECT now() - interval '60 hours'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let pruned = prune_tasks(&c, DAY, 100, None, Some(from)).await.unwrap();
+    assert_eq!(pruned.count, 1);
+    assert!(pruned.reached.is_some_and(|at| at > from), "{pruned:?}");
+    assert!(!exists(&c, late.id).await && exists(&c, early.id).await);
+    // A pass from the start takes what the last one stepped over.
+    let pruned = prune_tasks(&c, DAY, 100, None, None).await.unwrap();
+    assert!(pruned.count == 1 && pruned.reached.is_some_and(|at| at < from));
+    assert!(!exists(&c, early.id).await);
 }
 
 #[tokio::test]
@@ -132,7 +173,7 @@ async fn a_pass_never_deletes_more_than_its_batch() {
     let passes: Vec<u64> = {
         let mut passes = Vec::new();
         for _ in 0..4 {
-            passes.push(prune_tasks(&c, DAY, 100, None).await.unwrap());
+            passes.push(prune_tasks(&c, DAY, 100, None, None).await.unwrap().count);
         }
         passes
     };
@@ -156,6 +197,7 @@ async fn a_ten_thousand_row_backlog_drains_in_successive_passes() {
         batch: 100,
         retention: DAY,
         instruments: tasklane::telemetry::Instruments::noop(),
+        start: Default::default(),
     };
     let mut full_passes = 0;
     while pruner.pass().await.unwrap() {
@@ -181,6 +223,7 @@ async fn the_service_keeps_going_while_passes_are_full_then_stops_on_shutdown() 
         batch: 100,
         retention: DAY,
         instruments: tasklane::telemetry::Instruments::noop(),
+        start: Default::default(),
     };
     let shutdown = CancellationToken::new();
     let service = tokio::spawn(pruner.run(shutdown.clone()));
@@ -208,9 +251,10 @@ async fn two_sweepers_at_once_never_error_or_double_count() {
         let sweep = |client: tokio_postgres::Client| async move {
             let (mut total, mut passes) = (0u64, 0u32);
             loop {
-                let n = prune_tasks(&client, DAY, 50, None)
+                let n = prune_tasks(&client, DAY, 50, None, None)
                     .await
-                    .expect("a pass never errors");
+                    .expect("a pass never errors")
+                    .count;
                 assert!(n <= 50);
                 total += n;
                 passes += 1;
