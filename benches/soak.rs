@@ -32,6 +32,8 @@
 //! (on the database's clock: created to first claim), and the bill (`soak/bill.rs`):
 //! PostgreSQL's time by statement (`pg_stat_statements`, loaded into the private
 //! cluster) and its CPU by process (backends, autovacuum, checkpointer, WAL writer).
+//! With a held snapshot it also bills each phase of the hold (before it, its two
+//! halves, after it), with the pages each statement fetched a call.
 //!
 //! `cargo bench --bench soak` (env: `BENCH_SOAK_MODE` (`short`: 10 minutes, 2 of
 //! warm-up; `record`: 30 and 5), `BENCH_SOAK_MINUTES`, `BENCH_RATE` (2,000
@@ -141,7 +143,7 @@ async fn main() -> anyhow::Result<()> {
     let (name, url) = bench.fresh_db().await?;
     let mut app = app::App::start(&bench, &url, &plan).await?;
     let mut recorder = Recorder::start(&url, &app).await?;
-    let mut meter = bill::Meter::start(bench.server.url(), &name, recorder.backend).await?;
+    let mut meter = bill::Meter::start(bench.server.url(), &name, &url, recorder.backend).await?;
     let held = hold::spawn(&url);
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(plan.minutes * 60.0);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
@@ -149,6 +151,8 @@ async fn main() -> anyhow::Result<()> {
     if warm == 0 {
         meter.mark(recorder.completed()).await?;
     }
+    let phases = hold::phases();
+    let mut readings = Vec::new();
     while tokio::time::Instant::now() < deadline {
         tick.tick().await;
         recorder.record(&app).await?;
@@ -156,7 +160,12 @@ async fn main() -> anyhow::Result<()> {
         if recorder.windows().len() == warm {
             meter.mark(recorder.completed()).await?;
         }
+        if !phases.is_empty() {
+            let minutes = recorder.windows().last().map_or(0.0, |w| w.end_minutes);
+            readings.push((minutes, meter.read(recorder.completed()).await));
+        }
     }
+    let phase_bills = phase_bills(&meter, &phases, &readings);
     let bill = meter.close(recorder.completed()).await?;
     let (submitted, errors) = app.stop_submitting().await;
     if let Some(held) = held {
@@ -170,6 +179,11 @@ async fn main() -> anyhow::Result<()> {
     println!();
     println!("{}", headline.text);
     println!("{}", summary.text);
+    for (label, from, to, bill) in &phase_bills {
+        let mut text = String::new();
+        headline::bill_text(&mut text, bill, 12)?;
+        println!("\n### The bill {label} ({from:.1}–{to:.1} min)\n\n{text}");
+    }
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-results");
     std::fs::create_dir_all(&dir)?;
     for path in plots::plot(&dir, recorder.windows())? {
@@ -187,6 +201,7 @@ async fn main() -> anyhow::Result<()> {
             "goals": summary.goals,
             "headline": headline.figures,
             "bill": bill,
+            "bill_by_phase": phase_bills,
             "windows": recorder.windows(),
         }),
     )?;
@@ -195,6 +210,28 @@ async fn main() -> anyhow::Result<()> {
     bench.drop_db(&name).await?;
     bench.stop().await;
     Ok(())
+}
+
+/// The bill of each phase, between the readings nearest its ends (window ends, in
+/// minutes), as (label, from, to, bill); a phase the run did not reach is left out.
+fn phase_bills(
+    meter: &bill::Meter,
+    phases: &[(&'static str, f64, f64)],
+    readings: &[(f64, bill::Reading)],
+) -> Vec<(&'static str, f64, f64, bill::Bill)> {
+    let nearest = |minute: f64| {
+        readings
+            .iter()
+            .min_by(|a, b| (a.0 - minute).abs().total_cmp(&(b.0 - minute).abs()))
+    };
+    phases
+        .iter()
+        .filter_map(|&(label, from, to)| {
+            let (a, b) = (nearest(from)?, nearest(to)?);
+            (b.0 > a.0 && b.0 >= to - EVERY.as_secs_f64() / 60.0)
+                .then(|| (label, a.0, b.0, meter.between(&a.1, &b.1)))
+        })
+        .collect()
 }
 
 impl Recorder {

@@ -11,6 +11,9 @@
 //!   autovacuum workers, checkpointer, WAL writer, background writer, the rest), read
 //!   from `/proc` every second. Children that started and ended between two readings
 //!   (short autovacuum workers, mostly) are counted from the CPU the server reaped.
+//!
+//! A bill covers the stretch between any two [`Reading`]s, so a run can also be billed
+//! by phase (before, during and after a held snapshot, say).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -27,6 +30,8 @@ struct Counted {
     calls: i64,
     exec_ms: f64,
     rows: i64,
+    /// Shared buffers hit or read: the pages a statement fetched.
+    blocks: i64,
     query: String,
 }
 
@@ -38,6 +43,7 @@ pub struct StatementLine {
     pub kind: &'static str,
     pub calls_per_task: f64,
     pub rows_per_call: f64,
+    pub blocks_per_call: f64,
     pub exec_share: f64,
     pub exec_ms_per_task: f64,
 }
@@ -50,35 +56,48 @@ pub struct Bill {
     /// CPU seconds by process kind over the stretch.
     pub cpu_by_process: BTreeMap<String, f64>,
     pub statements: Vec<StatementLine>,
+    /// Pages fetched a task by table (heap and TOAST, indexes), most first.
+    pub pages_by_table: Vec<(String, f64, f64)>,
     /// Why there is no statement table, when there is none.
     pub statements_missing: Option<String>,
 }
 
-/// What the meter read at a stretch's start: the statements' counters by query id,
-/// CPU seconds by process kind, the tasks completed, and when.
-type Baseline = (
-    HashMap<i64, Counted>,
-    BTreeMap<String, f64>,
-    f64,
-    std::time::Instant,
-);
+/// What the meter read at one moment: the statements' counters by query id, CPU
+/// seconds by process kind, the tasks completed, and when.
+pub struct Reading {
+    statements: HashMap<i64, Counted>,
+    cpu: BTreeMap<String, f64>,
+    /// Pages fetched (hit or read) by table: heap and TOAST, and indexes.
+    pages: BTreeMap<String, (i64, i64)>,
+    completed: f64,
+    at: std::time::Instant,
+}
 
 /// The running bill: the sampler of the server's processes and the statement counters
 /// at the stretch's start.
 pub struct Meter {
     admin: tokio_postgres::Client,
+    /// A connection to the run's database, for its tables' counters.
+    run: tokio_postgres::Client,
     database: String,
     processes: Arc<Mutex<Processes>>,
     stop: CancellationToken,
-    start: Option<Baseline>,
+    start: Option<Reading>,
     statements_missing: Option<String>,
 }
 
 impl Meter {
     /// Starts reading the processes of the server `backend` (any of its backends' pid)
-    /// belongs to; `admin_url` is the server's maintenance database, `database` the run's.
-    pub async fn start(admin_url: &str, database: &str, backend: i32) -> anyhow::Result<Meter> {
+    /// belongs to; `admin_url` is the server's maintenance database, `database` the run's
+    /// and `run_url` its URL.
+    pub async fn start(
+        admin_url: &str,
+        database: &str,
+        run_url: &str,
+        backend: i32,
+    ) -> anyhow::Result<Meter> {
         let admin = crate::common::connect(admin_url).await?;
+        let run = crate::common::connect(run_url).await?;
         let statements_missing = admin
             .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             .await
@@ -98,6 +117,7 @@ impl Meter {
         });
         Ok(Meter {
             admin,
+            run,
             database: database.to_owned(),
             processes,
             stop,
@@ -108,33 +128,83 @@ impl Meter {
 
     /// Starts the stretch now; `completed` is the count of tasks finished so far.
     pub async fn mark(&mut self, completed: f64) -> anyhow::Result<()> {
-        let statements = self.statements().await;
-        let cpu = self.processes.lock().unwrap().read_totals();
-        self.start = Some((statements, cpu, completed, std::time::Instant::now()));
+        self.start = Some(self.read(completed).await);
         Ok(())
     }
 
     /// Ends the stretch now, `completed` tasks finished so far; the bill since
     /// [`Meter::mark`].
     pub async fn close(&mut self, completed: f64) -> anyhow::Result<Bill> {
+        let end = self.read(completed).await;
         self.stop.cancel();
-        let Some((before, cpu_before, done_before, at)) = self.start.take() else {
+        let Some(start) = self.start.take() else {
             anyhow::bail!("the bill was closed before its stretch began");
         };
-        let after = self.statements().await;
-        let cpu_after = self.processes.lock().unwrap().read_totals();
-        let tasks = (completed - done_before).max(1.0);
-        let cpu_by_process = cpu_after
+        Ok(self.between(&start, &end))
+    }
+
+    /// The counters now, `completed` tasks finished so far.
+    pub async fn read(&mut self, completed: f64) -> Reading {
+        let statements = self.statements().await;
+        let cpu = self.processes.lock().unwrap().read_totals();
+        let pages = self.pages().await;
+        Reading {
+            statements,
+            cpu,
+            pages,
+            completed,
+            at: std::time::Instant::now(),
+        }
+    }
+
+    /// The bill of the stretch from `start` to `end`.
+    pub fn between(&self, start: &Reading, end: &Reading) -> Bill {
+        let tasks = (end.completed - start.completed).max(1.0);
+        let cpu_by_process = end
+            .cpu
             .iter()
-            .map(|(k, v)| (k.clone(), v - cpu_before.get(k).copied().unwrap_or(0.0)))
+            .map(|(k, v)| (k.clone(), v - start.cpu.get(k).copied().unwrap_or(0.0)))
             .collect();
-        Ok(Bill {
+        let mut pages_by_table: Vec<(String, f64, f64)> = end
+            .pages
+            .iter()
+            .map(|(table, (heap, index))| {
+                let (heap_was, index_was) = start.pages.get(table).copied().unwrap_or_default();
+                (
+                    table.clone(),
+                    (heap - heap_was) as f64 / tasks,
+                    (index - index_was) as f64 / tasks,
+                )
+            })
+            .collect();
+        pages_by_table.sort_by(|a, b| (b.1 + b.2).total_cmp(&(a.1 + a.2)));
+        Bill {
             tasks,
-            seconds: at.elapsed().as_secs_f64(),
+            seconds: end.at.duration_since(start.at).as_secs_f64(),
             cpu_by_process,
-            statements: lines(&before, &after, tasks, &sql_files()),
+            pages_by_table,
+            statements: lines(&start.statements, &end.statements, tasks, &sql_files()),
             statements_missing: self.statements_missing.clone(),
-        })
+        }
+    }
+
+    /// Pages fetched so far by each of tasklane's tables (empty if unreadable).
+    async fn pages(&self) -> BTreeMap<String, (i64, i64)> {
+        let rows = self
+            .run
+            .query(
+                "SELECT relname::text, \
+                 (coalesce(heap_blks_hit, 0) + coalesce(heap_blks_read, 0) \
+                  + coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0))::int8, \
+                 (coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0))::int8 \
+                 FROM pg_statio_user_tables WHERE schemaname = 'tasklane'",
+                &[],
+            )
+            .await
+            .unwrap_or_default();
+        rows.iter()
+            .map(|r| (r.get::<_, String>(0), (r.get(1), r.get(2))))
+            .collect()
     }
 
     /// The run's statements' counters by query id (empty without pg_stat_statements).
@@ -146,7 +216,8 @@ impl Meter {
             .admin
             .query(
                 "SELECT s.queryid, sum(s.calls)::bigint, sum(s.total_exec_time), \
-                 sum(s.rows)::bigint, min(s.query) \
+                 sum(s.rows)::bigint, min(s.query), \
+                 sum(s.shared_blks_hit + s.shared_blks_read)::bigint \
                  FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
                  WHERE d.datname = $1 GROUP BY s.queryid",
                 &[&self.database],
@@ -161,6 +232,7 @@ impl Meter {
                         exec_ms: r.get(2),
                         rows: r.get(3),
                         query: r.get(4),
+                        blocks: r.get(5),
                     };
                     (r.get::<_, i64>(0), counted)
                 })
@@ -190,6 +262,7 @@ fn lines(
                     calls,
                     exec_ms: now.exec_ms - was.exec_ms,
                     rows: now.rows - was.rows,
+                    blocks: now.blocks - was.blocks,
                     query: String::new(),
                 };
                 (delta, now.query.as_str())
@@ -204,6 +277,7 @@ fn lines(
         entry.0.calls += delta.calls;
         entry.0.exec_ms += delta.exec_ms;
         entry.0.rows += delta.rows;
+        entry.0.blocks += delta.blocks;
     }
     let mut lines: Vec<StatementLine> = by_name
         .into_iter()
@@ -212,6 +286,7 @@ fn lines(
             kind,
             calls_per_task: c.calls as f64 / tasks,
             rows_per_call: c.rows as f64 / c.calls.max(1) as f64,
+            blocks_per_call: c.blocks as f64 / c.calls.max(1) as f64,
             exec_share: c.exec_ms / total,
             exec_ms_per_task: c.exec_ms / tasks,
         })

@@ -84,12 +84,13 @@ pub fn headline(plan: &Plan, windows: &[Window], bill: &Bill) -> anyhow::Result<
         f("pickup_p99_ms"),
     )?;
     writeln!(out)?;
-    bill_text(&mut out, bill)?;
+    bill_text(&mut out, bill, 25)?;
     Ok(Headline { text: out, figures })
 }
 
-/// The bill: PostgreSQL CPU by process, then execution time by statement.
-fn bill_text(out: &mut String, bill: &Bill) -> anyhow::Result<()> {
+/// The bill: PostgreSQL CPU by process, then execution time by statement (the first
+/// `statements` of them).
+pub fn bill_text(out: &mut String, bill: &Bill, statements: usize) -> anyhow::Result<()> {
     let cpu: f64 = bill.cpu_by_process.values().sum();
     writeln!(
         out,
@@ -112,6 +113,14 @@ fn bill_text(out: &mut String, bill: &Bill) -> anyhow::Result<()> {
         )?;
     }
     writeln!(out)?;
+    writeln!(out, "pages fetched (hit or read) by table, a task:")?;
+    writeln!(out)?;
+    writeln!(out, "| table | heap and TOAST | indexes |")?;
+    writeln!(out, "|---|---|---|")?;
+    for (table, heap, index) in bill.pages_by_table.iter().take(statements) {
+        writeln!(out, "| {table} | {heap:.1} | {index:.1} |")?;
+    }
+    writeln!(out)?;
     if let Some(why) = &bill.statements_missing {
         writeln!(out, "no statement bill: {why}")?;
         return Ok(());
@@ -123,19 +132,20 @@ fn bill_text(out: &mut String, bill: &Bill) -> anyhow::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "| statement | kind | share of time | ms/task | calls/task | rows/call |"
+        "| statement | kind | share of time | ms/task | calls/task | rows/call | pages/call |"
     )?;
-    writeln!(out, "|---|---|---|---|---|---|")?;
-    for line in bill.statements.iter().take(25) {
+    writeln!(out, "|---|---|---|---|---|---|---|")?;
+    for line in bill.statements.iter().take(statements) {
         writeln!(
             out,
-            "| {} | {} | {:.1}% | {:.4} | {:.3} | {:.1} |",
+            "| {} | {} | {:.1}% | {:.4} | {:.3} | {:.1} | {:.1} |",
             line.name.replace('|', "\\|"),
             line.kind,
             100.0 * line.exec_share,
             line.exec_ms_per_task,
             line.calls_per_task,
             line.rows_per_call,
+            line.blocks_per_call,
         )?;
     }
     let mut by_kind = std::collections::BTreeMap::<&str, (f64, f64)>::new();

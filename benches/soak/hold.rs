@@ -19,6 +19,22 @@ pub fn plan() -> Option<(Duration, Duration)> {
     Some((minutes(start)?, minutes(length)?))
 }
 
+/// The stretches of the run a planned hold divides it into, as (label, from, to) in
+/// minutes from the start: as long before the hold as half of it, its two halves, and
+/// as long after it. None without a hold.
+pub fn phases() -> Vec<(&'static str, f64, f64)> {
+    let Some((start, length)) = plan() else {
+        return Vec::new();
+    };
+    let (s, l) = (start.as_secs_f64() / 60.0, length.as_secs_f64() / 60.0);
+    vec![
+        ("before the hold", s - l / 2.0, s),
+        ("first half of the hold", s, s + l / 2.0),
+        ("second half of the hold", s + l / 2.0, s + l),
+        ("after the hold", s + l, s + l + l / 2.0),
+    ]
+}
+
 /// Holds the snapshot as planned, in the background; prints when it starts and ends.
 pub fn spawn(url: &str) -> Option<tokio::task::JoinHandle<anyhow::Result<()>>> {
     let (start, length) = plan()?;
