@@ -2,7 +2,7 @@
 //! a claim never walks the index entries of the tasks claimed before the last raise:
 //! vacuum removes them within seconds, but not while a snapshot older than them is
 //! open, and then every claim would read them all. Safe on every replica at once (an
-//! advisory lock per floor, waited for a moment).
+//! advisory try-lock per floor).
 
 use std::time::Duration;
 
@@ -45,11 +45,11 @@ impl FloorKeeper {
         }
     }
 
-    /// One raise; whether it raised a floor or left one due.
+    /// One raise; whether it raised a floor.
     pub async fn pass(&self) -> anyhow::Result<bool> {
         let mut object = self.pool.get().await?;
         let client: &mut tokio_postgres::Client = &mut object;
-        let raised = turn_floors::raise(client, turn_floors::LOCK_WAIT).await?;
+        let raised = turn_floors::raise(client).await?;
         if raised.behind > 0 {
             tracing::debug!(
                 floors = raised.floors,
@@ -57,7 +57,6 @@ impl FloorKeeper {
                 "raised the claims' floors past tasks left waiting"
             );
         }
-        // A floor its writers held stays due: try again at the busy pace.
-        Ok(raised.floors > 0 || raised.contended)
+        Ok(raised.floors > 0)
     }
 }

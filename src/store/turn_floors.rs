@@ -6,11 +6,6 @@ use tokio_postgres::Client;
 
 use super::{DbError, Statements};
 
-/// How long the floor keeper's raise waits for the writers in flight to let go of a
-/// floor. They commit within milliseconds; writers that come while it waits wait for
-/// the raise in turn.
-pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
-
 /// What one raise did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Raised {
@@ -18,33 +13,16 @@ pub struct Raised {
     pub floors: i64,
     /// Claimable tasks the claims had passed, marked behind.
     pub behind: i64,
-    /// A floor due to rise stayed where it was: its writers held it past the wait.
-    pub contended: bool,
 }
 
-/// Raises every floor the claims have got past, in one transaction: the locks first
-/// (each waited for up to `wait`, [`LOCK_WAIT`] for the floor keeper), then the raise in
-/// a statement whose snapshot comes after them.
-pub async fn raise(client: &mut Client, wait: std::time::Duration) -> Result<Raised, DbError> {
+/// Raises every floor the claims have got past and no writer holds, in one
+/// transaction: the locks first, then the raise in a statement whose snapshot
+/// comes after them.
+pub async fn raise(client: &mut Client) -> Result<Raised, DbError> {
     let tx = client.transaction().await?;
-    tx.batch_execute(&format!(
-        "SET LOCAL lock_timeout = '{}ms'",
-        wait.as_millis().max(1)
-    ))
-    .await?;
-    let held = match tx
+    let held = tx
         .rows(include_str!("../../sql/floors_hold.sql"), &[])
-        .await
-    {
-        Ok(held) => held,
-        Err(error) if let_go_later(&error) => {
-            return Ok(Raised {
-                contended: true,
-                ..Raised::default()
-            })
-        }
-        Err(error) => return Err(error),
-    };
+        .await?;
     if held.is_empty() {
         return Ok(Raised::default());
     }
@@ -63,17 +41,7 @@ pub async fn raise(client: &mut Client, wait: std::time::Duration) -> Result<Rai
     let raised = Raised {
         floors: row.try_get("raised")?,
         behind: row.try_get("marked")?,
-        contended: false,
     };
     tx.commit().await?;
     Ok(raised)
-}
-
-/// A floor's lock not granted within the wait, or a deadlock with a writer that holds
-/// floors of several types: the next pass raises it.
-fn let_go_later(error: &DbError) -> bool {
-    use tokio_postgres::error::SqlState;
-    error.code().is_some_and(|c| {
-        *c == SqlState::LOCK_NOT_AVAILABLE || *c == SqlState::T_R_DEADLOCK_DETECTED
-    })
 }

@@ -103,9 +103,7 @@ async fn round(
         claims += 1;
         claim_pages += fetched;
         if claims % CLAIMS_PER_RAISE == 0 {
-            turn_floors::raise(keeper, turn_floors::LOCK_WAIT)
-                .await
-                .unwrap();
+            turn_floors::raise(keeper).await.unwrap();
         }
         claimed_total += claimed.len();
         // A heartbeat of the batch, as a claim loop's batcher sends it: through the
@@ -333,9 +331,7 @@ async fn tasks_the_floor_passes_are_still_claimed() {
         claimed.iter().map(|t| t.id).collect::<Vec<_>>(),
         vec![rest.id]
     );
-    let raised = turn_floors::raise(&mut keeper, turn_floors::LOCK_WAIT)
-        .await
-        .unwrap();
+    let raised = turn_floors::raise(&mut keeper).await.unwrap();
     assert_eq!(raised.floors, 1, "{raised:?}");
     // `held` was not waited for: the floor stops at it, and `later` is behind.
     let (held_behind, held_turn, floor) = mirror_row(&c, held.id).await;
@@ -355,9 +351,7 @@ async fn tasks_the_floor_passes_are_still_claimed() {
         claim(&c, 10).await.iter().map(|t| t.id).collect::<Vec<_>>(),
         vec![held.id]
     );
-    turn_floors::raise(&mut keeper, turn_floors::LOCK_WAIT)
-        .await
-        .unwrap();
+    turn_floors::raise(&mut keeper).await.unwrap();
     // Due, `later` keeps its turn and stays behind, and is claimed from there.
     make_due(&c, later.id).await;
     let (still_behind, _, _) = mirror_row(&c, later.id).await;
@@ -365,67 +359,5 @@ async fn tasks_the_floor_passes_are_still_claimed() {
     assert_eq!(
         claim(&c, 10).await.iter().map(|t| t.id).collect::<Vec<_>>(),
         vec![later.id]
-    );
-}
-
-/// Writers hold their floor shared until they commit, and under a steady stream of
-/// submits one is nearly always in flight. A raise waits for them (the floor keeper a
-/// moment) and raises once they commit; one held past its wait leaves the floor due for
-/// the next pass, without an error.
-#[tokio::test]
-async fn a_raise_waits_for_the_writers_in_flight() {
-    let db = common::test_db().await;
-    let c = db.client().await;
-    let mut keeper = db.client().await;
-    for n in 0..3 {
-        submit(&c, &format!("w{n}"), serde_json::json!({})).await;
-    }
-    assert_eq!(claim(&c, 2).await.len(), 2, "the claims get past the floor");
-    let mut other = db.client().await;
-    let writer = other.transaction().await.unwrap();
-    writer
-        .execute(
-            "SELECT tasklane.hold_floors(array_agg(task_type), array_agg(priority)) \
-             FROM tasklane.turn_floors",
-            &[],
-        )
-        .await
-        .unwrap();
-
-    let raised = turn_floors::raise(&mut keeper, turn_floors::LOCK_WAIT)
-        .await
-        .unwrap();
-    assert_eq!(
-        (raised.floors, raised.contended),
-        (0, true),
-        "held past the wait: {raised:?}"
-    );
-
-    let raising = tokio::spawn(async move {
-        turn_floors::raise(&mut keeper, std::time::Duration::from_secs(60))
-            .await
-            .unwrap()
-    });
-    common::wait::eventually(
-        std::time::Duration::from_secs(30),
-        "the raise waiting for the writer's floor",
-        || async {
-            c.query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get::<_, i64>(0)
-                > 0
-        },
-    )
-    .await;
-    writer.commit().await.unwrap();
-    let raised = raising.await.unwrap();
-    assert_eq!(
-        (raised.floors, raised.contended),
-        (1, false),
-        "raised once the writer committed: {raised:?}"
     );
 }
