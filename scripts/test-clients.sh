@@ -4,7 +4,8 @@
 # run/wait/release/delete over HTTP, the SQL API in the application's transaction
 # (a rollback leaves no task), the Python Worker (cancellation reaches the handler, a
 # lost lease is raised, a worker killed mid-task loses its lease and another takes the
-# task), retries only as Retry-After says. Then the quick starts of docs/clients.md, as
+# task, its live output reset for the next attempt on a second replica that serves the
+# API alone), retries only as Retry-After says. Then the quick starts of docs/clients.md, as
 # written, from the libraries installed as that doc says in a fresh directory outside
 # the repository: TypeScript from the folder and from an `npm pack` tarball, Python by
 # pip into a fresh venv (which must leave nothing in clients/python).
@@ -22,11 +23,15 @@ source scripts/lib/private-pg.sh
 source scripts/lib/clients-venv.sh
 
 PORT="${CLIENTS_PORT:-18441}"
+OBSERVER_PORT="$((PORT + 1))"
 DB="tasklane_clients_$$"
 WORK="$(mktemp -d)"
 
 cleanup() {
-    if [[ -n "${SERVE_PID:-}" ]]; then kill "$SERVE_PID" 2>/dev/null || true; wait "$SERVE_PID" 2>/dev/null || true; fi
+    local pid
+    for pid in ${SERVE_PID:-} ${OBSERVER_PID:-}; do
+        kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+    done
     psql "$SERVER_URL" -q -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
     stop_private_cluster
     rm -rf "$WORK"
@@ -55,13 +60,25 @@ DATABASE_URL="$DB_URL" TASKLANE_LOG=warn TASKLANE_RESCUE_INTERVAL_MS=200 \
     ./target/debug/tasklane serve --listen "127.0.0.1:$PORT" \
     --task-types clients/testdata/task-types.toml 2>"$WORK/serve.log" &
 SERVE_PID=$!
-for _ in $(seq 1 300); do
-    if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi
-    sleep 0.1
-done
-curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null
+# wait_ready PORT: bounded.
+wait_ready() {
+    for _ in $(seq 1 300); do
+        if curl -fsS "http://127.0.0.1:$1/readyz" >/dev/null 2>&1; then return 0; fi
+        sleep 0.1
+    done
+    curl -fsS "http://127.0.0.1:$1/readyz" >/dev/null
+}
+wait_ready "$PORT"
+# A second replica serving the API alone, where observers follow what the first one's
+# workers publish; it starts on the schema the first one migrated.
+DATABASE_URL="$DB_URL" TASKLANE_LOG=warn \
+    ./target/debug/tasklane serve --no-migrate --roles api --listen "127.0.0.1:$OBSERVER_PORT" \
+    --task-types clients/testdata/task-types.toml 2>"$WORK/observer.log" &
+OBSERVER_PID=$!
+wait_ready "$OBSERVER_PORT"
 
 export TASKLANE_URL="http://127.0.0.1:$PORT"
+export TASKLANE_OBSERVER_URL="http://127.0.0.1:$OBSERVER_PORT"
 export TASKLANE_APP=clients
 export TASKLANE_DATABASE_URL="$DB_URL"
 TASKLANE_TOKEN="$(DATABASE_URL="$DB_URL" ./target/debug/tasklane token create --app clients \
@@ -169,9 +186,11 @@ if [[ "$orders" != 3 ]]; then
     status=1
 fi
 
-if grep -q "ERROR\|panicked" "$WORK/serve.log"; then
-    echo "--- server errors during the client tests:"
-    grep "ERROR\|panicked" "$WORK/serve.log" | head -50
-    status=1
-fi
+for log in serve observer; do
+    if grep -q "ERROR\|panicked" "$WORK/$log.log"; then
+        echo "--- server errors during the client tests ($log):"
+        grep "ERROR\|panicked" "$WORK/$log.log" | head -50
+        status=1
+    fi
+done
 exit $status

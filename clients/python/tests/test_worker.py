@@ -1,7 +1,8 @@
 """The Worker against the live server: a handler's result, failure, progress and
 events; a result its type's output schema refuses; cancellation reaching the handler; a
 lost lease raised in the handler; a worker killed mid-task whose task another worker
-takes over."""
+takes over, and whose live output an observer on another replica sees reset for the next
+attempt."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 import tasklane
 from tasklane import Fail, TaskContext, Worker
+from tasklane.output import _stream
 
 
 def until(what: str, probe, timeout: float = 30.0):
@@ -258,3 +260,71 @@ def test_live_output_reaches_an_observer_in_order(client, scope, worker_of) -> N
     assert text == "".join(tokens)
     assert len([e for e in seen if e.type == "output.delta"]) > 1
     assert seen[-1].type == "task.succeeded"
+
+
+STREAMING_WORKER_SCRIPT = textwrap.dedent("""
+    import sys, time, tasklane
+    def handler(ctx):
+        for i in range(20):
+            ctx.write_output(f"first{i:02} ")
+            time.sleep(0.01)
+        time.sleep(3600)
+    client = tasklane.Tasklane(sys.argv[1], sys.argv[2])
+    tasklane.Worker(client, ["py"], handler, wait_seconds=1).run()
+""")
+
+
+def test_a_killed_workers_output_is_reset_for_the_next_attempt_on_another_replica(
+    client, server, scope, worker_of
+) -> None:
+    first = "".join(f"first{i:02} " for i in range(20))
+    second = [f"second{i:02} " for i in range(15)]
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tasklane.__file__)))
+    doomed = subprocess.Popen(
+        [sys.executable, "-c", STREAMING_WORKER_SCRIPT, server["url"], server["token"]], env=env)
+    seen: list = []
+    # The observer reads the other replica's stream as the server sends it (the client's
+    # own follower would make up a reset of its own when the attempt changes).
+    with tasklane.Tasklane(os.environ["TASKLANE_OBSERVER_URL"], server["token"]) as observer:
+        try:
+            task = client.run("py", scope_id=scope, effect_key="streamed", input={})
+
+            def observe() -> None:
+                for event in _stream(observer.http.get_httpx_client(), task.id):
+                    seen.append(event)
+                    if event.terminal:
+                        return
+
+            follower = threading.Thread(target=observe, daemon=True)
+            follower.start()
+
+            def text_of(attempt: int) -> str:
+                text = ""
+                for event in list(seen):
+                    if event.type == "output.delta" and event.attempt == attempt:
+                        assert event.offset == len(text), (event, text)
+                        text += event.text
+                return text
+
+            until("the first attempt's output on the other replica", lambda: text_of(1) == first)
+            doomed.send_signal(signal.SIGKILL)
+            doomed.wait(10)
+        finally:
+            if doomed.poll() is None:
+                doomed.kill()
+
+        def handler(ctx: TaskContext):
+            for piece in second:
+                ctx.write_output(piece)
+            return {"attempt": ctx.attempt}
+
+        worker_of(handler)
+        follower.join(60)
+        assert not follower.is_alive(), "the observer's stream did not end"
+
+    reset = [i for i, event in enumerate(seen) if event.type == "output.reset"]
+    assert len(reset) == 1 and seen[reset[0]].attempt == 2, seen
+    after = seen[reset[0] + 1:]
+    assert all(e.attempt == 2 for e in after if e.type == "output.delta"), after
+    assert text_of(1) == first and text_of(2) == "".join(second)
+    assert seen[-1].type == "task.succeeded" and seen[-1].task["result"] == {"attempt": 2}
