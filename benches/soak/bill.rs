@@ -84,6 +84,8 @@ pub struct Meter {
     stop: CancellationToken,
     start: Option<Reading>,
     statements_missing: Option<String>,
+    /// The SQL files statements are named by, read once.
+    files: Vec<(String, String)>,
 }
 
 impl Meter {
@@ -123,6 +125,7 @@ impl Meter {
             stop,
             start: None,
             statements_missing,
+            files: sql_files(),
         })
     }
 
@@ -183,7 +186,7 @@ impl Meter {
             seconds: end.at.duration_since(start.at).as_secs_f64(),
             cpu_by_process,
             pages_by_table,
-            statements: lines(&start.statements, &end.statements, tasks, &sql_files()),
+            statements: lines(&start.statements, &end.statements, tasks, &self.files),
             statements_missing: self.statements_missing.clone(),
         }
     }

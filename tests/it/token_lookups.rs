@@ -1,7 +1,8 @@
 //! Gathered token lookups (`Tasklane::with_token_gathering`, as `tasklane serve` runs
 //! them) answer each request exactly as its own lookup would: the holder of a live
 //! token, nothing for an unknown or revoked one, whatever group a lookup lands in, and
-//! a revocation is seen by the next lookup.
+//! a revocation is seen by the next lookup; and lookups that queue together are read by
+//! one statement.
 
 use crate::common;
 
@@ -89,4 +90,52 @@ async fn gathered_lookups_answer_each_request_as_its_own_lookup() {
         .map(|h| seen(&h.unwrap()).map(|h| h.0))
         .collect();
     assert_eq!(again, vec![None, Some(b.id), None]);
+}
+
+/// Lookups that queue while a reader is busy are read by one statement: with the tokens
+/// table locked, the first group's statement waits on the lock, and it is the gathered
+/// statement holding the lookups that were queued together, not a lookup of its own.
+#[tokio::test]
+async fn lookups_that_queue_together_are_read_by_one_statement() {
+    let db = common::test_db().await;
+    let a = token(&db.url, "app-a", None, &["read"]).await;
+    let gathered = common::service::tasklane(db.pool.clone(), []).with_token_gathering(1);
+    let mut locker = db.client().await;
+    let lock = locker.transaction().await.unwrap();
+    lock.batch_execute("LOCK TABLE tasklane.api_tokens IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+
+    let asking = {
+        let (gathered, secret) = (gathered.clone(), a.secret.clone());
+        tokio::spawn(async move {
+            futures_util::future::join_all((0..100).map(|_| gathered.authenticate(&secret))).await
+        })
+    };
+    let watcher = db.client().await;
+    let waiting: String = common::wait::eventually(
+        std::time::Duration::from_secs(30),
+        "a lookup waiting on the locked tokens table",
+        || async {
+            watcher
+                .query_opt(
+                    "SELECT query FROM pg_stat_activity \
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .map(|row| row.get::<_, String>(0))
+        },
+    )
+    .await;
+    assert!(
+        waiting.contains("token_hash = ANY($1::bytea[])"),
+        "the first group is read by the gathered statement: {waiting}"
+    );
+    lock.commit().await.unwrap();
+    let answers = asking.await.unwrap();
+    assert!(answers
+        .iter()
+        .all(|answer| seen(answer.as_ref().unwrap()).map(|h| h.0) == Some(a.id)));
 }
