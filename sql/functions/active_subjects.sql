@@ -3,14 +3,15 @@
 -- printed below), then run `TASKLANE_BLESS=1 cargo test --test it schema::`.
 --
 -- The number of usage subjects ('' counts as one) of app p_app with claimable tasks of
--- type p_task_type at priority p_priority, counted up to p_cap, by a skip scan of
--- task_queue_turns (one probe per subject). Called by tasklane.take_turns.
+-- type p_task_type at priority p_priority at or above turn p_floor (the claims' floor),
+-- counted up to p_cap, by a skip scan of task_queue_turns (one probe per subject). Called by
+-- tasklane.take_turns.
 --
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function active_subjects: migrations/V38__fair_turns.sql, migrations/V47__held_snapshot_plans.sql
-CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, p_app text, p_cap integer) RETURNS integer
+-- function active_subjects: migrations/V38__fair_turns.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql
+CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, p_app text, p_floor double precision, p_cap integer) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
@@ -18,7 +19,10 @@ CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, 
 BEGIN
     -- One index probe per subject (task_queue_turns), up to p_cap. Backwards, from each
     -- subject's last turn: a subject's first entries are those of its tasks claimed
-    -- since the last vacuum, which a forward probe would walk one by one.
+    -- since the last vacuum, which a forward probe would walk one by one. The turn's
+    -- bound is tested on the index entry: a subject with nothing claimable at or above
+    -- the floor has its entries below it stepped over in the index, each without a
+    -- visit to the table (which is what a dead entry costs).
     -- PL/pgSQL, not SQL: its plans are kept for the session, where an SQL function's
     -- are made again at every call.
     RETURN (WITH RECURSIVE s(subject, n) AS (
@@ -26,6 +30,7 @@ BEGIN
          FROM tasklane.task_queue q
          WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
            AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+           AND q.turn >= p_floor
          ORDER BY q.subject DESC, q.turn DESC
          LIMIT 1)
         UNION ALL
@@ -33,7 +38,7 @@ BEGIN
                 FROM tasklane.task_queue q
                 WHERE q.task_type = p_task_type AND q.priority = p_priority AND q.app = p_app
                   AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-                  AND q.subject < s.subject
+                  AND q.subject < s.subject AND q.turn >= p_floor
                 ORDER BY q.subject DESC, q.turn DESC
                 LIMIT 1),
                s.n + 1

@@ -9,13 +9,15 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function delete_task_deliveries: migrations/V11__webhooks.sql, migrations/V33__function_comments.sql
+-- function delete_task_deliveries: migrations/V11__webhooks.sql, migrations/V33__function_comments.sql, migrations/V49__held_snapshot_lookups.sql
 CREATE FUNCTION tasklane.delete_task_deliveries() RETURNS trigger
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 BEGIN
-    DELETE FROM tasklane.webhook_deliveries d USING gone g
-    WHERE d.task_id = g.id AND d.status <> 'delivered';
+    DELETE FROM tasklane.webhook_deliveries d
+    WHERE d.task_id = ANY (ARRAY(SELECT g.id FROM gone g)) AND d.status <> 'delivered';
     RETURN NULL;
 END
 $$;

@@ -8,12 +8,16 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function delete_task_queue: migrations/V14__task_queue.sql, migrations/V33__function_comments.sql
+-- function delete_task_queue: migrations/V14__task_queue.sql, migrations/V33__function_comments.sql, migrations/V49__held_snapshot_lookups.sql
 CREATE FUNCTION tasklane.delete_task_queue() RETURNS trigger
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 BEGIN
-    DELETE FROM tasklane.task_queue q USING gone g WHERE q.id = g.id;
+    -- By id alone: a join to the deleted rows may be planned as a walk of the whole
+    -- primary key, dead entries a held snapshot keeps included.
+    DELETE FROM tasklane.task_queue q WHERE q.id = ANY (ARRAY(SELECT g.id FROM gone g));
     RETURN NULL;
 END
 $$;

@@ -16,7 +16,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql
+-- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
@@ -73,9 +73,13 @@ BEGIN
         PERFORM tasklane.hold_floors(types, priorities);
     END IF;
     -- Those already claimable in the mirror keep their turns.
-    claimable_ids := ARRAY(SELECT o.id FROM tasklane.task_queue o
-                           WHERE o.id = ANY (fresh_ids)
-                             AND o.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback'));
+    -- Found by id alone, the state tested after (OFFSET 0): with the state beside the
+    -- ids, the plan kept for the session may read a claimable partial index whole.
+    claimable_ids := ARRAY(SELECT o.id
+                           FROM (SELECT o.id, o.state FROM tasklane.task_queue o
+                                 WHERE o.id = ANY (fresh_ids)
+                                 OFFSET 0) o
+                           WHERE o.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback'));
     SELECT array_agg(n.id), array_agg(n.task_type), array_agg(n.priority), array_agg(n.app),
            array_agg(coalesce(n.usage_subject, ''))
     INTO ids, types, priorities, apps, subjects

@@ -8,16 +8,17 @@
 -- subject's last claimable task at or above the floor (tasklane.turn_floors), and no
 -- earlier than where the claims have got (tasklane.turn_points, or the lowest claimable
 -- turn when no claim has recorded one) nor than the floor. The step of an app's subjects
--- is the number of its subjects with claimable tasks (counted up to 100, this statement's
--- new ones included) divided by the app's weight (tasklane.app_weights, default 1): each
--- app's subjects share its turns, and apps share the claims by weight. Several tasks of one
--- subject in one statement take consecutive turns in id order. Reads only; called by the
--- mirror's triggers, which hold the floors it reads.
+-- is the number of its subjects with claimable tasks at or above the floor (counted up to
+-- 100, this statement's new ones included) divided by the app's weight
+-- (tasklane.app_weights, default 1): each app's subjects share its turns, and apps share
+-- the claims by weight. Several tasks of one subject in one statement take consecutive
+-- turns in id order. Reads only; called by the mirror's triggers, which hold the floors it
+-- reads.
 --
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql
+-- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql
 CREATE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority smallint[], p_app text[], p_subject text[]) RETURNS TABLE(id uuid, turn double precision)
     LANGUAGE plpgsql STABLE
     SET enable_seqscan TO 'off'
@@ -60,10 +61,16 @@ BEGIN
                         AND q.turn >= floor_turn
                       ORDER BY q.turn DESC
                       LIMIT 1);
-        step := (tasklane.active_subjects(p_task_type[1], p_priority[1], p_app[1], 100)
-                 + CASE WHEN last_turn IS NULL THEN 1 ELSE 0 END)::double precision
-                / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = p_app[1]), 1);
         id := p_id[1];
+        -- A subject with no claimable task takes the claims' point: its step, which
+        -- counts the app's subjects, is then not needed.
+        IF last_turn IS NULL THEN
+            turn := now_turn;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        step := tasklane.active_subjects(p_task_type[1], p_priority[1], p_app[1], floor_turn, 100)::double precision
+                / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = p_app[1]), 1);
         turn := greatest(now_turn, last_turn + step);
         RETURN NEXT;
         RETURN;
@@ -88,7 +95,8 @@ BEGIN
                   AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
                   AND q.turn >= l.floor_turn
                 ORDER BY q.turn DESC
-                LIMIT 1) AS last_turn
+                LIMIT 1) AS last_turn,
+               count(*) AS tasks
         FROM taking r
         JOIN floors l USING (task_type, priority)
         GROUP BY r.task_type, r.priority, r.app, r.subject, l.floor_turn
@@ -107,10 +115,13 @@ BEGIN
                       AND q.turn >= s.floor_turn
                     ORDER BY q.turn
                     LIMIT 1), 0), s.floor_turn) AS now_turn,
-               (tasklane.active_subjects(s.task_type, s.priority, s.app, 100)
-                + count(*) FILTER (WHERE s.last_turn IS NULL))::double precision
-               / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = s.app), 1)
-                   AS step
+               -- The step counts the app's subjects; it is needed only where a
+               -- subject has claimable tasks already or several in this statement.
+               CASE WHEN bool_or(s.last_turn IS NOT NULL OR s.tasks > 1) THEN
+                   (tasklane.active_subjects(s.task_type, s.priority, s.app, s.floor_turn, 100)
+                    + count(*) FILTER (WHERE s.last_turn IS NULL))::double precision
+                   / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = s.app), 1)
+               ELSE 1 END AS step
         FROM subjects s
         GROUP BY s.task_type, s.priority, s.app, s.floor_turn
     )

@@ -23,6 +23,9 @@ pub struct AttemptDeadlineSweeper {
     pub interval: Duration,
     /// Shares the interval with the other maintaining replicas.
     pub spread: super::spread::Spread,
+    /// Where the next pass starts reading the leases: the database's clock at the last
+    /// pass that found nothing more.
+    pub start: super::start::Start<chrono::DateTime<chrono::Utc>>,
 }
 
 impl AttemptDeadlineSweeper {
@@ -38,10 +41,18 @@ impl AttemptDeadlineSweeper {
 
     /// One batch; true when it was full.
     pub async fn pass(&self) -> anyhow::Result<bool> {
-        let ended = self
+        let swept = self
             .tasklane
-            .time_out_overdue(BATCH, IN_PROCESS_GRACE)
+            .time_out_overdue(
+                BATCH,
+                IN_PROCESS_GRACE,
+                self.start.next(std::time::Instant::now()),
+            )
             .await?;
+        let ended = swept.found;
+        if (ended as i64) < BATCH {
+            self.start.reached(Some(swept.clock));
+        }
         if ended > 0 {
             tracing::info!(ended, "timed out attempts past their deadline");
         }

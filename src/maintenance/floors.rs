@@ -1,8 +1,11 @@
 //! Raises the claims' floors (see `store::turn_floors`) to where the claims have got, so
 //! a claim never walks the index entries of the tasks claimed before the last raise:
 //! vacuum removes them within seconds, but not while a snapshot older than them is
-//! open, and then every claim would read them all. Safe on every replica at once (an
-//! advisory try-lock per floor).
+//! open, and then every claim would read them all. Each pass reads where the claims
+//! have got and which writers of claimable rows are in flight, and raises the floors to
+//! the points of its previous reading, whose writers have all finished since: a raise
+//! waits for no writer and blocks none. Safe on every replica at once (an advisory
+//! try-lock per floor).
 
 use std::time::Duration;
 
@@ -25,10 +28,12 @@ pub struct FloorKeeper {
     pub idle_interval: Duration,
     /// Shares both intervals with the other maintaining replicas.
     pub spread: super::spread::Spread,
+    /// The floors as the previous pass read them.
+    pub earlier: Vec<turn_floors::Reading>,
 }
 
 impl FloorKeeper {
-    pub async fn run(self, shutdown: CancellationToken) {
+    pub async fn run(mut self, shutdown: CancellationToken) {
         loop {
             let pause = match self.pass().await {
                 Ok(true) => self.spread.wait(self.interval),
@@ -45,11 +50,16 @@ impl FloorKeeper {
         }
     }
 
-    /// One raise; whether it raised a floor.
-    pub async fn pass(&self) -> anyhow::Result<bool> {
+    /// One reading, and the raise of the floors the previous one made ready; whether a
+    /// floor rose or is below its point.
+    pub async fn pass(&mut self) -> anyhow::Result<bool> {
         let mut object = self.pool.get().await?;
         let client: &mut tokio_postgres::Client = &mut object;
-        let raised = turn_floors::raise(client).await?;
+        let now = turn_floors::read(client).await?;
+        let targets = turn_floors::ready(&self.earlier, &now);
+        let moving = now.iter().any(|r| r.point > r.floor);
+        self.earlier = now;
+        let raised = turn_floors::raise(client, &targets).await?;
         if raised.behind > 0 {
             tracing::debug!(
                 floors = raised.floors,
@@ -57,6 +67,6 @@ impl FloorKeeper {
                 "raised the claims' floors past tasks left waiting"
             );
         }
-        Ok(raised.floors > 0)
+        Ok(raised.floors > 0 || moving)
     }
 }

@@ -13,6 +13,7 @@ pub mod replicas;
 pub mod rescuer;
 pub mod sampled_gauges;
 pub mod spread;
+pub mod start;
 pub mod statistics;
 pub mod vacuum;
 

@@ -1,12 +1,16 @@
 //! The rescuer: tasks whose lease expired get their restart policy (`task::restart`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::service::Wakeup;
+use crate::store::clock;
 use crate::store::recover::{self, Lost};
+
+use super::start::Start;
 
 /// Rows one pass handles.
 const BATCH: i64 = 100;
@@ -18,6 +22,9 @@ pub struct Rescuer {
     pub spread: super::spread::Spread,
     pub wakeup: Wakeup,
     pub instruments: crate::telemetry::Instruments,
+    /// Where the next pass starts reading the leases: the database's clock at the last
+    /// pass that found nothing more.
+    pub start: Start<DateTime<Utc>>,
 }
 
 impl Rescuer {
@@ -31,9 +38,20 @@ impl Rescuer {
         .await
     }
 
-    /// One batch; true when it was full.
+    /// One batch, in its own transaction; true when it was full.
     pub async fn pass(&self) -> anyhow::Result<bool> {
-        let rescued = rescue(&self.pool, &Lost::Expired, BATCH).await?;
+        let from = self.start.next(Instant::now());
+        let mut object = self.pool.get().await.context("connection for recovery")?;
+        let client: &mut tokio_postgres::Client = &mut object;
+        let tx = client.transaction().await?;
+        let clock = clock::now(&tx).await?;
+        let rescued = recover::recover(&tx, &Lost::Expired { from }, BATCH)
+            .await
+            .context("recover lost tasks")?;
+        tx.commit().await?;
+        if (rescued as i64) < BATCH {
+            self.start.reached(Some(clock));
+        }
         self.instruments.recovered("expired", rescued as u64);
         if rescued > 0 {
             tracing::info!(rescued, "rescued tasks with expired leases");
@@ -41,20 +59,4 @@ impl Rescuer {
         }
         Ok(rescued as i64 == BATCH)
     }
-}
-
-/// Recovers one batch of `lost` in its own transaction; returns how many tasks it moved.
-pub async fn rescue(
-    pool: &crate::store::Pool,
-    lost: &Lost<'_>,
-    limit: i64,
-) -> anyhow::Result<usize> {
-    let mut object = pool.get().await.context("connection for recovery")?;
-    let client: &mut tokio_postgres::Client = &mut object;
-    let tx = client.transaction().await?;
-    let moved = recover::recover(&tx, lost, limit)
-        .await
-        .context("recover lost tasks")?;
-    tx.commit().await?;
-    Ok(moved)
 }

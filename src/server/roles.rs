@@ -61,12 +61,14 @@ impl Maintenance<'_> {
             spread: spread.clone(),
             wakeup: wakeup.clone(),
             instruments: telemetry.instruments().clone(),
+            start: Default::default(),
         };
         services.spawn(rescuer.run(shutdown.clone()));
         let attempt_deadlines = AttemptDeadlineSweeper {
             tasklane: tasklane.clone(),
             interval: Duration::from_millis(config.rescue_interval_ms),
             spread: spread.clone(),
+            start: Default::default(),
         };
         services.spawn(attempt_deadlines.run(shutdown.clone()));
         let deadlines = DeadlineSweeper {
@@ -83,6 +85,7 @@ impl Maintenance<'_> {
             retention: Duration::from_secs(config.retention_seconds),
             instruments: telemetry.instruments().clone(),
             start: Default::default(),
+            deliveries_start: Default::default(),
         };
         services.spawn(pruner.run(shutdown.clone()));
         let history = AdmissionHistoryPruner {
@@ -108,6 +111,7 @@ impl Maintenance<'_> {
             interval: floors::INTERVAL,
             idle_interval: floors::IDLE_INTERVAL,
             spread: spread.clone(),
+            earlier: Vec::new(),
         };
         services.spawn(floors.run(shutdown.clone()));
         let sampler = ClusterSampler::new(

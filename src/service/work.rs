@@ -23,6 +23,14 @@ use tracing::Instrument as _;
 /// Most task types one claim may name.
 pub const MAX_CLAIM_TYPES: usize = 100;
 
+/// What one sweep of attempts past their deadline found, and the database's clock
+/// before it looked.
+#[derive(Debug, Clone, Copy)]
+pub struct Swept {
+    pub found: usize,
+    pub clock: chrono::DateTime<chrono::Utc>,
+}
+
 impl Tasklane {
     /// Claims up to `limit` tasks of `task_types` for `claimant`, of `owner` only when
     /// given (a remote worker's token), of any owner for the in-process worker. Types
@@ -288,15 +296,21 @@ impl Tasklane {
     /// Ends up to `limit` attempts past their server-side deadline as timed out
     /// (`attempt_timeout`: retried or failed by the outcome rules, with the type's
     /// backoff); attempts of replica processes only `grace` after it. Returns how many
-    /// it found; an attempt its worker settled meanwhile is left as the worker wrote it.
+    /// it found, and the database's clock before it looked; an attempt its worker settled
+    /// meanwhile is left as the worker wrote it. With `from` (the clock of a sweep that
+    /// found nothing more) it reads only the leases that ended since, less the grace.
     pub async fn time_out_overdue(
         &self,
         limit: i64,
         grace: std::time::Duration,
-    ) -> Result<usize, ServiceError> {
-        let overdue = {
+        from: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Swept, ServiceError> {
+        let (overdue, clock) = {
             let client = self.connection().await?;
-            attempts::overdue(store::client(&client), limit, grace.as_secs_f64()).await?
+            let client = store::client(&client);
+            let clock = store::clock::now(client).await?;
+            let overdue = attempts::overdue(client, limit, grace.as_secs_f64(), from).await?;
+            (overdue, clock)
         };
         for attempt in &overdue {
             let reported = Reported {
@@ -317,7 +331,10 @@ impl Tasklane {
                 Err(error) => return Err(error),
             }
         }
-        Ok(overdue.len())
+        Ok(Swept {
+            found: overdue.len(),
+            clock,
+        })
     }
 
     /// Gives a lease back now, through the restart policy, instead of letting it

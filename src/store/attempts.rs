@@ -137,15 +137,18 @@ pub struct Overdue {
 
 /// Up to `limit` leased attempts past their deadline; those of replica processes only
 /// `grace_seconds` after it (their own timer ends them first, with the handler's facts).
+/// With `from` (the clock of a sweep that found nothing more), only leases that ended
+/// at most a grace before it.
 pub async fn overdue<C: GenericClient + Sync>(
     client: &C,
     limit: i64,
     grace_seconds: f64,
+    from: Option<chrono::DateTime<chrono::Utc>>,
 ) -> Result<Vec<Overdue>, DbError> {
     let rows = client
         .rows(
             include_str!("../../sql/attempt_overdue.sql"),
-            &[&limit, &grace_seconds],
+            &[&limit, &grace_seconds, &from],
         )
         .await?;
     rows.iter()

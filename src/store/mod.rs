@@ -11,6 +11,7 @@ pub mod cached;
 pub mod cancel;
 pub mod circuits;
 pub mod claim;
+pub mod clock;
 pub mod complete_many;
 pub mod connect;
 pub mod events;

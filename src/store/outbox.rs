@@ -233,19 +233,23 @@ pub async fn disable_endpoint<C: GenericClient + Sync>(
 }
 
 /// Deletes at most `limit` delivered or failed notifications finished longer than
-/// `retention` ago; returns how many.
+/// `retention` ago, whose ids are at or after `from` when given.
 pub async fn prune<C: GenericClient + Sync>(
     client: &C,
     retention: Duration,
     limit: i64,
-) -> Result<u64, DbError> {
+    from: Option<uuid::Uuid>,
+) -> Result<super::prune::Pruned<uuid::Uuid>, DbError> {
     let row = client
         .row(
             include_str!("../../sql/webhook_prune.sql"),
-            &[&retention.as_secs_f64(), &limit],
+            &[&retention.as_secs_f64(), &limit, &from],
         )
         .await?;
-    Ok(row.try_get::<_, i64>("pruned")? as u64)
+    Ok(super::prune::Pruned {
+        count: row.try_get::<_, i64>("pruned")? as u64,
+        reached: row.try_get("reached")?,
+    })
 }
 
 /// The webhooks line of the admin overview.

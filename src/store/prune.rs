@@ -11,12 +11,13 @@ use tokio_postgres::GenericClient;
 
 use super::DbError;
 
-/// What a pruning pass did: how many tasks it deleted, and the latest `released_at`
-/// among them (where the next pass may start).
+/// What a pruning pass did: how many rows it deleted, and the greatest key it deleted
+/// in the order it reads them (a task's `released_at`, a notification's id): where the
+/// next pass may start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pruned {
+pub struct Pruned<T> {
     pub count: u64,
-    pub reached: Option<DateTime<Utc>>,
+    pub reached: Option<T>,
 }
 
 /// Deletes at most `limit` terminal tasks whose `released_at` and `finished_at` are both
@@ -28,7 +29,7 @@ pub async fn prune_tasks<C: GenericClient + Sync>(
     limit: i64,
     now: Option<DateTime<Utc>>,
     from: Option<DateTime<Utc>>,
-) -> Result<Pruned, DbError> {
+) -> Result<Pruned<DateTime<Utc>>, DbError> {
     let row = client
         .row(
             include_str!("../../sql/prune_tasks.sql"),

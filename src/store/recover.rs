@@ -14,8 +14,11 @@ use crate::task::TaskState;
 /// Which lost tasks to recover.
 #[derive(Debug, Clone)]
 pub enum Lost<'a> {
-    /// Leases that expired.
-    Expired,
+    /// Leases that expired, at or after `from` when given (where the last sweep found
+    /// nothing more).
+    Expired {
+        from: Option<chrono::DateTime<chrono::Utc>>,
+    },
     /// A cold start by this replica: everything held by replica processes, and queued
     /// tasks whose policy is `fail`.
     ColdStart { replica_id: Uuid },
@@ -36,8 +39,8 @@ pub async fn recover<C: GenericClient + Sync>(
     limit: i64,
 ) -> Result<usize, DbError> {
     let (rows, because) = match lost {
-        Lost::Expired => (
-            tx.rows(include_str!("../../sql/lost_expired.sql"), &[&limit])
+        Lost::Expired { from } => (
+            tx.rows(include_str!("../../sql/lost_expired.sql"), &[&limit, from])
                 .await?,
             LostBecause::LeaseExpired,
         ),

@@ -177,9 +177,13 @@ pub async fn expire_lease(c: &Client, id: Uuid) {
 /// One rescuer pass.
 pub async fn rescue_expired(c: &Client) -> usize {
     c.batch_execute("BEGIN").await.unwrap();
-    let n = tasklane::store::recover::recover(c, &tasklane::store::recover::Lost::Expired, 100)
-        .await
-        .unwrap();
+    let n = tasklane::store::recover::recover(
+        c,
+        &tasklane::store::recover::Lost::Expired { from: None },
+        100,
+    )
+    .await
+    .unwrap();
     c.batch_execute("COMMIT").await.unwrap();
     n
 }

@@ -198,6 +198,7 @@ async fn a_ten_thousand_row_backlog_drains_in_successive_passes() {
         retention: DAY,
         instruments: tasklane::telemetry::Instruments::noop(),
         start: Default::default(),
+        deliveries_start: Default::default(),
     };
     let mut full_passes = 0;
     while pruner.pass().await.unwrap() {
@@ -224,6 +225,7 @@ async fn the_service_keeps_going_while_passes_are_full_then_stops_on_shutdown() 
         retention: DAY,
         instruments: tasklane::telemetry::Instruments::noop(),
         start: Default::default(),
+        deliveries_start: Default::default(),
     };
     let shutdown = CancellationToken::new();
     let service = tokio::spawn(pruner.run(shutdown.clone()));

@@ -1,0 +1,84 @@
+//! Where a sweep's next pass starts reading its index. Under a snapshot held open (a long
+//! `pg_dump`, a forgotten transaction) an index keeps an entry for every row deleted or
+//! updated since, and a pass that reads it from the start steps over all of them, every
+//! pass; a pass that starts where the passes before it got to steps over those of one
+//! pass. What is behind that point and still due (written late, by a transaction that
+//! began earlier) waits for the next pass from the start, every [`FULL_PASS_EVERY`].
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How often a pass starts from the start of the index all the same: a task released
+/// before the latest one pruned (released while it ran, then finished; released in a
+/// transaction that began earlier), a notification written before the latest one
+/// pruned and finished after it (its retries), or a lease that expired before the last
+/// sweep but was written after it (by a transaction open longer than the lease), waits
+/// at most this long for its pass.
+pub const FULL_PASS_EVERY: Duration = Duration::from_secs(60);
+
+/// Where the next pass starts: at the greatest key the passes have got to (a task's
+/// `released_at`, a notification's id, the database's clock at a sweep), except for a
+/// pass from the start every [`FULL_PASS_EVERY`] (and the first).
+#[derive(Debug)]
+pub struct Start<T>(Mutex<Reached<T>>);
+
+#[derive(Debug)]
+struct Reached<T> {
+    at: Option<T>,
+    full_pass: Option<Instant>,
+}
+
+impl<T> Default for Start<T> {
+    fn default() -> Self {
+        Start(Mutex::new(Reached {
+            at: None,
+            full_pass: None,
+        }))
+    }
+}
+
+impl<T: Ord + Copy> Start<T> {
+    /// The least key of the pass starting at `now`; `None` from the start.
+    pub fn next(&self, now: Instant) -> Option<T> {
+        let mut reached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match reached.full_pass {
+            Some(at) if now.saturating_duration_since(at) < FULL_PASS_EVERY => reached.at,
+            _ => {
+                reached.full_pass = Some(now);
+                None
+            }
+        }
+    }
+
+    /// A pass got to `at` (deleted rows up to it, or swept everything due before it).
+    pub fn reached(&self, at: Option<T>) {
+        let mut reached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        reached.at = reached.at.max(at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{DateTime, Utc};
+
+    #[test]
+    fn passes_start_where_the_last_got_to_and_from_the_start_every_so_often() {
+        let start = Start::<DateTime<Utc>>::default();
+        let t0 = Instant::now();
+        let day = |d: i64| Some(DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(d));
+        assert_eq!(start.next(t0), None, "the first pass is a full one");
+        start.reached(day(10));
+        assert_eq!(start.next(t0 + Duration::from_secs(1)), day(10));
+        start.reached(None);
+        start.reached(day(9));
+        assert_eq!(
+            start.next(t0 + Duration::from_secs(2)),
+            day(10),
+            "never back"
+        );
+        start.reached(day(11));
+        assert_eq!(start.next(t0 + FULL_PASS_EVERY), None, "a full pass");
+        assert_eq!(start.next(t0 + FULL_PASS_EVERY), day(11));
+    }
+}
