@@ -13,6 +13,8 @@ WITH writers AS MATERIALIZED (
     FROM pg_locks l
     WHERE l.locktype = 'advisory' AND l.classid = 1953264742 AND l.objsubid = 2
       AND l.granted
+      -- pg_locks lists every database's locks; advisory locks are a database's own.
+      AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
     GROUP BY l.objid
 )
 SELECT f.task_type, f.priority, f.floor, p.turn AS point,

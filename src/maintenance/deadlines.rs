@@ -14,6 +14,9 @@ pub struct DeadlineSweeper {
     pub interval: Duration,
     /// Shares the interval with the other maintaining replicas.
     pub spread: super::spread::Spread,
+    /// Where the next pass starts reading the deadlines: the database's clock at the
+    /// last pass that found nothing more.
+    pub start: super::start::Start<chrono::DateTime<chrono::Utc>>,
 }
 
 impl DeadlineSweeper {
@@ -28,8 +31,16 @@ impl DeadlineSweeper {
     }
 
     pub async fn pass(&self) -> anyhow::Result<bool> {
+        let from = self.start.next(std::time::Instant::now());
         let client = self.pool.get().await?;
-        let expired = recover::expire_deadlines(crate::store::client(&client), BATCH).await?;
+        let client = crate::store::client(&client);
+        // Read before the sweep, in a transaction of its own: a clock no later than the
+        // sweep's.
+        let clock = crate::store::clock::now(client).await?;
+        let expired = recover::expire_deadlines(client, BATCH, from).await?;
+        if (expired as i64) < BATCH {
+            self.start.reached(Some(clock));
+        }
         if expired > 0 {
             tracing::info!(expired, "failed tasks past their queue deadline");
         }

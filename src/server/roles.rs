@@ -75,6 +75,7 @@ impl Maintenance<'_> {
             pool: pool.clone(),
             interval: Duration::from_millis(config.deadline_interval_ms),
             spread: spread.clone(),
+            start: Default::default(),
         };
         services.spawn(deadlines.run(shutdown.clone()));
         let pruner = Pruner {

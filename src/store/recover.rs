@@ -112,13 +112,19 @@ fn decide(row: &Row, because: LostBecause) -> Result<(Uuid, TaskState, RestartDe
     Ok((row.try_get("id")?, state, decision))
 }
 
-/// Fails closed up to `limit` waiting tasks past their queue deadline; returns how many.
+/// Fails closed up to `limit` waiting tasks past their queue deadline, of those whose
+/// deadline is at or after `from` when given (where the last sweep found nothing more);
+/// returns how many.
 pub async fn expire_deadlines<C: GenericClient + Sync>(
     client: &C,
     limit: i64,
+    from: Option<chrono::DateTime<chrono::Utc>>,
 ) -> Result<usize, DbError> {
     let row = client
-        .row(include_str!("../../sql/expire_deadlines.sql"), &[&limit])
+        .row(
+            include_str!("../../sql/expire_deadlines.sql"),
+            &[&limit, &from],
+        )
         .await?;
     Ok(row.get::<_, i64>(0) as usize)
 }

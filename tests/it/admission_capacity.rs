@@ -217,7 +217,7 @@ async fn every_ending_gives_the_slot_back_in_its_transaction() {
     .await
     .unwrap();
     assert_eq!(
-        tasklane::store::recover::expire_deadlines(&c, 100)
+        tasklane::store::recover::expire_deadlines(&c, 100, None)
             .await
             .unwrap(),
         1

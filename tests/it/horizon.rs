@@ -77,6 +77,8 @@ struct Pages {
     heartbeat: f64,
     settle: f64,
     submit: f64,
+    /// The floor keeper's raise (its two readings and the raise).
+    raise: f64,
 }
 
 /// One round: `PER_ROUND` single submits, then claims of `CLAIM` at `locality` until none
@@ -98,7 +100,7 @@ async fn round(
     }
     let submit_pages = flushed_pages(c).await - before;
     let (mut claims, mut claim_pages, mut settle_pages, mut claimed_total) = (0, 0, 0, 0);
-    let mut heartbeat_pages = 0;
+    let (mut heartbeat_pages, mut raise_pages, mut raises) = (0, 0, 0);
     loop {
         let tx = c.transaction().await.unwrap();
         let before = mirror_pages(&tx, true).await;
@@ -113,7 +115,14 @@ async fn round(
         claims += 1;
         claim_pages += fetched;
         if claims % CLAIMS_PER_RAISE == 0 {
+            // The other sessions' counts flushed first, and then idle: the database's
+            // count is the keeper's.
+            flushed_pages(c).await;
+            flushed_pages(tasklane::store::client(settle)).await;
+            let before = flushed_pages(keeper).await;
             raise_floors(keeper).await;
+            raise_pages += flushed_pages(keeper).await - before;
+            raises += 1;
         }
         claimed_total += claimed.len();
         // A heartbeat of the batch, as a claim loop's batcher sends it: through the
@@ -147,6 +156,7 @@ async fn round(
         settle: settle_pages as f64 / claims as f64,
         heartbeat: heartbeat_pages as f64 / claims as f64,
         submit: submit_pages as f64 / PER_ROUND as f64,
+        raise: raise_pages as f64 / raises.max(1) as f64,
     }
 }
 
@@ -248,7 +258,7 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
         "{locality:?}, statistics {statistics:?}: the mirror's pages fetched before the hold, \
          then after {} and {dead} tasks claimed under it: per claim {:.1}, {:.1}, {:.1}; \
          per heartbeat {:.1}, {:.1}, {:.1}; per settle {:.1}, {:.1}, {:.1}; \
-         per submit {:.1}, {:.1}, {:.1}",
+         per submit {:.1}, {:.1}, {:.1}; per raise {:.1}, {:.1}, {:.1}",
         dead / 2,
         first.claim,
         middle.claim,
@@ -261,7 +271,10 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
         last.settle,
         first.submit,
         middle.submit,
-        last.submit
+        last.submit,
+        first.raise,
+        middle.raise,
+        last.raise
     );
     // Under the hold each task's own row versions stay (its insert, its claim, its
     // heartbeat), so a probe of its entries reads more pages than beside a clean queue,
@@ -279,6 +292,7 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
         ),
         ("settle", first.settle, middle.settle, last.settle),
         ("submit", first.submit, middle.submit, last.submit),
+        ("raise", first.raise, middle.raise, last.raise),
     ] {
         assert!(
             last <= 3.0 * middle + 20.0 && last <= 5.0 * first + 40.0,
@@ -543,10 +557,11 @@ async fn a_drained_queue_s_batch_submits_do_not_walk_the_dead_rows_a_held_snapsh
 }
 
 /// The lease sweeps read the leased index from where the last sweep found nothing more
-/// (the rescuer's from that clock, the attempt-deadline sweep's a grace before it): a
-/// lease that ended before is left for the next sweep from the start.
+/// (the rescuer's from that clock, the attempt-deadline sweep's a grace before it), and
+/// the queue-deadline sweep its deadline index likewise: what ended before is left for
+/// the next sweep from the start.
 #[tokio::test]
-async fn lease_sweeps_read_from_where_they_got_to_and_a_full_one_finds_the_rest() {
+async fn sweeps_read_from_where_they_got_to_and_a_full_one_finds_the_rest() {
     use tasklane::store::{attempts, clock, recover};
     let db = common::test_db().await;
     let c = db.client().await;
@@ -602,4 +617,25 @@ async fn lease_sweeps_read_from_where_they_got_to_and_a_full_one_finds_the_rest(
     };
     assert_eq!(rescue(minute_ago).await, 0, "behind the start");
     assert_eq!(rescue(None).await, 1, "from the start: `expired` alone");
+
+    // The queue-deadline sweep: a waiting task whose deadline passed an hour ago.
+    let late = submit(&c, "late", serde_json::json!({})).await;
+    c.execute(
+        "UPDATE tasklane.tasks SET deadline_at = now() - interval '1 hour' WHERE id = $1",
+        &[&late.id],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        recover::expire_deadlines(&c, 100, minute_ago)
+            .await
+            .unwrap(),
+        0,
+        "behind the start"
+    );
+    assert_eq!(
+        recover::expire_deadlines(&c, 100, None).await.unwrap(),
+        1,
+        "from the start"
+    );
 }

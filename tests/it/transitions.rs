@@ -562,7 +562,7 @@ async fn queue_deadline_fails_closed_and_is_never_claimed() {
         claim(&c, 10).await.is_empty(),
         "a task past its deadline is never claimed"
     );
-    let expired = tasklane::store::recover::expire_deadlines(&c, 100)
+    let expired = tasklane::store::recover::expire_deadlines(&c, 100, None)
         .await
         .unwrap();
     assert_eq!(expired, 1);

@@ -195,7 +195,7 @@ async fn every_terminal_path_notifies_each_subscribed_endpoint_once() {
     )
     .await
     .unwrap();
-    assert_eq!(recover::expire_deadlines(&c, 100).await.unwrap(), 1);
+    assert_eq!(recover::expire_deadlines(&c, 100, None).await.unwrap(), 1);
     expected.push((t.id, "task.failed"));
 
     // The rescuer: a lost worker, policy fail.
