@@ -15,7 +15,8 @@
 -- Locks: the raisers' advisory locks of the raised floors, the passed tasks' rows and
 -- mirror rows, the raised turn_floors rows.
 -- The statement is tasklane.raise_floors' body (current definition in
--- sql/functions/raise_floors.sql), which plans with sequential and bitmap scans priced
--- out: under a hold the mirror's statistics (few live rows, many pages) would let a
--- generic plan read it whole.
+-- sql/functions/raise_floors.sql), which plans with sequential and bitmap scans and
+-- sorts priced out: under a hold the mirror's statistics (few live rows, many pages)
+-- would let a generic plan read task_queue_turns, every dead entry of the type, for
+-- the range and the marking.
 SELECT r.raised, r.marked FROM tasklane.raise_floors($1::text[], $2::smallint[], $3::float8[]) r

@@ -11,10 +11,11 @@
 //! Admission history (rate windows older than 24 h) is swept by its own service,
 //! `maintenance::admission_history`, on its own interval.
 //!
-//! A pass starts where the passes before it got to (`super::start::Start`, one for the tasks and one
-//! for the delivery log): the index it reads keeps an entry for every pruned row while
-//! an older snapshot is open (a long `pg_dump`, a forgotten transaction), and a pass
-//! from the start of the index would step over all of them, every pass.
+//! A pass starts where the passes before it got to (`super::start::Start`, one for the
+//! tasks and one for the delivery log): the index it reads keeps an entry for every
+//! pruned row while an older snapshot is open (a long `pg_dump`, a forgotten
+//! transaction), and a pass from the start of the index would step over all of them,
+//! every pass.
 
 use std::time::{Duration, Instant};
 
