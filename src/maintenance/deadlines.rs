@@ -14,8 +14,8 @@ pub struct DeadlineSweeper {
     pub interval: Duration,
     /// Shares the interval with the other maintaining replicas.
     pub spread: super::spread::Spread,
-    /// Where the next pass starts reading the deadlines: the database's clock at the
-    /// last pass that found nothing more.
+    /// Where the next pass starts reading the deadlines: the database's clock at the last
+    /// pass that found nothing more, less `start::CLOCK_MARGIN`.
     pub start: super::start::Start<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -39,7 +39,7 @@ impl DeadlineSweeper {
         let clock = crate::store::clock::now(client).await?;
         let expired = recover::expire_deadlines(client, BATCH, from).await?;
         if (expired as i64) < BATCH {
-            self.start.reached(Some(clock));
+            self.start.reached(Some(clock - super::start::CLOCK_MARGIN));
         }
         if expired > 0 {
             tracing::info!(expired, "failed tasks past their queue deadline");

@@ -16,6 +16,14 @@ use std::time::{Duration, Instant};
 /// at most this long for its pass.
 pub const FULL_PASS_EVERY: Duration = Duration::from_secs(60);
 
+/// How much earlier than the database's clock at its last sweep a sweep keyed on time
+/// starts (the rescuer, the attempt- and queue-deadline sweeps): a row written with a
+/// key a little behind that clock (a lease set to end now, by a transaction that began
+/// a moment before that sweep and committed after it) is still ahead of the start.
+/// Under a held snapshot a sweep then steps over the dead entries of this long, not
+/// those of the whole hold.
+pub const CLOCK_MARGIN: Duration = Duration::from_secs(5);
+
 /// Where the next pass starts: at the greatest key the passes have got to (a task's
 /// `released_at`, a notification's id, the database's clock at a sweep), except for a
 /// pass from the start every [`FULL_PASS_EVERY`] (and the first).
