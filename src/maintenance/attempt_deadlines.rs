@@ -24,7 +24,7 @@ pub struct AttemptDeadlineSweeper {
     /// Shares the interval with the other maintaining replicas.
     pub spread: super::spread::Spread,
     /// Where the next pass starts reading the leases: the database's clock at the last
-    /// pass that found nothing more, less `start::CLOCK_MARGIN`.
+    /// pass that found nothing more, less a margin (`Start::swept`).
     pub start: super::start::Start<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -50,10 +50,7 @@ impl AttemptDeadlineSweeper {
             )
             .await?;
         let ended = swept.found;
-        if (ended as i64) < BATCH {
-            self.start
-                .reached(Some(swept.clock - super::start::CLOCK_MARGIN));
-        }
+        self.start.swept(swept.clock, ended, BATCH);
         if ended > 0 {
             tracing::info!(ended, "timed out attempts past their deadline");
         }

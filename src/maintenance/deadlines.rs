@@ -15,7 +15,7 @@ pub struct DeadlineSweeper {
     /// Shares the interval with the other maintaining replicas.
     pub spread: super::spread::Spread,
     /// Where the next pass starts reading the deadlines: the database's clock at the last
-    /// pass that found nothing more, less `start::CLOCK_MARGIN`.
+    /// pass that found nothing more, less a margin (`Start::swept`).
     pub start: super::start::Start<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -38,9 +38,7 @@ impl DeadlineSweeper {
         // sweep's.
         let clock = crate::store::clock::now(client).await?;
         let expired = recover::expire_deadlines(client, BATCH, from).await?;
-        if (expired as i64) < BATCH {
-            self.start.reached(Some(clock - super::start::CLOCK_MARGIN));
-        }
+        self.start.swept(clock, expired, BATCH);
         if expired > 0 {
             tracing::info!(expired, "failed tasks past their queue deadline");
         }

@@ -23,7 +23,7 @@ pub struct Rescuer {
     pub wakeup: Wakeup,
     pub instruments: crate::telemetry::Instruments,
     /// Where the next pass starts reading the leases: the database's clock at the last
-    /// pass that found nothing more, less `start::CLOCK_MARGIN`.
+    /// pass that found nothing more, less a margin (`Start::swept`).
     pub start: Start<DateTime<Utc>>,
 }
 
@@ -49,9 +49,7 @@ impl Rescuer {
             .await
             .context("recover lost tasks")?;
         tx.commit().await?;
-        if (rescued as i64) < BATCH {
-            self.start.reached(Some(clock - super::start::CLOCK_MARGIN));
-        }
+        self.start.swept(clock, rescued, BATCH);
         self.instruments.recovered("expired", rescued as u64);
         if rescued > 0 {
             tracing::info!(rescued, "rescued tasks with expired leases");

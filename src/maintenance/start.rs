@@ -8,6 +8,8 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
+
 /// How often a pass starts from the start of the index all the same: a task released
 /// before the latest one pruned (released while it ran, then finished; released in a
 /// transaction that began earlier), a notification written before the latest one
@@ -22,7 +24,7 @@ pub const FULL_PASS_EVERY: Duration = Duration::from_secs(60);
 /// a moment before that sweep and committed after it) is still ahead of the start.
 /// Under a held snapshot a sweep then steps over the dead entries of this long, not
 /// those of the whole hold.
-pub const CLOCK_MARGIN: Duration = Duration::from_secs(5);
+const CLOCK_MARGIN: Duration = Duration::from_secs(5);
 
 /// Where the next pass starts: at the greatest key the passes have got to (a task's
 /// `released_at`, a notification's id, the database's clock at a sweep), except for a
@@ -65,10 +67,20 @@ impl<T: Ord + Copy> Start<T> {
     }
 }
 
+impl Start<DateTime<Utc>> {
+    /// A sweep keyed on time that began at the database's `clock` found `found` rows of
+    /// at most `limit`: one that came back short found everything due, and the next
+    /// starts `CLOCK_MARGIN` before its clock; a full one leaves the start where it was.
+    pub fn swept(&self, clock: DateTime<Utc>, found: usize, limit: i64) {
+        if (found as i64) < limit {
+            self.reached(Some(clock - CLOCK_MARGIN));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::{DateTime, Utc};
 
     #[test]
     fn passes_start_where_the_last_got_to_and_from_the_start_every_so_often() {
@@ -88,5 +100,17 @@ mod tests {
         start.reached(day(11));
         assert_eq!(start.next(t0 + FULL_PASS_EVERY), None, "a full pass");
         assert_eq!(start.next(t0 + FULL_PASS_EVERY), day(11));
+    }
+
+    #[test]
+    fn a_sweep_short_of_its_limit_moves_the_start_to_a_margin_before_its_clock() {
+        let start = Start::<DateTime<Utc>>::default();
+        let t0 = Instant::now();
+        let clock = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(10);
+        assert_eq!(start.next(t0), None);
+        start.swept(clock, 100, 100);
+        assert_eq!(start.next(t0), None, "a full sweep leaves the start");
+        start.swept(clock, 99, 100);
+        assert_eq!(start.next(t0), Some(clock - CLOCK_MARGIN));
     }
 }

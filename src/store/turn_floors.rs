@@ -57,13 +57,12 @@ pub async fn read(client: &Client) -> Result<Vec<Reading>, DbError> {
 }
 
 /// The floors of an earlier reading that may now rise to the points it read: those
-/// below their point then, none of whose writers then is still in flight now. A floor
+/// still below that point now, none of whose writers then is still in flight. A floor
 /// the later reading does not list has no point any more (dropped with its type):
 /// left alone.
 pub fn ready(earlier: &[Reading], now: &[Reading]) -> Vec<Target> {
     earlier
         .iter()
-        .filter(|before| before.point > before.floor)
         .filter_map(|before| {
             let later = now
                 .iter()
