@@ -9,10 +9,16 @@
 -- HOT update. A row is due when next_attempt_at has come and no claim holds it.
 -- A due row whose endpoint is gone (deleted while a terminal transition was writing
 -- it: there is no foreign key) is deleted with the endpoint's log instead.
+-- Reads the due index from $6, where the rows still to send begin (NULL: from its
+-- front): under a snapshot held open, the index keeps an entry for every notification
+-- delivered since, and a claim from the front would step over all of them.
 -- Returns the claimed rows with where and how to send them: the endpoint's URL,
--- whether it is disabled, and its live secrets (current first).
+-- whether it is disabled, and its live secrets (current first); and on every row (one
+-- row of NULLs beside them when nothing is claimed) the earliest pending row at or
+-- after $6, due or not, claimed or not (pending_from), and the database's clock, from
+-- which the caller takes the next claim's start.
 -- $1 limit, $2 allowance of an endpoint not listed, $3 claim seconds (float8),
--- $4 uuid[] endpoints, $5 int8[] their allowances.
+-- $4 uuid[] endpoints, $5 int8[] their allowances, $6 timestamptz start.
 -- Locks: the claimed rows FOR UPDATE SKIP LOCKED (briefly: the statement commits
 -- alone). The window over a bounded candidate list cannot carry FOR UPDATE itself, so
 -- the lock is taken in the next CTE, which bounds the rows.
@@ -27,4 +33,4 @@
 -- sql/functions/claim_webhooks.sql), where it is planned once per connection: sent as
 -- a prepared statement it would be planned again at every call, which costs about as
 -- much as running it.
-SELECT * FROM tasklane.claim_webhooks($1, $2, $3, $4, $5)
+SELECT * FROM tasklane.claim_webhooks($1, $2, $3, $4, $5, $6)

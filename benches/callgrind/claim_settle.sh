@@ -73,7 +73,7 @@ if [[ $deliver == 1 ]]; then
     # The deliverer's statements, comments stripped, $n renamed to the function's
     # variables.
     strip() { sed 's/--.*//' "$sql/$1" | sed "$2"; }
-    claim_webhooks=$(strip webhook_claim.sql 's/\$1/v_limit/; s/\$2/v_limit/; s/\$3/v_claim_seconds/; s/\$4/v_endpoints/; s/\$5/v_allowances/')
+    claim_webhooks=$(strip webhook_claim.sql 's/\$1/v_limit/; s/\$2/v_limit/; s/\$3/v_claim_seconds/; s/\$4/v_endpoints/; s/\$5/v_allowances/; s/\$6/NULL::timestamptz/')
     views=$(strip webhook_tasks.sql 's/\$1::uuid\[\]/v_tasks/')
     summaries=$(strip attempt_summaries.sql 's/\$1::uuid\[\]/v_tasks/')
     targets="SELECT 1"
@@ -102,7 +102,7 @@ BEGIN
                array_agg(c.task_id), array_agg('delivered'::text), array_agg(0::float8),
                array_agg(204), array_agg(NULL::text)
         INTO v_ids, v_tokens, v_tasks, v_states, v_delays, v_statuses, v_errors
-        FROM ($claim_webhooks) c;
+        FROM ($claim_webhooks) c WHERE c.id IS NOT NULL;
     END IF;
     PERFORM count(*) FROM ($views) v;
     PERFORM count(*) FROM ($summaries) s;

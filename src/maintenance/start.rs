@@ -1,6 +1,6 @@
-//! Where a sweep's next pass starts reading its index. Under a snapshot held open (a long
-//! `pg_dump`, a forgotten transaction) an index keeps an entry for every row deleted or
-//! updated since, and a pass that reads it from the start steps over all of them, every
+//! Where a sweep's next pass (or the deliverer's next claim) starts reading its index.
+//! Under a snapshot held open (a long `pg_dump`, a forgotten transaction) an index
+//! keeps an entry for every row deleted or updated since, and a pass that reads it from the start steps over all of them, every
 //! pass; a pass that starts where the passes before it got to steps over those of one
 //! pass. What is behind that point and still due (written late, by a transaction that
 //! began earlier) waits for the next pass from the start, every [`FULL_PASS_EVERY`].
@@ -13,15 +13,18 @@ use chrono::{DateTime, Utc};
 /// How often a pass starts from the start of the index all the same: a task released
 /// before the latest one pruned (released while it ran, then finished; released in a
 /// transaction that began earlier), a notification written before the latest one
-/// pruned and finished after it (its retries), or a lease that expired before the last
-/// sweep but was written after it (by a transaction open longer than the lease), waits
-/// at most this long for its pass.
+/// pruned and finished after it (its retries), a lease that expired before the last
+/// sweep but was written after it (by a transaction open longer than the lease), a
+/// notification written with a due time behind the deliverer's start (by a transaction
+/// that began more than `CLOCK_MARGIN` before its claim), waits at most this long for
+/// its pass.
 pub const FULL_PASS_EVERY: Duration = Duration::from_secs(60);
 
 /// How much earlier than the database's clock at its last sweep a sweep keyed on time
-/// starts (the rescuer, the attempt- and queue-deadline sweeps): a row written with a
-/// key a little behind that clock (a lease set to end now, by a transaction that began
-/// a moment before that sweep and committed after it) is still ahead of the start.
+/// starts (the rescuer, the attempt- and queue-deadline sweeps, the deliverer's claim):
+/// a row written with a key a little behind that clock (a lease set to end now, by a
+/// transaction that began a moment before that sweep and committed after it) is still
+/// ahead of the start.
 /// Under a held snapshot a sweep then steps over the dead entries of this long, not
 /// those of the whole hold.
 const CLOCK_MARGIN: Duration = Duration::from_secs(5);
@@ -76,6 +79,17 @@ impl Start<DateTime<Utc>> {
             self.reached(Some(clock - CLOCK_MARGIN));
         }
     }
+
+    /// A pass that began at the database's `clock` saw rows still to do from `earliest`
+    /// on (`None`: none): the next starts at the earlier of that and `CLOCK_MARGIN`
+    /// before the clock. Set, not raised: a pass from the start may find a row behind
+    /// where the start was (written late), and the start must not pass it while it
+    /// waits.
+    pub fn pending(&self, clock: DateTime<Utc>, earliest: Option<DateTime<Utc>>) {
+        let at = (clock - CLOCK_MARGIN).min(earliest.unwrap_or(clock));
+        let mut reached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        reached.at = Some(at);
+    }
 }
 
 #[cfg(test)]
@@ -112,5 +126,32 @@ mod tests {
         assert_eq!(start.next(t0), None, "a full sweep leaves the start");
         start.swept(clock, 99, 100);
         assert_eq!(start.next(t0), Some(clock - CLOCK_MARGIN));
+    }
+
+    #[test]
+    fn a_start_kept_at_what_is_pending_never_passes_it_and_may_go_back() {
+        let start = Start::<DateTime<Utc>>::default();
+        let t0 = Instant::now();
+        let clock = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(10);
+        let hour = chrono::Duration::hours(1);
+        assert_eq!(start.next(t0), None);
+        start.pending(clock, None);
+        assert_eq!(
+            start.next(t0),
+            Some(clock - CLOCK_MARGIN),
+            "nothing pending"
+        );
+        start.pending(clock, Some(clock + hour));
+        assert_eq!(
+            start.next(t0),
+            Some(clock - CLOCK_MARGIN),
+            "a row due later does not move it past the margin"
+        );
+        start.pending(clock, Some(clock - hour));
+        assert_eq!(
+            start.next(t0),
+            Some(clock - hour),
+            "back to a row found behind"
+        );
     }
 }

@@ -56,9 +56,26 @@ pub struct ClaimLimits {
     pub allowance: Vec<(Uuid, i64)>,
 }
 
-/// Claims due notifications with their targets (see `sql/webhook_claim.sql`). The
-/// statement is prepared once per connection: the deliverer runs it every round.
-pub async fn claim<C: Cached>(client: &C, limits: &ClaimLimits) -> Result<Vec<Claimed>, DbError> {
+/// What a claim took, and where the rows still to send begin.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub rows: Vec<Claimed>,
+    /// The earliest pending row at or after the claim's start, due or not, claimed or
+    /// not (the rows just claimed included); `None` when there is none.
+    pub pending_from: Option<DateTime<Utc>>,
+    /// The database's clock at the claim (`None` only if the statement returned no
+    /// row, which it does not: it returns one of NULLs when it claims nothing).
+    pub clock: Option<DateTime<Utc>>,
+}
+
+/// Claims due notifications with their targets, reading the due index from `from`
+/// (`None`: from its front; see `sql/webhook_claim.sql`). The statement is prepared
+/// once per connection: the deliverer runs it every round.
+pub async fn claim<C: Cached>(
+    client: &C,
+    limits: &ClaimLimits,
+    from: Option<DateTime<Utc>>,
+) -> Result<Claim, DbError> {
     let (endpoints, rows): (Vec<Uuid>, Vec<i64>) = limits.allowance.iter().copied().unzip();
     let rows = client
         .cached_rows(
@@ -69,27 +86,44 @@ pub async fn claim<C: Cached>(client: &C, limits: &ClaimLimits) -> Result<Vec<Cl
                 &limits.claim_for.as_secs_f64(),
                 &endpoints,
                 &rows,
+                &from,
             ],
         )
         .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(Claimed {
-                id: row.try_get("id")?,
-                endpoint_id: row.try_get("endpoint_id")?,
-                task_id: row.try_get("task_id")?,
-                event: row.try_get("event")?,
-                created_at: row.try_get("created_at")?,
-                attempts: row.try_get("attempts")?,
-                claim_token: row.try_get("claim_token")?,
-                target: Target {
-                    url: row.try_get("url")?,
-                    disabled: row.try_get("disabled")?,
-                    secrets: row.try_get("secrets")?,
-                },
-            })
+    let (pending_from, clock) = match rows.first() {
+        Some(row) => (row.try_get("pending_from")?, Some(row.try_get("clock")?)),
+        None => (None, None),
+    };
+    let rows = rows
+        .iter()
+        .filter_map(|row| match row.try_get::<_, Option<Uuid>>("id") {
+            Ok(Some(id)) => Some(claimed(row, id)),
+            Ok(None) => None,
+            Err(error) => Some(Err(error)),
         })
-        .collect()
+        .collect::<Result<_, DbError>>()?;
+    Ok(Claim {
+        rows,
+        pending_from,
+        clock,
+    })
+}
+
+fn claimed(row: &tokio_postgres::Row, id: Uuid) -> Result<Claimed, DbError> {
+    Ok(Claimed {
+        id,
+        endpoint_id: row.try_get("endpoint_id")?,
+        task_id: row.try_get("task_id")?,
+        event: row.try_get("event")?,
+        created_at: row.try_get("created_at")?,
+        attempts: row.try_get("attempts")?,
+        claim_token: row.try_get("claim_token")?,
+        target: Target {
+            url: row.try_get("url")?,
+            disabled: row.try_get("disabled")?,
+            secrets: row.try_get("secrets")?,
+        },
+    })
 }
 
 /// Where and how an endpoint is sent to.

@@ -28,6 +28,11 @@ const CLAIMS_PER_RAISE: usize = 4;
 /// path (an index scan that steps over dead entries, a sequential scan of dead rows),
 /// reading what a held snapshot keeps costs pages.
 async fn mirror_pages<C: tokio_postgres::GenericClient + Sync>(c: &C, xact: bool) -> i64 {
+    pages(c, "tasklane.task_queue", xact).await
+}
+
+/// Pages of `table` and its indexes, as [`mirror_pages`] counts the mirror's.
+async fn pages<C: tokio_postgres::GenericClient + Sync>(c: &C, table: &str, xact: bool) -> i64 {
     let function = if xact {
         "pg_stat_get_xact_blocks_fetched"
     } else {
@@ -35,9 +40,9 @@ async fn mirror_pages<C: tokio_postgres::GenericClient + Sync>(c: &C, xact: bool
     };
     c.query_one(
         &format!(
-            "SELECT {function}('tasklane.task_queue'::regclass) \
+            "SELECT {function}('{table}'::regclass) \
                     + coalesce(sum({function}(i.indexrelid)), 0)::int8 \
-             FROM pg_index i WHERE i.indrelid = 'tasklane.task_queue'::regclass"
+             FROM pg_index i WHERE i.indrelid = '{table}'::regclass"
         ),
         &[],
     )
@@ -637,5 +642,124 @@ async fn sweeps_read_from_where_they_got_to_and_a_full_one_finds_the_rest() {
         recover::expire_deadlines(&c, 100, None).await.unwrap(),
         1,
         "from the start"
+    );
+}
+
+/// Writes a round of `PER_ROUND` notifications of `endpoint`, the round `n`th (due a
+/// tenth of a second apart, from an hour ago), claims them from `start` (or from the
+/// index's front) and settles them delivered; the outbox's pages the claim fetched.
+async fn delivered_round(
+    c: &tokio_postgres::Client,
+    db: &common::TestDb,
+    start: &tasklane::maintenance::start::Start<chrono::DateTime<chrono::Utc>>,
+    endpoint: uuid::Uuid,
+    n: i64,
+    from_front: bool,
+) -> i64 {
+    use tasklane::store::outbox::{self, ClaimLimits, Settlement};
+    const PER_ROUND: i64 = 50;
+    c.execute(
+        "INSERT INTO tasklane.webhook_deliveries \
+           (endpoint_id, app, scope_id, task_id, event, next_attempt_at) \
+         SELECT $1, $2, $3, gen_random_uuid(), 'task.succeeded', \
+                now() - interval '1 hour' + ($4::int8 * $5::int8 + g) * interval '100 ms' \
+         FROM generate_series(1, $5::int8) g",
+        &[&endpoint, &APP, &SCOPE, &n, &PER_ROUND],
+    )
+    .await
+    .unwrap();
+    let limits = ClaimLimits {
+        max: PER_ROUND,
+        default_allowance: PER_ROUND,
+        claim_for: std::time::Duration::from_secs(60),
+        allowance: vec![],
+    };
+    let from = match from_front {
+        true => None,
+        false => start.next(std::time::Instant::now()),
+    };
+    let mut client = db.pool.get().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    let before = pages(&*tx, "tasklane.webhook_deliveries", true).await;
+    let claim = outbox::claim(&tx, &limits, from).await.unwrap();
+    let fetched = pages(&*tx, "tasklane.webhook_deliveries", true).await - before;
+    tx.commit().await.unwrap();
+    start.pending(claim.clock.unwrap(), claim.pending_from);
+    assert_eq!(claim.rows.len() as i64, PER_ROUND, "round {n}");
+    let mut outcomes: Vec<_> = claim
+        .rows
+        .iter()
+        .map(|r| (r.id, r.claim_token, Settlement::Delivered { status: 204 }))
+        .collect();
+    outcomes.sort_by_key(|(id, _, _)| *id);
+    let settled = outbox::settle_many(&client, &mut outcomes).await.unwrap();
+    assert_eq!(settled as i64, PER_ROUND);
+    fetched
+}
+
+/// The deliverer's claims under a held snapshot: a delivered notification leaves the due
+/// index's predicate, but its entry stays while the snapshot is held, and a claim that
+/// reads the index from its front steps over every notification delivered since. Kept
+/// where the rows still pending begin (`Start::pending`), the claims step over those
+/// delivered since the oldest pending one. Rows are due a tenth of a second apart from
+/// an hour ago, so the clock's margin does not reach back over them.
+#[tokio::test]
+async fn the_deliverers_claims_do_not_walk_the_notifications_delivered_under_a_held_snapshot() {
+    const ROUNDS: i64 = 80;
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let endpoint: uuid::Uuid = c
+        .query_one(
+            "INSERT INTO tasklane.webhook_endpoints (id, app, name, url, events) \
+             VALUES (gen_random_uuid(), $1, 'held', 'http://127.0.0.1:9/', \
+                     '{task.succeeded}') RETURNING id",
+            &[&APP],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let start = tasklane::maintenance::start::Start::default();
+    delivered_round(&c, &db, &start, endpoint, 0, false).await;
+    let first = delivered_round(&c, &db, &start, endpoint, 1, false).await;
+
+    let mut holder = db.client().await;
+    let held = holder
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .start()
+        .await
+        .unwrap();
+    let seen: i64 = held
+        .query_one("SELECT count(*) FROM tasklane.webhook_deliveries", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let mut last = 0;
+    for n in 2..ROUNDS {
+        last = delivered_round(&c, &db, &start, endpoint, n, false).await;
+    }
+    let front = delivered_round(&c, &db, &start, endpoint, ROUNDS, true).await;
+    let still: i64 = held
+        .query_one("SELECT count(*) FROM tasklane.webhook_deliveries", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(still, seen, "the snapshot held");
+    held.rollback().await.unwrap();
+    let dead = (ROUNDS - 2) * 50;
+    eprintln!(
+        "a claim of 50 fetched {first} of the outbox's pages before the hold, {last} after \
+         {dead} notifications delivered under it; from the index's front, {front}"
+    );
+    // The walk from the front visits each dead entry's row: a page for every few rows.
+    assert!(
+        front >= first + dead / 10,
+        "the claim from the front fetched {front} pages beside {dead} dead entries: \
+         the hold did not keep them"
+    );
+    assert!(
+        last <= 2 * first + 20,
+        "a claim from the kept start fetched {last} of the outbox's pages after {dead} \
+         notifications delivered under the hold, {first} before it"
     );
 }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use chrono::{DateTime, Utc};
 use opentelemetry::metrics::{Meter, ObservableGauge};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
@@ -30,6 +31,7 @@ use super::handoff::Inbox;
 use super::schedule::RetrySchedule;
 use super::sender::Sender;
 use super::window::Window;
+use crate::maintenance::start::Start;
 use crate::store;
 use crate::store::outbox::{self, ClaimLimits, Claimed, Settlement, WEBHOOKS_CHANNEL};
 use crate::task::record::TaskRecord;
@@ -99,6 +101,9 @@ pub struct Deliverer {
     inbox: Option<Inbox>,
     /// Shares the poll with the other maintaining replicas ([`Deliverer::with_spread`]).
     spread: crate::maintenance::spread::Spread,
+    /// Where the next claim reads the due index from: the earliest row the last claim
+    /// saw pending, or a margin before its clock (`Start::pending`).
+    from: Start<DateTime<Utc>>,
 }
 
 impl Deliverer {
@@ -151,6 +156,7 @@ impl Deliverer {
             _gauges: gauges,
             inbox: None,
             spread: Default::default(),
+            from: Start::default(),
         })
     }
 
@@ -304,7 +310,14 @@ impl Deliverer {
             claim_for: self.config.claim_for,
             allowance,
         };
-        let claimed = outbox::claim(&client, &limits).await.context("claim")?;
+        let from = self.from.next(std::time::Instant::now());
+        let claim = outbox::claim(&client, &limits, from)
+            .await
+            .context("claim")?;
+        if let Some(clock) = claim.clock {
+            self.from.pending(clock, claim.pending_from);
+        }
+        let claimed = claim.rows;
         if claimed.is_empty() {
             return Ok(Default::default());
         }

@@ -398,8 +398,9 @@ async fn refused_then_allowed(
 /// The deliverer's claim and settle on an outbox of 5,000 pending notifications, with
 /// the claim's generic plan made while the outbox held 10 (as in a fresh deployment or
 /// the webhooks bench: planned once per connection, kept while the outbox grows), then
-/// after an ANALYZE: the claim reads the due index once, for its candidates, and finds
-/// its chosen rows again by primary key; the settle fetches its round by primary key
+/// after an ANALYZE: the claim reads the due index twice, for its candidates and for the
+/// earliest pending row (where the next claim starts), and finds its chosen rows again
+/// by primary key; the settle fetches its round by primary key
 /// (but for one case, below), never by the due index. Before V30, the claim found them
 /// again by a bitmap scan of the whole due index (every pending row tested against the
 /// id array, 15 of a claim's 16 ms in the bench), or, with the plan made on a small
@@ -430,7 +431,8 @@ async fn the_deliverers_claim_and_settle_probe_each_row_once() {
     let claim = function_statement(&c, "claim_webhooks").await;
     let settings: Vec<String> = c
         .query_one(
-            "SELECT proconfig FROM pg_proc WHERE oid = 'tasklane.claim_webhooks'::regproc",
+            "SELECT proconfig FROM pg_proc WHERE oid = 'tasklane.claim_webhooks(bigint, \
+             bigint, double precision, uuid[], bigint[], timestamptz)'::regprocedure",
             &[],
         )
         .await
@@ -443,7 +445,7 @@ async fn the_deliverers_claim_and_settle_probe_each_row_once() {
             format!("SET {name} = '{value}'; ")
         })
         .collect();
-    let execute_claim = format!("EXECUTE claim({ROUND}, {ROUND}, 60, '{{}}', '{{}}')");
+    let execute_claim = format!("EXECUTE claim({ROUND}, {ROUND}, 60, '{{}}', '{{}}', NULL)");
     c.batch_execute(&format!("{settings} PREPARE claim AS {claim}"))
         .await
         .unwrap();
@@ -474,12 +476,12 @@ async fn the_deliverers_claim_and_settle_probe_each_row_once() {
             assert!(
                 plan.contains(&format!(
                     "CTE Scan on claimed c (actual rows={ROUND} loops=1)"
-                )) && due_scans == 1
+                )) && due_scans == 2
                     && plan.contains("webhook_deliveries_pkey")
                     && !plan.contains("webhook_deliveries_task")
                     && !plan.contains("Seq Scan on webhook_deliveries"),
-                "the claim (analysed: {analysed}) reads the due index once and finds its \
-                 rows by primary key:\n{plan}"
+                "the claim (analysed: {analysed}) reads the due index for its candidates and \
+                 its start, and finds its rows by primary key:\n{plan}"
             );
             // The rows the claim just took (this transaction's), settled as delivered.
             let row = tx

@@ -50,7 +50,7 @@ fn limits(max: i64, default_allowance: i64, allowance: Vec<(Uuid, i64)>) -> Clai
 
 async fn claim(db: &common::TestDb, limits: &ClaimLimits) -> Vec<Claimed> {
     let client = db.pool.get().await.unwrap();
-    outbox::claim(&client, limits).await.unwrap()
+    outbox::claim(&client, limits, None).await.unwrap().rows
 }
 
 #[tokio::test]
@@ -176,7 +176,10 @@ async fn the_claim_reads_its_candidates_not_the_outbox() {
     .unwrap();
     let mut client = db.pool.get().await.unwrap();
     let tx = client.transaction().await.unwrap();
-    let claimed = outbox::claim(&tx, &limits(64, 64, vec![])).await.unwrap();
+    let claimed = outbox::claim(&tx, &limits(64, 64, vec![]), None)
+        .await
+        .unwrap()
+        .rows;
     let read = rows_read(&*tx, "tasklane.webhook_deliveries").await;
     tx.rollback().await.unwrap();
     assert_eq!(claimed.len(), 64);
@@ -322,9 +325,10 @@ async fn the_claim_is_a_hot_update_and_a_claim_that_ran_out_is_due_again() {
         "SELECT pg_stat_get_xact_tuples_updated('tasklane.webhook_deliveries'::regclass), \
                     pg_stat_get_xact_tuples_hot_updated('tasklane.webhook_deliveries'::regclass)";
     client.batch_execute("BEGIN").await.unwrap();
-    let first = outbox::claim(&client, &limits(20, 20, vec![]))
+    let first = outbox::claim(&client, &limits(20, 20, vec![]), None)
         .await
-        .unwrap();
+        .unwrap()
+        .rows;
     let row = client.query_one(counters, &[]).await.unwrap();
     client.batch_execute("COMMIT").await.unwrap();
     assert_eq!(first.len(), 20);
@@ -607,5 +611,121 @@ async fn a_batch_settle_whose_rows_are_all_claimed_wakes_no_deliverer() {
         wakeups.recv().await.unwrap(),
         "marker",
         "no wake-up before it"
+    );
+}
+
+/// Notifications of one endpoint, due `seconds_ago` seconds ago (the rows a terminal
+/// move writes are due at its transaction's start); their ids in due order.
+async fn due_ago(c: &Client, endpoint: Uuid, seconds_ago: &[i64]) -> Vec<Uuid> {
+    let mut ids = Vec::new();
+    for ago in seconds_ago {
+        let row = c
+            .query_one(
+                "INSERT INTO tasklane.webhook_deliveries \
+                   (endpoint_id, app, scope_id, task_id, event, next_attempt_at) \
+                 VALUES ($1, $2, $3, gen_random_uuid(), 'task.succeeded', \
+                         now() - $4 * interval '1 second') \
+                 RETURNING id",
+                &[&endpoint, &APP, &SCOPE, &(*ago as f64)],
+            )
+            .await
+            .unwrap();
+        ids.push(row.get(0));
+    }
+    ids
+}
+
+/// The deliverer's claims read the due index from where the rows still pending begin
+/// (`Start::pending`), so no pending row is ever behind the start: one left for its
+/// endpoint's window, or claimed by a deliverer that died, keeps the start at it
+/// while rows after it are claimed and delivered, and the claim that may take it
+/// finds it. The start then moves past what was delivered.
+#[tokio::test]
+async fn the_deliverers_start_never_passes_a_pending_row() {
+    use tasklane::maintenance::start::Start;
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let slow = endpoint(&c, APP, "slow").await;
+    let fast = endpoint(&c, APP, "fast").await;
+    let start = Start::default();
+    let client = db.pool.get().await.unwrap();
+    let claim = |allowance: Vec<(Uuid, i64)>| {
+        let (client, start) = (&client, &start);
+        async move {
+            let from = start.next(std::time::Instant::now());
+            let claim = outbox::claim(client, &limits(10, 10, allowance), from)
+                .await
+                .unwrap();
+            start.pending(claim.clock.unwrap(), claim.pending_from);
+            let mut ids: Vec<Uuid> = claim.rows.iter().map(|r| r.id).collect();
+            ids.sort();
+            (claim.rows, ids, from)
+        }
+    };
+    let delivered = |rows: Vec<Claimed>| {
+        let client = &client;
+        async move {
+            let mut outcomes: Vec<_> = rows
+                .iter()
+                .map(|r| (r.id, r.claim_token, Settlement::Delivered { status: 204 }))
+                .collect();
+            outcomes.sort_by_key(|(id, _, _)| *id);
+            outbox::settle_many(client, &mut outcomes).await.unwrap()
+        }
+    };
+    let sorted = |mut ids: Vec<Uuid>| {
+        ids.sort();
+        ids
+    };
+
+    // An hour ago: one row of the slow endpoint, whose window is full; then the fast
+    // endpoint's rows after it, claimed and delivered round after round.
+    let left = due_ago(&c, slow, &[3_600]).await[0];
+    let mut behind = None;
+    for round in 0..3 {
+        let fast_rows = due_ago(&c, fast, &[3_000 - round * 600, 2_900 - round * 600]).await;
+        let (rows, ids, from) = claim(vec![(slow, 0)]).await;
+        assert_eq!(ids, sorted(fast_rows), "round {round}");
+        if round > 0 {
+            assert!(
+                from.is_some(),
+                "round {round} starts where the rows pending begin"
+            );
+            behind = from;
+        }
+        assert_eq!(delivered(rows).await, 2);
+    }
+    let behind = behind.unwrap();
+    let (rows, ids, from) = claim(vec![]).await;
+    assert_eq!(from, Some(behind), "the left row kept the start");
+    assert_eq!(ids, vec![left], "the window free, the left row is claimed");
+
+    // Claimed by a deliverer that dies: the start stays at it until its claim runs out.
+    let later = due_ago(&c, fast, &[1_000]).await;
+    let (fast_rows, ids, from) = claim(vec![]).await;
+    assert_eq!((ids, from), (later, Some(behind)));
+    assert_eq!(delivered(fast_rows).await, 1);
+    c.execute(
+        "UPDATE tasklane.webhook_deliveries SET claimed_until = now() - interval '1 second' \
+         WHERE id = $1",
+        &[&left],
+    )
+    .await
+    .unwrap();
+    let (again, ids, from) = claim(vec![]).await;
+    assert_eq!((ids, from), (vec![left], Some(behind)), "its claim ran out");
+    assert_eq!((again[0].attempts, rows[0].attempts), (2, 1));
+    assert_eq!(delivered(again).await, 1);
+
+    // Nothing pending: the start moves to a margin before the clock, past every row
+    // delivered.
+    let (rows, _, from) = claim(vec![]).await;
+    assert!(rows.is_empty() && from == Some(behind));
+    let clock = tasklane::store::clock::now(&c).await.unwrap();
+    let (_, _, from) = claim(vec![]).await;
+    let from = from.unwrap();
+    assert!(
+        from > clock - chrono::Duration::seconds(60) && from <= clock,
+        "{from} against the clock {clock}"
     );
 }
