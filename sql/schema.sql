@@ -595,6 +595,9 @@ ALTER TABLE ONLY tasklane.webhook_deliveries
 -- index webhook_deliveries_due: migrations/V11__webhooks.sql
 CREATE INDEX webhook_deliveries_due ON tasklane.webhook_deliveries USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 
+-- index webhook_deliveries_failed: migrations/V52__webhook_failed_index.sql
+CREATE INDEX webhook_deliveries_failed ON tasklane.webhook_deliveries USING btree (endpoint_id) WHERE (status = 'failed'::text);
+
 -- index webhook_deliveries_log: migrations/V11__webhooks.sql
 CREATE INDEX webhook_deliveries_log ON tasklane.webhook_deliveries USING btree (endpoint_id, id DESC);
 

@@ -63,6 +63,11 @@ impl<T: Ord + Copy> Start<T> {
         }
     }
 
+    /// Where the next pass that is not a full one starts (`None`: none has been kept).
+    pub fn at(&self) -> Option<T> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).at
+    }
+
     /// A pass got to `at` (deleted rows up to it, or swept everything due before it).
     pub fn reached(&self, at: Option<T>) {
         let mut reached = self.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -300,10 +300,18 @@ pub struct WebhooksOverview {
     pub failed: i64,
 }
 
-/// Reads [`WebhooksOverview`].
-pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<WebhooksOverview, DbError> {
+/// Reads [`WebhooksOverview`], counting the pending rows from `pending_from` in the due
+/// index (the deliverer's start: no pending row is behind it but one written late), or
+/// from its front.
+pub async fn overview<C: GenericClient + Sync>(
+    client: &C,
+    pending_from: Option<DateTime<Utc>>,
+) -> Result<WebhooksOverview, DbError> {
     let row = client
-        .row(include_str!("../../sql/webhook_overview.sql"), &[])
+        .row(
+            include_str!("../../sql/webhook_overview.sql"),
+            &[&pending_from],
+        )
         .await?;
     Ok(WebhooksOverview {
         endpoints: row.try_get("endpoints")?,

@@ -176,7 +176,7 @@ pub async fn overview<C: GenericClient + Sync>(client: &C) -> Result<Overview, D
                 })
             })
             .collect::<Result<_, DbError>>()?,
-        webhooks: super::outbox::overview(client).await?,
+        webhooks: super::outbox::overview(client, None).await?,
     })
 }
 

@@ -383,7 +383,11 @@ impl Deliverer {
         let Ok(client) = self.shared.pool.get().await else {
             return;
         };
-        if let Ok(overview) = outbox::overview(store::client(&client)).await {
+        // Counted from the claims' start: under a held snapshot the due index keeps the
+        // entry of every notification delivered since, and a count from its front
+        // would step over them all.
+        let from = self.from.at();
+        if let Ok(overview) = outbox::overview(store::client(&client), from).await {
             self.pending.store(overview.pending, Ordering::Relaxed);
             self.oldest
                 .store(overview.oldest_pending_seconds, Ordering::Relaxed);

@@ -614,17 +614,18 @@ async fn a_batch_settle_whose_rows_are_all_claimed_wakes_no_deliverer() {
     );
 }
 
-/// Notifications of one endpoint, due `seconds_ago` seconds ago (the rows a terminal
-/// move writes are due at its transaction's start); their ids in due order.
+/// Notifications of one endpoint, written and due `seconds_ago` seconds ago (the rows a
+/// terminal move writes are due at its transaction's start); their ids in due order.
 async fn due_ago(c: &Client, endpoint: Uuid, seconds_ago: &[i64]) -> Vec<Uuid> {
     let mut ids = Vec::new();
     for ago in seconds_ago {
         let row = c
             .query_one(
                 "INSERT INTO tasklane.webhook_deliveries \
-                   (endpoint_id, app, scope_id, task_id, event, next_attempt_at) \
-                 VALUES ($1, $2, $3, gen_random_uuid(), 'task.succeeded', \
-                         now() - $4 * interval '1 second') \
+                   (endpoint_id, app, scope_id, task_id, event, created_at, \
+                    next_attempt_at) \
+                 SELECT $1, $2, $3, gen_random_uuid(), 'task.succeeded', at, at \
+                 FROM (SELECT now() - $4 * interval '1 second' AS at) a \
                  RETURNING id",
                 &[&endpoint, &APP, &SCOPE, &(*ago as f64)],
             )
@@ -727,5 +728,54 @@ async fn the_deliverers_start_never_passes_a_pending_row() {
     assert!(
         from > clock - chrono::Duration::seconds(60) && from <= clock,
         "{from} against the clock {clock}"
+    );
+}
+
+/// The overview's gauges count the pending rows from where the deliverer's claims start
+/// (none pending is behind it) and the failed ones from their own index, not from the
+/// delivered rows of the log.
+#[tokio::test]
+async fn the_overview_counts_pending_rows_from_a_start_and_failed_ones_by_their_index() {
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let id = endpoint(&c, APP, "counted").await;
+    due_ago(&c, id, &[3_600, 60]).await;
+    c.batch_execute(&format!(
+        "INSERT INTO tasklane.webhook_deliveries \
+           (endpoint_id, app, scope_id, task_id, event, status, finished_at) \
+         SELECT '{id}', '{APP}', '{SCOPE}', gen_random_uuid(), 'task.succeeded', \
+           CASE WHEN g = 1 THEN 'failed' ELSE 'delivered' END, now() \
+         FROM generate_series(1, 500) g; \
+         ANALYZE tasklane.webhook_deliveries;"
+    ))
+    .await
+    .unwrap();
+    let all = outbox::overview(&c, None).await.unwrap();
+    assert_eq!((all.pending, all.failed), (2, 1));
+    assert!(
+        all.oldest_pending_seconds >= 3_600,
+        "{}",
+        all.oldest_pending_seconds
+    );
+    let clock = tasklane::store::clock::now(&c).await.unwrap();
+    let recent = outbox::overview(&c, Some(clock - chrono::Duration::seconds(120)))
+        .await
+        .unwrap();
+    assert_eq!((recent.pending, recent.failed), (1, 1));
+    assert!(recent.oldest_pending_seconds < 3_600);
+    let plan: Vec<String> = c
+        .query(
+            "EXPLAIN SELECT count(*) FROM tasklane.webhook_deliveries WHERE status = 'failed'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("webhook_deliveries_failed"),
+        "the failed rows are counted from their index:\n{plan}"
     );
 }
