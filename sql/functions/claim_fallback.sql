@@ -13,7 +13,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function claim_fallback: migrations/V44__claim_functions.sql, migrations/V47__held_snapshot_plans.sql
+-- function claim_fallback: migrations/V44__claim_functions.sql, migrations/V47__held_snapshot_plans.sql, migrations/V53__claim_mirror_without_scans.sql
 CREATE FUNCTION tasklane.claim_fallback(p_task_types text[], p_worker_id text, p_limit bigint, p_replica_id uuid, p_app text, p_scope_id text) RETURNS TABLE(id uuid, app text, scope_id text, task_type text, attempt integer, max_attempts integer, lease_token uuid, lease_expires_at timestamp with time zone, lease_seconds integer, attempt_timeout_seconds integer, input jsonb, snapshot jsonb, deadline_at timestamp with time zone, privacy text, claimable_at timestamp with time zone, traceparent text, attempt_deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -177,26 +177,26 @@ WITH slots AS (
               t.snapshot, t.deadline_at, t.privacy, t.event_seq, t.run_at, t.traceparent,
               t.attempt_deadline_at
 ), mirrored AS (
-    -- The claimed tasks' mirror rows, written here with one primary-key probe each:
-    -- the update trigger would compare each row again and upsert it. Found by
-    -- `q.id = ANY (ids)` alone, not joined to `claimed`: the mirror holds only live
-    -- tasks, so once analyzed its statistics say it is small, and the planner then
-    -- hashes a scan of its whole primary key into the join. Under a snapshot held open
-    -- that scan walks the entry of every task claimed since the snapshot, which vacuum
-    -- may not remove: each claim's cost would grow with them. The lease's end comes from
-    -- the array beside the ids (a search of at most a claim's length, in C).
-    UPDATE tasklane.task_queue q
-    SET state = 'running', lease_expires_at = a.leases[array_position(a.ids, q.id)]
-    FROM (SELECT array_agg(c.id) AS ids, array_agg(c.lease_expires_at) AS leases FROM claimed c) a
-    WHERE q.id = ANY (a.ids)
-    RETURNING q.id
+    -- The claimed tasks' mirror rows, written here with one primary-key probe each
+    -- (tasklane.mirror_claimed): the update trigger would compare each row again and
+    -- upsert it. In a function of its own because only there can the plan be kept from
+    -- a sequential scan: the mirror holds only live tasks, and under a snapshot held
+    -- open its statistics say it has a handful of rows spread over many pages (every
+    -- task claimed or finished since the snapshot, which vacuum may not remove), so the
+    -- planner reads its whole heap rather than its bloated primary key, at every claim;
+    -- sequential scans stay allowed for the claim itself (the external claims need
+    -- them). The ids and the leases' ends go as two arrays (one aggregate row).
+    SELECT m.written
+    FROM (SELECT array_agg(c.id) AS ids, array_agg(c.lease_expires_at) AS ends
+          FROM claimed c) a
+    CROSS JOIN LATERAL tasklane.mirror_claimed(a.ids, a.ends) m
 ), written AS (
     -- The setting tells the trigger this statement wrote them; it is set only when a
     -- row was, so only when tasks were updated and the trigger fires to consume it.
     -- Once a statement (the answer joins it): set for each row, it would cost every
     -- row a function call.
     SELECT set_config('tasklane.queue_written', 'on', true) AS written
-    WHERE EXISTS (SELECT 1 FROM mirrored)
+    WHERE EXISTS (SELECT 1 FROM mirrored m WHERE m.written > 0)
 ), events AS (
     INSERT INTO tasklane.task_events (task_id, seq, type, data)
     -- A first attempt's data is a constant: building the object is a per-row cost
