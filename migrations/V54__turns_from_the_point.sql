@@ -1,0 +1,164 @@
+-- V54: a task's turn reads its subject's last turn and the app's subjects from where the
+-- claims have got (the point), not from the floor. Forward-only: never edit once landed.
+--
+-- Below the point lie the tasks the claims have passed. Beside a clean queue their
+-- index entries are dead and marked so by the first reader; under a snapshot held open
+-- they stay, and every submit of a drained queue stepped over all of those between the
+-- floor and the point twice (the subject's last turn, read from its newest entry down,
+-- then the count of the app's subjects): in the soak (1,000 tasks/s, a REPEATABLE READ
+-- transaction held for 10 minutes, every batch of the coalesced single submits with
+-- several tasks of one subject) the batched submit read 737 pages a call in the hold's
+-- second half, 122 before it, 56% of the statements' time. A claimable task below the
+-- point (written late, by a transaction that took its turn before the claims passed
+-- it) is claimed before any turn a submit takes now, which is never below the point:
+-- it has no say in where its subject's next task goes, nor in how many subjects share
+-- the app's turns. So both read from the point, and step over only the live entries
+-- above it (the floor still bounds them when there is no point).
+
+CREATE OR REPLACE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority smallint[], p_app text[], p_subject text[]) RETURNS TABLE(id uuid, turn double precision)
+    LANGUAGE plpgsql STABLE
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    now_turn double precision;
+    last_turn double precision;
+    floor_turn double precision;
+    point_turn double precision;
+    from_turn double precision;
+    step double precision;
+BEGIN
+    -- PL/pgSQL, not SQL: its statements are planned once per session, where an SQL
+    -- function's would be planned again at every call (milliseconds, at every submit).
+    -- The update trigger calls it for every statement, a heartbeat's too, mostly with
+    -- nothing becoming claimable.
+    IF coalesce(cardinality(p_id), 0) = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(p_id) = 1 THEN
+        -- A single submit, the common case: the same turn as below, without grouping.
+        floor_turn := coalesce(
+            (SELECT f.floor FROM tasklane.turn_floors f
+             WHERE f.task_type = p_task_type[1] AND f.priority = p_priority[1]),
+            '-Infinity');
+        point_turn := (SELECT p.turn FROM tasklane.turn_points p
+                       WHERE p.task_type = p_task_type[1] AND p.priority = p_priority[1]);
+        -- A subject's last turn and the app's subjects are read from the point: below
+        -- it lie the tasks the claims have passed (under a held snapshot, the dead
+        -- entries of every one claimed since the floor), and a claimable one there
+        -- (written late) is claimed before any turn taken here, so it neither moves its
+        -- subject's next turn nor counts among the app's subjects.
+        from_turn := greatest(floor_turn, coalesce(point_turn, floor_turn));
+        now_turn := greatest(coalesce(
+            point_turn,
+            (SELECT q.turn FROM tasklane.task_queue q
+             WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
+               AND q.state IN ('queued', 'waiting_for_retry') AND NOT q.behind
+               AND q.turn >= floor_turn
+             ORDER BY q.turn
+             LIMIT 1), 0), floor_turn);
+        last_turn := (SELECT q.turn
+                      FROM tasklane.task_queue q
+                      WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
+                        AND q.app = p_app[1] AND q.subject = p_subject[1]
+                        AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+                        AND q.turn >= from_turn
+                      ORDER BY q.turn DESC
+                      LIMIT 1);
+        id := p_id[1];
+        -- A subject with no claimable task takes the claims' point: its step, which
+        -- counts the app's subjects, is then not needed.
+        IF last_turn IS NULL THEN
+            turn := now_turn;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        step := tasklane.active_subjects(p_task_type[1], p_priority[1], p_app[1], from_turn, 100)::double precision
+                / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = p_app[1]), 1);
+        turn := greatest(now_turn, last_turn + step);
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH taking AS (
+        SELECT *
+        FROM unnest(p_id, p_task_type, p_priority, p_app, p_subject)
+            AS r(id, task_type, priority, app, subject)
+    ), bounds AS (
+        SELECT g.task_type, g.priority,
+               coalesce((SELECT f.floor FROM tasklane.turn_floors f
+                         WHERE f.task_type = g.task_type AND f.priority = g.priority),
+                        '-Infinity') AS floor_turn,
+               (SELECT p.turn FROM tasklane.turn_points p
+                WHERE p.task_type = g.task_type AND p.priority = g.priority) AS point_turn
+        FROM (SELECT DISTINCT r.task_type, r.priority FROM taking r) g
+    ), floors AS (
+        -- Subjects are read from the point, as for a single task above.
+        SELECT b.task_type, b.priority, b.floor_turn, b.point_turn,
+               greatest(b.floor_turn, coalesce(b.point_turn, b.floor_turn)) AS from_turn
+        FROM bounds b
+    ), subjects AS (
+        SELECT r.task_type, r.priority, r.app, r.subject, l.floor_turn, l.point_turn,
+               l.from_turn,
+               (SELECT q.turn
+                FROM tasklane.task_queue q
+                WHERE q.task_type = r.task_type AND q.priority = r.priority
+                  AND q.app = r.app AND q.subject = r.subject
+                  AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
+                  AND q.turn >= l.from_turn
+                ORDER BY q.turn DESC
+                LIMIT 1) AS last_turn,
+               count(*) AS tasks
+        FROM taking r
+        JOIN floors l USING (task_type, priority)
+        GROUP BY r.task_type, r.priority, r.app, r.subject, l.floor_turn, l.point_turn,
+                 l.from_turn
+    ), apps AS (
+        SELECT s.task_type, s.priority, s.app,
+               -- Where the claims have got; without a point (no claim yet, or after a
+               -- crash), the lowest claimable turn. Only then: that scan starts at the
+               -- front of the claimable index, whose entries of the tasks claimed since
+               -- the last vacuum it walks one by one while a backlog drains.
+               greatest(coalesce(
+                   s.point_turn,
+                   (SELECT q.turn FROM tasklane.task_queue q
+                    WHERE q.task_type = s.task_type AND q.priority = s.priority
+                      AND q.state IN ('queued', 'waiting_for_retry') AND NOT q.behind
+                      AND q.turn >= s.floor_turn
+                    ORDER BY q.turn
+                    LIMIT 1), 0), s.floor_turn) AS now_turn,
+               -- The step counts the app's subjects; it is needed only where a
+               -- subject has claimable tasks already or several in this statement.
+               CASE WHEN bool_or(s.last_turn IS NOT NULL OR s.tasks > 1) THEN
+                   (tasklane.active_subjects(s.task_type, s.priority, s.app, s.from_turn, 100)
+                    + count(*) FILTER (WHERE s.last_turn IS NULL))::double precision
+                   / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = s.app), 1)
+               ELSE 1 END AS step
+        FROM subjects s
+        GROUP BY s.task_type, s.priority, s.app, s.floor_turn, s.point_turn, s.from_turn
+    )
+    SELECT r.id,
+           greatest(a.now_turn, s.last_turn + a.step)
+           + a.step * (row_number() OVER (PARTITION BY r.task_type, r.priority, r.app, r.subject
+                                           ORDER BY r.id) - 1)
+    FROM taking r
+    JOIN subjects s USING (task_type, priority, app, subject)
+    JOIN apps a USING (task_type, priority, app);
+END
+$$;
+
+COMMENT ON FUNCTION tasklane.take_turns(uuid[], text[], smallint[], text[], text[]) IS
+$$The turns of tasks becoming claimable (parallel arrays: id, task type, priority, app,
+usage subject with '' for none), by start-time fair queueing over the usage subjects of
+each task type and priority: a subject's next task takes its turn one step after the
+subject's last claimable task at or above where the claims have got (tasklane.turn_points,
+and never below the floor, tasklane.turn_floors), and no earlier than that point (or the
+lowest claimable turn when no claim has recorded one) nor than the floor. The step of an
+app's subjects is the number of its subjects with claimable tasks at or above the point
+(counted up to 100, this statement's new ones included) divided by the app's weight
+(tasklane.app_weights, default 1): each app's subjects share its turns, and apps share
+the claims by weight. A claimable task below the point is claimed before any turn taken
+here, so it counts for neither. Several tasks of one subject in one statement take
+consecutive turns in id order. Reads only; called by the mirror's triggers, which hold
+the floors it reads.$$;
