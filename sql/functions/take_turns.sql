@@ -5,21 +5,20 @@
 -- The turns of tasks becoming claimable (parallel arrays: id, task type, priority, app,
 -- usage subject with '' for none), by start-time fair queueing over the usage subjects of
 -- each task type and priority: a subject's next task takes its turn one step after the
--- subject's last claimable task at or above where the claims have got (tasklane.turn_points,
--- and never below the floor, tasklane.turn_floors), and no earlier than that point (or the
--- lowest claimable turn when no claim has recorded one) nor than the floor. The step of an
--- app's subjects is the number of its subjects with claimable tasks at or above the point
--- (counted up to 100, this statement's new ones included) divided by the app's weight
+-- subject's last claimable task at or above the floor (tasklane.turn_floors), and no
+-- earlier than where the claims have got (tasklane.turn_points, or the lowest claimable
+-- turn when no claim has recorded one) nor than the floor. The step of an app's subjects
+-- is the number of its subjects with claimable tasks at or above the floor (counted up to
+-- 100, this statement's new ones included) divided by the app's weight
 -- (tasklane.app_weights, default 1): each app's subjects share its turns, and apps share
--- the claims by weight. A claimable task below the point is claimed before any turn taken
--- here, so it counts for neither. Several tasks of one subject in one statement take
--- consecutive turns in id order. Reads only; called by the mirror's triggers, which hold
--- the floors it reads.
+-- the claims by weight. Several tasks of one subject in one statement take consecutive
+-- turns in id order. Reads only; called by the mirror's triggers, which hold the floors it
+-- reads.
 --
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V54__turns_from_the_point.sql
+-- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql
 CREATE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority smallint[], p_app text[], p_subject text[]) RETURNS TABLE(id uuid, turn double precision)
     LANGUAGE plpgsql STABLE
     SET enable_seqscan TO 'off'
@@ -30,8 +29,6 @@ DECLARE
     now_turn double precision;
     last_turn double precision;
     floor_turn double precision;
-    point_turn double precision;
-    from_turn double precision;
     step double precision;
 BEGIN
     -- PL/pgSQL, not SQL: its statements are planned once per session, where an SQL
@@ -47,16 +44,9 @@ BEGIN
             (SELECT f.floor FROM tasklane.turn_floors f
              WHERE f.task_type = p_task_type[1] AND f.priority = p_priority[1]),
             '-Infinity');
-        point_turn := (SELECT p.turn FROM tasklane.turn_points p
-                       WHERE p.task_type = p_task_type[1] AND p.priority = p_priority[1]);
-        -- A subject's last turn and the app's subjects are read from the point: below
-        -- it lie the tasks the claims have passed (under a held snapshot, the dead
-        -- entries of every one claimed since the floor), and a claimable one there
-        -- (written late) is claimed before any turn taken here, so it neither moves its
-        -- subject's next turn nor counts among the app's subjects.
-        from_turn := greatest(floor_turn, coalesce(point_turn, floor_turn));
         now_turn := greatest(coalesce(
-            point_turn,
+            (SELECT p.turn FROM tasklane.turn_points p
+             WHERE p.task_type = p_task_type[1] AND p.priority = p_priority[1]),
             (SELECT q.turn FROM tasklane.task_queue q
              WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
                AND q.state IN ('queued', 'waiting_for_retry') AND NOT q.behind
@@ -68,7 +58,7 @@ BEGIN
                       WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
                         AND q.app = p_app[1] AND q.subject = p_subject[1]
                         AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-                        AND q.turn >= from_turn
+                        AND q.turn >= floor_turn
                       ORDER BY q.turn DESC
                       LIMIT 1);
         id := p_id[1];
@@ -79,7 +69,7 @@ BEGIN
             RETURN NEXT;
             RETURN;
         END IF;
-        step := tasklane.active_subjects(p_task_type[1], p_priority[1], p_app[1], from_turn, 100)::double precision
+        step := tasklane.active_subjects(p_task_type[1], p_priority[1], p_app[1], floor_turn, 100)::double precision
                 / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = p_app[1]), 1);
         turn := greatest(now_turn, last_turn + step);
         RETURN NEXT;
@@ -90,35 +80,26 @@ BEGIN
         SELECT *
         FROM unnest(p_id, p_task_type, p_priority, p_app, p_subject)
             AS r(id, task_type, priority, app, subject)
-    ), bounds AS (
+    ), floors AS (
         SELECT g.task_type, g.priority,
                coalesce((SELECT f.floor FROM tasklane.turn_floors f
                          WHERE f.task_type = g.task_type AND f.priority = g.priority),
-                        '-Infinity') AS floor_turn,
-               (SELECT p.turn FROM tasklane.turn_points p
-                WHERE p.task_type = g.task_type AND p.priority = g.priority) AS point_turn
+                        '-Infinity') AS floor_turn
         FROM (SELECT DISTINCT r.task_type, r.priority FROM taking r) g
-    ), floors AS (
-        -- Subjects are read from the point, as for a single task above.
-        SELECT b.task_type, b.priority, b.floor_turn, b.point_turn,
-               greatest(b.floor_turn, coalesce(b.point_turn, b.floor_turn)) AS from_turn
-        FROM bounds b
     ), subjects AS (
-        SELECT r.task_type, r.priority, r.app, r.subject, l.floor_turn, l.point_turn,
-               l.from_turn,
+        SELECT r.task_type, r.priority, r.app, r.subject, l.floor_turn,
                (SELECT q.turn
                 FROM tasklane.task_queue q
                 WHERE q.task_type = r.task_type AND q.priority = r.priority
                   AND q.app = r.app AND q.subject = r.subject
                   AND q.state IN ('queued', 'waiting_for_retry', 'waiting_for_external_fallback')
-                  AND q.turn >= l.from_turn
+                  AND q.turn >= l.floor_turn
                 ORDER BY q.turn DESC
                 LIMIT 1) AS last_turn,
                count(*) AS tasks
         FROM taking r
         JOIN floors l USING (task_type, priority)
-        GROUP BY r.task_type, r.priority, r.app, r.subject, l.floor_turn, l.point_turn,
-                 l.from_turn
+        GROUP BY r.task_type, r.priority, r.app, r.subject, l.floor_turn
     ), apps AS (
         SELECT s.task_type, s.priority, s.app,
                -- Where the claims have got; without a point (no claim yet, or after a
@@ -126,7 +107,8 @@ BEGIN
                -- front of the claimable index, whose entries of the tasks claimed since
                -- the last vacuum it walks one by one while a backlog drains.
                greatest(coalesce(
-                   s.point_turn,
+                   (SELECT p.turn FROM tasklane.turn_points p
+                    WHERE p.task_type = s.task_type AND p.priority = s.priority),
                    (SELECT q.turn FROM tasklane.task_queue q
                     WHERE q.task_type = s.task_type AND q.priority = s.priority
                       AND q.state IN ('queued', 'waiting_for_retry') AND NOT q.behind
@@ -136,12 +118,12 @@ BEGIN
                -- The step counts the app's subjects; it is needed only where a
                -- subject has claimable tasks already or several in this statement.
                CASE WHEN bool_or(s.last_turn IS NOT NULL OR s.tasks > 1) THEN
-                   (tasklane.active_subjects(s.task_type, s.priority, s.app, s.from_turn, 100)
+                   (tasklane.active_subjects(s.task_type, s.priority, s.app, s.floor_turn, 100)
                     + count(*) FILTER (WHERE s.last_turn IS NULL))::double precision
                    / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = s.app), 1)
                ELSE 1 END AS step
         FROM subjects s
-        GROUP BY s.task_type, s.priority, s.app, s.floor_turn, s.point_turn, s.from_turn
+        GROUP BY s.task_type, s.priority, s.app, s.floor_turn
     )
     SELECT r.id,
            greatest(a.now_turn, s.last_turn + a.step)

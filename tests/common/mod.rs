@@ -255,3 +255,19 @@ impl TestDb {
         client
     }
 }
+
+/// A REPEATABLE READ transaction on `client` that has taken its snapshot (at its first
+/// statement): while it is open, no row deleted or updated after it can be removed by
+/// vacuum, as under a long `pg_dump` or a forgotten transaction.
+pub async fn hold_snapshot(client: &mut tokio_postgres::Client) -> tokio_postgres::Transaction<'_> {
+    let held = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .start()
+        .await
+        .expect("begin a REPEATABLE READ transaction");
+    held.execute("SELECT 1", &[])
+        .await
+        .expect("take the snapshot");
+    held
+}

@@ -235,12 +235,7 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
     }
 
     let mut holder = db.client().await;
-    let held = holder
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .start()
-        .await
-        .unwrap();
+    let held = common::hold_snapshot(&mut holder).await;
     // A real read, so the transaction has its snapshot from here on.
     let seen = count_in(&held).await;
 
@@ -524,12 +519,7 @@ async fn a_drained_queue_s_batch_submits_do_not_walk_the_dead_rows_a_held_snapsh
     raise_floors(&mut keeper).await;
 
     let mut holder = db.client().await;
-    let held = holder
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .start()
-        .await
-        .unwrap();
+    let held = common::hold_snapshot(&mut holder).await;
     let seen = count_in(&held).await;
     let (mut middle, mut last) = (0, 0);
     for round in 1..=BATCHES {
@@ -723,12 +713,7 @@ async fn the_deliverers_claims_do_not_walk_the_notifications_delivered_under_a_h
     let first = delivered_round(&c, &db, &start, endpoint, 1, false).await;
 
     let mut holder = db.client().await;
-    let held = holder
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .start()
-        .await
-        .unwrap();
+    let held = common::hold_snapshot(&mut holder).await;
     let seen: i64 = held
         .query_one("SELECT count(*) FROM tasklane.webhook_deliveries", &[])
         .await

@@ -122,12 +122,7 @@ async fn the_claims_mirror_update_probes_the_primary_key_whatever_the_statistics
         .await
         .unwrap();
     let mut holder = db.client().await;
-    let held = holder
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .start()
-        .await
-        .unwrap();
+    let held = common::hold_snapshot(&mut holder).await;
     held.query_one("SELECT count(*) FROM tasklane.task_queue", &[])
         .await
         .unwrap();
