@@ -1,9 +1,10 @@
 //! Where a sweep's next pass (or the deliverer's next claim) starts reading its index.
 //! Under a snapshot held open (a long `pg_dump`, a forgotten transaction) an index
-//! keeps an entry for every row deleted or updated since, and a pass that reads it from the start steps over all of them, every
-//! pass; a pass that starts where the passes before it got to steps over those of one
-//! pass. What is behind that point and still due (written late, by a transaction that
-//! began earlier) waits for the next pass from the start, every [`FULL_PASS_EVERY`].
+//! keeps an entry for every row deleted or updated since, and a pass that reads it from
+//! the start steps over all of them, every pass; a pass that starts where the passes
+//! before it got to steps over those of one pass. What is behind that point and still
+//! due (written late, by a transaction that began earlier) waits for the next pass from
+//! the start, every [`FULL_PASS_EVERY`].
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -24,9 +25,8 @@ pub const FULL_PASS_EVERY: Duration = Duration::from_secs(60);
 /// starts (the rescuer, the attempt- and queue-deadline sweeps, the deliverer's claim):
 /// a row written with a key a little behind that clock (a lease set to end now, by a
 /// transaction that began a moment before that sweep and committed after it) is still
-/// ahead of the start.
-/// Under a held snapshot a sweep then steps over the dead entries of this long, not
-/// those of the whole hold.
+/// ahead of the start. Under a held snapshot a sweep then steps over the dead entries
+/// of this long, not those of the whole hold.
 const CLOCK_MARGIN: Duration = Duration::from_secs(5);
 
 /// Where the next pass starts: at the greatest key the passes have got to (a task's
