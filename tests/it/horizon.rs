@@ -681,7 +681,6 @@ async fn delivered_round(
         .iter()
         .map(|r| (r.id, r.claim_token, Settlement::Delivered { status: 204 }))
         .collect();
-    outcomes.sort_by_key(|(id, _, _)| *id);
     let settled = outbox::settle_many(&client, &mut outcomes).await.unwrap();
     assert_eq!(settled as i64, PER_ROUND);
     fetched

@@ -135,14 +135,6 @@ async fn the_claims_mirror_update_probes_the_primary_key_whatever_the_statistics
     .await
     .unwrap();
     let update = function_statement(&c, "mirror_claimed").await;
-    let settings: Vec<String> = c
-        .query_one(
-            "SELECT proconfig FROM pg_proc WHERE oid = 'tasklane.mirror_claimed'::regproc",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
     let plan = |session: String| {
         let (c, update) = (&c, &update);
         async move {
@@ -160,16 +152,7 @@ async fn the_claims_mirror_update_probes_the_primary_key_whatever_the_statistics
         }
     };
     let claim_session = plan(format!("{};", tasklane::store::connect::CLAIM_SESSION)).await;
-    let own = plan(
-        settings
-            .iter()
-            .map(|setting| {
-                let (name, value) = setting.split_once('=').unwrap();
-                format!("SET {name} = '{value}'; ")
-            })
-            .collect(),
-    )
-    .await;
+    let own = plan(function_settings(&c, "mirror_claimed").await).await;
     held.rollback().await.unwrap();
     assert!(
         claim_session.contains("Seq Scan on task_queue"),
@@ -355,6 +338,28 @@ async fn function_statement(c: &tokio_postgres::Client, name: &str) -> String {
     statement
 }
 
+/// The planner settings of the function `name` (the overload `function_statement`
+/// reads), as `SET` statements for a session.
+async fn function_settings(c: &tokio_postgres::Client, name: &str) -> String {
+    let settings: Vec<String> = c
+        .query_one(
+            "SELECT proconfig FROM pg_proc \
+             WHERE proname = $1 AND pronamespace = 'tasklane'::regnamespace \
+             ORDER BY pronargs DESC LIMIT 1",
+            &[&name],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    settings
+        .iter()
+        .map(|setting| {
+            let (name, value) = setting.split_once('=').unwrap();
+            format!("SET {name} = '{value}'; ")
+        })
+        .collect()
+}
+
 /// Claims run on connections of their own that plan generically: the claim's
 /// `LIMIT $3` made PostgreSQL's own choice re-plan it at every call (14% of the
 /// drain's database CPU). Its generic plan is the one the first test checks.
@@ -503,22 +508,7 @@ async fn the_deliverers_claim_and_settle_probe_each_row_once() {
     // The claim's statement under the function's own settings (its plan cache mode
     // and planner settings), planned now, on 10 rows.
     let claim = function_statement(&c, "claim_webhooks").await;
-    let settings: Vec<String> = c
-        .query_one(
-            "SELECT proconfig FROM pg_proc WHERE oid = 'tasklane.claim_webhooks(bigint, \
-             bigint, double precision, uuid[], bigint[], timestamptz)'::regprocedure",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    let settings: String = settings
-        .iter()
-        .map(|setting| {
-            let (name, value) = setting.split_once('=').unwrap();
-            format!("SET {name} = '{value}'; ")
-        })
-        .collect();
+    let settings = function_settings(&c, "claim_webhooks").await;
     let execute_claim = format!("EXECUTE claim({ROUND}, {ROUND}, 60, '{{}}', '{{}}', NULL)");
     c.batch_execute(&format!("{settings} PREPARE claim AS {claim}"))
         .await

@@ -670,7 +670,6 @@ async fn the_deliverers_start_never_passes_a_pending_row() {
                 .iter()
                 .map(|r| (r.id, r.claim_token, Settlement::Delivered { status: 204 }))
                 .collect();
-            outcomes.sort_by_key(|(id, _, _)| *id);
             outbox::settle_many(client, &mut outcomes).await.unwrap()
         }
     };
