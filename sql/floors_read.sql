@@ -20,5 +20,11 @@ WITH writers AS MATERIALIZED (
 SELECT f.task_type, f.priority, f.floor, p.turn AS point,
        coalesce(w.writers, '{}') AS writers
 FROM tasklane.turn_floors f
-JOIN tasklane.turn_points p ON p.task_type = f.task_type AND p.priority = f.priority
+-- A point is read from the top of its index, the current version of its row (by the
+-- key a read would visit every version a held snapshot keeps).
+CROSS JOIN LATERAL (
+    SELECT p.turn FROM tasklane.turn_points p
+    WHERE p.task_type = f.task_type AND p.priority = f.priority
+    ORDER BY p.turn DESC
+    LIMIT 1) p
 LEFT JOIN writers w ON w.objid = hashtext(f.task_type || '/' || f.priority)::oid

@@ -553,15 +553,22 @@ ALTER TABLE ONLY tasklane.turn_floors
     ADD CONSTRAINT turn_floors_pkey PRIMARY KEY (task_type, priority);
 
 
--- table turn_points: migrations/V38__fair_turns.sql
+-- table turn_points: migrations/V38__fair_turns.sql, migrations/V54__claims_point_read_from_its_top.sql
 CREATE UNLOGGED TABLE tasklane.turn_points (
     task_type text NOT NULL,
     priority smallint NOT NULL,
     turn double precision NOT NULL
 );
 
-ALTER TABLE ONLY tasklane.turn_points
-    ADD CONSTRAINT turn_points_pkey PRIMARY KEY (task_type, priority);
+COMMENT ON TABLE tasklane.turn_points IS 'Where the claims have got: for each task type and priority, the highest turn a claim
+took, raised by every claim (tasklane.raise_points). Read from the top of
+turn_points_top (ORDER BY turn DESC LIMIT 1), which visits only the current version
+however many raises a held snapshot keeps; a second row of a type and priority (two
+claims that created it at once) is harmless, the higher one is the point. Unlogged:
+after a crash it is empty and the claims make it again.';
+
+-- index turn_points_top: migrations/V54__claims_point_read_from_its_top.sql
+CREATE INDEX turn_points_top ON tasklane.turn_points USING btree (task_type, priority, turn);
 
 
 -- table webhook_deliveries: migrations/V11__webhooks.sql, migrations/V15__webhook_outbox_cost.sql, migrations/V21__webhook_claim_hot.sql, migrations/V30__webhook_claim_by_primary_key.sql

@@ -13,7 +13,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function claim_fallback_plain: migrations/V44__claim_functions.sql, migrations/V47__held_snapshot_plans.sql, migrations/V53__claim_mirror_without_scans.sql
+-- function claim_fallback_plain: migrations/V44__claim_functions.sql, migrations/V47__held_snapshot_plans.sql, migrations/V53__claim_mirror_without_scans.sql, migrations/V54__claims_point_read_from_its_top.sql
 CREATE FUNCTION tasklane.claim_fallback_plain(p_task_types text[], p_worker_id text, p_limit bigint, p_replica_id uuid, p_app text, p_scope_id text) RETURNS TABLE(id uuid, app text, scope_id text, task_type text, attempt integer, max_attempts integer, lease_token uuid, lease_expires_at timestamp with time zone, lease_seconds integer, attempt_timeout_seconds integer, input jsonb, snapshot jsonb, deadline_at timestamp with time zone, privacy text, claimable_at timestamp with time zone, traceparent text, attempt_deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -49,8 +49,9 @@ BEGIN
 -- merged by each one's distance from its own first turn in this claim (a turn about,
 -- the older first at the same distance).
 -- Each claim raises tasklane.turn_points, where the claims have got, to the highest turn
--- it took (an unlogged row, skipped when another claim holds it; the first claim of a
--- type and priority creates it under a transaction advisory lock it only tries).
+-- it took (tasklane.raise_points: an unlogged row, skipped when another claim holds it;
+-- the first claim of a type and priority creates it under a transaction advisory lock
+-- it only tries).
 -- The local and external variants read each served type's claimable index per priority
 -- from its floor (tasklane.turn_floors), plus the tasks behind the floors
 -- (task_queue_behind) and, external ones, the waiting fallbacks (task_queue_fallback),
@@ -176,29 +177,13 @@ WITH picked AS (
     FROM picked k
     JOIN claimed c ON c.id = k.id
     GROUP BY k.task_type, k.priority
-), started AS (
-    INSERT INTO tasklane.turn_points (task_type, priority, turn)
-    SELECT r.task_type, r.priority, r.turn
+), raised AS (
+    -- Raised in a function of its own (tasklane.raise_points: one aggregate row), which
+    -- reads each point from the top of its index and writes it by its address: by its
+    -- key, a read would visit every version of the row a held snapshot keeps.
+    SELECT tasklane.raise_points(array_agg(r.task_type), array_agg(r.priority),
+                                 array_agg(r.turn)) AS raised
     FROM reached r
-    WHERE NOT EXISTS (SELECT 1 FROM tasklane.turn_points p
-                      WHERE p.task_type = r.task_type AND p.priority = r.priority)
-      -- One claim creates a point; another one creating it at the same time goes on
-      -- without it (ON CONFLICT alone would wait for that claim to commit). The class
-      -- 0x746c7470 is this lock's alone.
-      AND pg_try_advisory_xact_lock(1953264752, hashtext(r.task_type || '/' || r.priority))
-    ON CONFLICT DO NOTHING
-), advanced AS (
-    -- A point another claim holds is skipped, never waited for: that claim raises it too.
-    UPDATE tasklane.turn_points p
-    SET turn = r.turn
-    FROM reached r
-    WHERE p.task_type = r.task_type AND p.priority = r.priority AND p.turn < r.turn
-      AND (p.task_type, p.priority) IN (
-          SELECT x.task_type, x.priority
-          FROM tasklane.turn_points x
-          JOIN reached y ON y.task_type = x.task_type AND y.priority = x.priority
-          WHERE x.turn < y.turn
-          FOR UPDATE OF x SKIP LOCKED)
 )
 SELECT c.id, c.app, c.scope_id, c.task_type, c.attempt, c.max_attempts, c.lease_token,
        c.lease_expires_at, c.lease_seconds, c.attempt_timeout_seconds, c.input, c.snapshot,
@@ -207,6 +192,7 @@ SELECT c.id, c.app, c.scope_id, c.task_type, c.attempt, c.max_attempts, c.lease_
 FROM claimed c
 JOIN picked k ON k.id = c.id
 LEFT JOIN written ON true
+LEFT JOIN raised ON true
 -- In claim order, as the worker protocol promises (an UPDATE returns its rows in the
 -- order its plan met them).
 ORDER BY k.priority DESC, k.rel, k.run_at, k.id;

@@ -18,7 +18,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql
+-- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V54__claims_point_read_from_its_top.sql
 CREATE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority smallint[], p_app text[], p_subject text[]) RETURNS TABLE(id uuid, turn double precision)
     LANGUAGE plpgsql STABLE
     SET enable_seqscan TO 'off'
@@ -46,7 +46,9 @@ BEGIN
             '-Infinity');
         now_turn := greatest(coalesce(
             (SELECT p.turn FROM tasklane.turn_points p
-             WHERE p.task_type = p_task_type[1] AND p.priority = p_priority[1]),
+             WHERE p.task_type = p_task_type[1] AND p.priority = p_priority[1]
+             ORDER BY p.turn DESC
+             LIMIT 1),
             (SELECT q.turn FROM tasklane.task_queue q
              WHERE q.task_type = p_task_type[1] AND q.priority = p_priority[1]
                AND q.state IN ('queued', 'waiting_for_retry') AND NOT q.behind
@@ -108,7 +110,9 @@ BEGIN
                -- the last vacuum it walks one by one while a backlog drains.
                greatest(coalesce(
                    (SELECT p.turn FROM tasklane.turn_points p
-                    WHERE p.task_type = s.task_type AND p.priority = s.priority),
+                    WHERE p.task_type = s.task_type AND p.priority = s.priority
+                    ORDER BY p.turn DESC
+                    LIMIT 1),
                    (SELECT q.turn FROM tasklane.task_queue q
                     WHERE q.task_type = s.task_type AND q.priority = s.priority
                       AND q.state IN ('queued', 'waiting_for_retry') AND NOT q.behind

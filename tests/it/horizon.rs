@@ -54,6 +54,11 @@ async fn pages<C: tokio_postgres::GenericClient + Sync>(c: &C, table: &str, xact
 /// The database's count of the mirror's pages fetched, once this connection has
 /// flushed its own statistics (each submit commits in a transaction of its own).
 async fn flushed_pages(c: &tokio_postgres::Client) -> i64 {
+    flushed_pages_of(c, "tasklane.task_queue").await
+}
+
+/// [`flushed_pages`] of `table`.
+async fn flushed_pages_of(c: &tokio_postgres::Client, table: &str) -> i64 {
     c.execute("SELECT pg_stat_force_next_flush()", &[])
         .await
         .unwrap();
@@ -61,7 +66,7 @@ async fn flushed_pages(c: &tokio_postgres::Client) -> i64 {
     c.execute("SELECT pg_stat_clear_snapshot()", &[])
         .await
         .unwrap();
-    mirror_pages(c, false).await
+    pages(c, table, false).await
 }
 
 /// Raises the floors as the floor keeper does over two passes with no writer in flight
@@ -549,6 +554,81 @@ async fn a_drained_queue_s_batch_submits_do_not_walk_the_dead_rows_a_held_snapsh
         "a batch submit fetched {last} of the mirror's pages after {dead} tasks under the \
          hold, {middle} after half of them, {first} before it"
     );
+}
+
+/// Where the claims have got (`tasklane.turn_points`), one row a task type and priority
+/// that every claim raises: under a held snapshot each raise leaves a version of it, and
+/// a read that found the row by its key would visit every one of them. Every submit's
+/// turn, every claim's raise and every floor keeper's reading read it from the top of
+/// its index instead, one or two pages however often it was raised.
+#[tokio::test]
+async fn the_claims_point_is_read_in_a_few_pages_however_often_a_held_snapshot_kept_it_raised() {
+    const RAISES: usize = 3_000;
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let mut keeper = db.client().await;
+    let pooled = db.pool.get().await.unwrap();
+    // The first claim makes the point, the submit the floor.
+    submit(&c, "first", serde_json::json!({})).await;
+    let first = claim_one(&c).await;
+    complete_many(&pooled, &successes(&[first]), None)
+        .await
+        .unwrap();
+
+    let mut holder = db.client().await;
+    let held = common::hold_snapshot(&mut holder).await;
+    let seen = count_in(&held).await;
+    // As claims raise it, each in a transaction of its own (a turn about a task).
+    let raise = c
+        .prepare("SELECT tasklane.raise_points(ARRAY[$1::text], ARRAY[0::int2], ARRAY[$2::float8])")
+        .await
+        .unwrap();
+    for turn in 1..=RAISES {
+        let raised: i32 = c
+            .query_one(&raise, &[&TYPE, &(turn as f64)])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(raised, 1, "raise to {turn}");
+    }
+    let point = |readings: &[turn_floors::Reading]| {
+        readings
+            .iter()
+            .find(|r| r.task_type == TYPE && r.priority == 0)
+            .map(|r| r.point)
+    };
+
+    let table = "tasklane.turn_points";
+    flushed_pages_of(&keeper, table).await;
+    let before = flushed_pages_of(&c, table).await;
+    let task = submit(&c, "after", serde_json::json!({})).await;
+    let submitted = flushed_pages_of(&c, table).await - before;
+    let claimed = claim_one(&c).await;
+    let claim_pages = flushed_pages_of(&c, table).await - before - submitted;
+    assert_eq!(claimed.id, task.id);
+    let before = flushed_pages_of(&keeper, table).await;
+    let reading = turn_floors::read(&mut keeper).await.unwrap();
+    let read_pages = flushed_pages_of(&keeper, table).await - before;
+    assert_eq!(count_in(&held).await, seen, "the snapshot held");
+    held.rollback().await.unwrap();
+    eprintln!(
+        "after {RAISES} raises under the hold the point's pages fetched: a submit {submitted}, \
+         a claim {claim_pages}, a floor keeper's reading {read_pages}"
+    );
+    // The submitted task took its turn at the point, and its claim left the point there.
+    assert_eq!(point(&reading), Some(RAISES as f64), "{reading:?}");
+    // By the key each read visits a page of versions for every 150 raises or so (20
+    // here); from the top, the current version and the index's path to it.
+    for (what, fetched) in [
+        ("submit", submitted),
+        ("claim", claim_pages),
+        ("floor keeper's reading", read_pages),
+    ] {
+        assert!(
+            fetched <= 8,
+            "a {what} fetched {fetched} of the point's pages after {RAISES} raises under the hold"
+        );
+    }
 }
 
 /// The lease sweeps read the leased index from where the last sweep found nothing more
