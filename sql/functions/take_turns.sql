@@ -18,7 +18,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V54__claims_point_read_from_its_top.sql
+-- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V54__claims_point_read_from_its_top.sql, migrations/V55__subjects_counted_from_the_floor.sql
 CREATE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority smallint[], p_app text[], p_subject text[]) RETURNS TABLE(id uuid, turn double precision)
     LANGUAGE plpgsql STABLE
     SET enable_seqscan TO 'off'
@@ -71,7 +71,8 @@ BEGIN
             RETURN NEXT;
             RETURN;
         END IF;
-        step := tasklane.active_subjects(p_task_type[1], p_priority[1], p_app[1], floor_turn, 100)::double precision
+        step := tasklane.active_subjects(p_task_type[1], p_priority[1], p_app[1], floor_turn, 100,
+                                         ARRAY[p_subject[1]])::double precision
                 / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = p_app[1]), 1);
         turn := greatest(now_turn, last_turn + step);
         RETURN NEXT;
@@ -122,7 +123,8 @@ BEGIN
                -- The step counts the app's subjects; it is needed only where a
                -- subject has claimable tasks already or several in this statement.
                CASE WHEN bool_or(s.last_turn IS NOT NULL OR s.tasks > 1) THEN
-                   (tasklane.active_subjects(s.task_type, s.priority, s.app, s.floor_turn, 100)
+                   (tasklane.active_subjects(s.task_type, s.priority, s.app, s.floor_turn, 100,
+                                             array_agg(s.subject))
                     + count(*) FILTER (WHERE s.last_turn IS NULL))::double precision
                    / coalesce((SELECT w.weight FROM tasklane.app_weights w WHERE w.app = s.app), 1)
                ELSE 1 END AS step

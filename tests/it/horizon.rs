@@ -17,6 +17,7 @@ use tasklane::task::lease::{Lease, LeaseStatus};
 use tasklane::task::{Locality, Privacy};
 
 const ROUNDS: usize = 16;
+const MIRROR: &str = "tasklane.task_queue";
 const PER_ROUND: usize = 100;
 const CLAIM: i64 = 10;
 /// Claims between two raises of the floors: the maintenance role raises them every
@@ -28,7 +29,7 @@ const CLAIMS_PER_RAISE: usize = 4;
 /// path (an index scan that steps over dead entries, a sequential scan of dead rows),
 /// reading what a held snapshot keeps costs pages.
 async fn mirror_pages<C: tokio_postgres::GenericClient + Sync>(c: &C, xact: bool) -> i64 {
-    pages(c, "tasklane.task_queue", xact).await
+    pages(c, MIRROR, xact).await
 }
 
 /// Pages of `table` and its indexes, as [`mirror_pages`] counts the mirror's.
@@ -471,13 +472,14 @@ async fn floors_rise_past_overlapping_writers_and_lose_none_of_their_tasks() {
     assert_eq!(claimed, expected, "both claimed");
 }
 
-/// The mirror's pages one batch submit of `n` tasks of one subject fetched (in a
-/// transaction of its own on `pooled`), the tasks then claimed and completed: a queue
-/// drained as fast as it fills, where the subject never has a claimable task when its
-/// next tasks take their turns.
+/// The pages of `relation` (and its indexes) one batch submit of `n` tasks of one
+/// subject fetched (in a transaction of its own on `pooled`), the tasks then claimed and
+/// completed: a queue drained as fast as it fills, where the subject never has a
+/// claimable task when its next tasks take their turns.
 async fn drained_batch(
     c: &tokio_postgres::Client,
     pooled: &tasklane::store::Pooled,
+    relation: &str,
     round: usize,
     n: usize,
 ) -> i64 {
@@ -493,11 +495,11 @@ async fn drained_batch(
         .map(|task| (tasklane::task::new_task_id(), task))
         .collect();
     pooled.batch_execute("BEGIN").await.unwrap();
-    let before = mirror_pages(tasklane::store::client(pooled), true).await;
+    let before = pages(tasklane::store::client(pooled), relation, true).await;
     let answers = tasklane::store::submit_batch::submit_many(pooled, &items)
         .await
         .unwrap();
-    let fetched = mirror_pages(tasklane::store::client(pooled), true).await - before;
+    let fetched = pages(tasklane::store::client(pooled), relation, true).await - before;
     pooled.batch_execute("COMMIT").await.unwrap();
     assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
     let claimed = claim(c, n as i64).await;
@@ -520,7 +522,7 @@ async fn a_drained_queue_s_batch_submits_do_not_walk_the_dead_rows_a_held_snapsh
     let c = db.client().await;
     let mut keeper = db.client().await;
     let pooled = db.pool.get().await.unwrap();
-    let first = drained_batch(&c, &pooled, 0, BATCH).await;
+    let first = drained_batch(&c, &pooled, MIRROR, 0, BATCH).await;
     raise_floors(&mut keeper).await;
 
     let mut holder = db.client().await;
@@ -528,7 +530,7 @@ async fn a_drained_queue_s_batch_submits_do_not_walk_the_dead_rows_a_held_snapsh
     let seen = count_in(&held).await;
     let (mut middle, mut last) = (0, 0);
     for round in 1..=BATCHES {
-        last = drained_batch(&c, &pooled, round, BATCH).await;
+        last = drained_batch(&c, &pooled, MIRROR, round, BATCH).await;
         if round % CLAIMS_PER_RAISE == 0 {
             raise_floors(&mut keeper).await;
         }
@@ -629,6 +631,51 @@ async fn the_claims_point_is_read_in_a_few_pages_however_often_a_held_snapshot_k
             "a {what} fetched {fetched} of the point's pages after {RAISES} raises under the hold"
         );
     }
+}
+
+/// A batch of one subject's tasks counts its app's subjects with claimable tasks for its
+/// step. The subject it names is probed from the floor up, so a subject that has had
+/// thousands of tasks claimed under a held snapshot is counted without stepping over
+/// their entries, whose number grows for as long as the snapshot is held.
+#[tokio::test]
+async fn a_batch_counts_its_subject_without_walking_the_subject_s_history_under_a_held_snapshot(
+) {
+    const HISTORY: usize = 6_000;
+    const CHUNK: usize = 500;
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let mut keeper = db.client().await;
+    let pooled = db.pool.get().await.unwrap();
+    // The index the count reads, after a first batch has made the plans.
+    const TURNS: &str = "tasklane.task_queue_turns";
+    drained_batch(&c, &pooled, TURNS, 0, 2).await;
+    let first = drained_batch(&c, &pooled, TURNS, 1, 2).await;
+    raise_floors(&mut keeper).await;
+
+    let mut holder = db.client().await;
+    let held = common::hold_snapshot(&mut holder).await;
+    let seen = count_in(&held).await;
+    for round in 2..HISTORY / CHUNK + 2 {
+        drained_batch(&c, &pooled, TURNS, round, CHUNK).await;
+    }
+    // Twice: a raise goes to the point the previous reading saw.
+    raise_floors(&mut keeper).await;
+    raise_floors(&mut keeper).await;
+    let last = drained_batch(&c, &pooled, TURNS, HISTORY / CHUNK + 2, 2).await;
+    assert_eq!(count_in(&held).await, seen, "the snapshot held");
+    held.rollback().await.unwrap();
+    eprintln!(
+        "a batch submit of 2 fetched {first} pages of the turns index before the hold, \
+         {last} after {HISTORY} tasks of its subject were claimed under it"
+    );
+    // The index is deeper by then, so each probe reads a page more (6 more pages in
+    // all, seen); stepping over the subject's entries below the floor reads the pages
+    // that hold them as well (40 more, seen, and more for as long as a hold lasts).
+    assert!(
+        last <= first + 15,
+        "a batch submit fetched {last} pages of the turns index after {HISTORY} tasks of \
+         its subject were claimed under the hold, {first} before it"
+    );
 }
 
 /// The lease sweeps read the leased index from where the last sweep found nothing more
