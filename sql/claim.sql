@@ -138,9 +138,11 @@ WITH picked AS (
     -- below a floor is marked behind (the maintenance role's floor keeper moves it,
     -- sql/floors_raise.sql), and the behind ones are read whole, from their own index.
     -- Each scan locks up to $3; the type's rows are merged below.
+    -- The type's floors come from tasklane.floors_of, which reads each from the top of
+    -- its index: by the key a read would visit every version a held snapshot keeps.
     SELECT a.* FROM (
     SELECT x.*
-    FROM tasklane.turn_floors f
+    FROM tasklane.floors_of(ty.name) f
     CROSS JOIN LATERAL (
     SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
     FROM tasklane.task_queue q
@@ -174,7 +176,6 @@ WITH picked AS (
     LIMIT $3
     FOR UPDATE OF t SKIP LOCKED
     ) x
-    WHERE f.task_type = ty.name
     ) a
     UNION ALL
     SELECT b.* FROM (

@@ -537,7 +537,7 @@ CREATE INDEX task_queue_resource ON tasklane.task_queue USING btree (resource) W
 CREATE INDEX task_queue_turns ON tasklane.task_queue USING btree (task_type, priority, app, subject, turn) WHERE (state = ANY (ARRAY['queued'::text, 'waiting_for_retry'::text, 'waiting_for_external_fallback'::text]));
 
 
--- table turn_floors: migrations/V40__claims_start_at_the_floor.sql
+-- table turn_floors: migrations/V40__claims_start_at_the_floor.sql, migrations/V56__floors_read_from_their_top.sql
 CREATE TABLE tasklane.turn_floors (
     task_type text NOT NULL,
     priority smallint NOT NULL,
@@ -547,10 +547,16 @@ CREATE TABLE tasklane.turn_floors (
 COMMENT ON TABLE tasklane.turn_floors IS 'Where the claims of each task type and priority start reading the claimable index: every
 claimable mirror row below it is marked behind (task_queue_behind). One row for every task
 type and priority that has had a claimable task (written by tasklane.hold_floors); raised
-by the maintenance role to the turn point.';
+by the maintenance role to the turn point. Read from the top of turn_floors_top (ORDER BY
+floor DESC LIMIT 1; a type''s priorities through tasklane.floors_of) and raised by the
+row''s address, so no read visits the versions a held snapshot keeps; turn_floors_key
+keeps one row a type and priority.';
 
-ALTER TABLE ONLY tasklane.turn_floors
-    ADD CONSTRAINT turn_floors_pkey PRIMARY KEY (task_type, priority);
+-- index turn_floors_key: migrations/V56__floors_read_from_their_top.sql
+CREATE UNIQUE INDEX turn_floors_key ON tasklane.turn_floors USING btree (((task_type || ''::text)), ((priority + 0)));
+
+-- index turn_floors_top: migrations/V56__floors_read_from_their_top.sql
+CREATE INDEX turn_floors_top ON tasklane.turn_floors USING btree (task_type, priority, floor);
 
 
 -- table turn_points: migrations/V38__fair_turns.sql, migrations/V54__claims_point_read_from_its_top.sql

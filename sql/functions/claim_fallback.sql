@@ -13,7 +13,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function claim_fallback: migrations/V44__claim_functions.sql, migrations/V47__held_snapshot_plans.sql, migrations/V53__claim_mirror_without_scans.sql, migrations/V54__claims_point_read_from_its_top.sql
+-- function claim_fallback: migrations/V44__claim_functions.sql, migrations/V47__held_snapshot_plans.sql, migrations/V53__claim_mirror_without_scans.sql, migrations/V54__claims_point_read_from_its_top.sql, migrations/V56__floors_read_from_their_top.sql
 CREATE FUNCTION tasklane.claim_fallback(p_task_types text[], p_worker_id text, p_limit bigint, p_replica_id uuid, p_app text, p_scope_id text) RETURNS TABLE(id uuid, app text, scope_id text, task_type text, attempt integer, max_attempts integer, lease_token uuid, lease_expires_at timestamp with time zone, lease_seconds integer, attempt_timeout_seconds integer, input jsonb, snapshot jsonb, deadline_at timestamp with time zone, privacy text, claimable_at timestamp with time zone, traceparent text, attempt_deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'

@@ -13,7 +13,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function claim_local: migrations/V44__claim_functions.sql, migrations/V47__held_snapshot_plans.sql, migrations/V53__claim_mirror_without_scans.sql, migrations/V54__claims_point_read_from_its_top.sql
+-- function claim_local: migrations/V44__claim_functions.sql, migrations/V47__held_snapshot_plans.sql, migrations/V53__claim_mirror_without_scans.sql, migrations/V54__claims_point_read_from_its_top.sql, migrations/V56__floors_read_from_their_top.sql
 CREATE FUNCTION tasklane.claim_local(p_task_types text[], p_worker_id text, p_limit bigint, p_replica_id uuid, p_app text, p_scope_id text) RETURNS TABLE(id uuid, app text, scope_id text, task_type text, attempt integer, max_attempts integer, lease_token uuid, lease_expires_at timestamp with time zone, lease_seconds integer, attempt_timeout_seconds integer, input jsonb, snapshot jsonb, deadline_at timestamp with time zone, privacy text, claimable_at timestamp with time zone, traceparent text, attempt_deadline_at timestamp with time zone)
     LANGUAGE plpgsql
     SET plan_cache_mode TO 'force_generic_plan'
@@ -107,9 +107,11 @@ WITH slots AS (
     -- below a floor is marked behind (the maintenance role's floor keeper moves it,
     -- sql/floors_raise.sql), and the behind ones are read whole, from their own index.
     -- Each scan locks up to $3; the type's rows are merged below.
+    -- The type's floors come from tasklane.floors_of, which reads each from the top of
+    -- its index: by the key a read would visit every version a held snapshot keeps.
     SELECT a.* FROM (
     SELECT x.*
-    FROM tasklane.turn_floors f
+    FROM tasklane.floors_of(ty.name) f
     CROSS JOIN LATERAL (
     SELECT t.id, q.resource, q.priority, q.run_at, q.task_type, q.turn
     FROM tasklane.task_queue q
@@ -135,7 +137,6 @@ WITH slots AS (
     LIMIT $3
     FOR UPDATE OF t SKIP LOCKED
     ) x
-    WHERE f.task_type = ty.name
     ) a
     UNION ALL
     SELECT b.* FROM (

@@ -11,9 +11,11 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function hold_floors: migrations/V40__claims_start_at_the_floor.sql
+-- function hold_floors: migrations/V40__claims_start_at_the_floor.sql, migrations/V56__floors_read_from_their_top.sql
 CREATE FUNCTION tasklane.hold_floors(p_task_type text[], p_priority smallint[]) RETURNS void
     LANGUAGE plpgsql
+    SET enable_seqscan TO 'off'
+    SET jit TO 'off'
     AS $$
 BEGIN
     -- Shared: writers never wait for each other, only for a raise in progress (a few
@@ -24,8 +26,10 @@ BEGIN
     INSERT INTO tasklane.turn_floors (task_type, priority)
     SELECT DISTINCT u.task_type, u.priority
     FROM unnest(p_task_type, p_priority) AS u(task_type, priority)
-    WHERE NOT EXISTS (SELECT 1 FROM tasklane.turn_floors f
-                      WHERE f.task_type = u.task_type AND f.priority = u.priority)
+    WHERE (SELECT f.floor FROM tasklane.turn_floors f
+           WHERE f.task_type = u.task_type AND f.priority = u.priority
+           ORDER BY f.floor DESC
+           LIMIT 1) IS NULL
     ON CONFLICT DO NOTHING;
 END
 $$;

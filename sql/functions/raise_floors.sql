@@ -13,7 +13,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function raise_floors: migrations/V50__raise_floors_function.sql
+-- function raise_floors: migrations/V50__raise_floors_function.sql, migrations/V56__floors_read_from_their_top.sql
 CREATE FUNCTION tasklane.raise_floors(p_task_type text[], p_priority smallint[], p_target double precision[]) RETURNS TABLE(raised bigint, marked bigint)
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
@@ -25,9 +25,15 @@ CREATE FUNCTION tasklane.raise_floors(p_task_type text[], p_priority smallint[],
 BEGIN
     RETURN QUERY
     WITH due AS MATERIALIZED (
-        SELECT f.task_type, f.priority, f.floor, g.target
+        SELECT g.task_type, g.priority, f.floor, f.at, g.target
         FROM unnest(p_task_type, p_priority, p_target) AS g(task_type, priority, target)
-        JOIN tasklane.turn_floors f ON f.task_type = g.task_type AND f.priority = g.priority
+        -- The floor's current row, from the top of its index, and its address: by the
+        -- key, both would visit every version of it a held snapshot keeps.
+        CROSS JOIN LATERAL (
+            SELECT f.floor, f.ctid AS at FROM tasklane.turn_floors f
+            WHERE f.task_type = g.task_type AND f.priority = g.priority
+            ORDER BY f.floor DESC
+            LIMIT 1) f
         WHERE g.target > f.floor
           -- The class 0x746c7472 is the raisers' alone.
           AND pg_try_advisory_xact_lock(1953264754, hashtext(g.task_type || '/' || g.priority))
@@ -69,7 +75,7 @@ BEGIN
                            WHERE p.task_type = d.task_type AND p.priority = d.priority
                              AND p.id NOT IN (SELECT l.id FROM locked l)))
         FROM due d
-        WHERE f.task_type = d.task_type AND f.priority = d.priority
+        WHERE f.ctid = d.at
           AND f.floor < d.target
         RETURNING f.task_type
     )

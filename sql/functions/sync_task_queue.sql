@@ -16,7 +16,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql
+-- function sync_task_queue: migrations/V14__task_queue.sql, migrations/V22__mirror_writes_by_id.sql, migrations/V27__hot_path_writes_its_mirror.sql, migrations/V33__function_comments.sql, migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V56__floors_read_from_their_top.sql
 CREATE FUNCTION tasklane.sync_task_queue() RETURNS trigger
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
@@ -104,7 +104,10 @@ BEGIN
                FROM tasklane.task_queue o
                WHERE o.id = ANY (fresh_ids)
                OFFSET 0) o ON o.id = n.id
-    LEFT JOIN tasklane.turn_floors f ON f.task_type = n.task_type AND f.priority = n.priority
+    LEFT JOIN LATERAL (SELECT f.floor FROM tasklane.turn_floors f
+                       WHERE f.task_type = n.task_type AND f.priority = n.priority
+                       ORDER BY f.floor DESC
+                       LIMIT 1) f ON true
     LEFT JOIN tasklane.take_turns(ids, types, priorities, apps, subjects) t ON t.id = n.id
     WHERE n.state NOT IN ('succeeded', 'failed', 'cancelled')
       AND (o.id IS NULL

@@ -18,7 +18,7 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V54__claims_point_read_from_its_top.sql, migrations/V55__subjects_counted_from_the_floor.sql
+-- function take_turns: migrations/V38__fair_turns.sql, migrations/V40__claims_start_at_the_floor.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V54__claims_point_read_from_its_top.sql, migrations/V55__subjects_counted_from_the_floor.sql, migrations/V56__floors_read_from_their_top.sql
 CREATE FUNCTION tasklane.take_turns(p_id uuid[], p_task_type text[], p_priority smallint[], p_app text[], p_subject text[]) RETURNS TABLE(id uuid, turn double precision)
     LANGUAGE plpgsql STABLE
     SET enable_seqscan TO 'off'
@@ -42,7 +42,9 @@ BEGIN
         -- A single submit, the common case: the same turn as below, without grouping.
         floor_turn := coalesce(
             (SELECT f.floor FROM tasklane.turn_floors f
-             WHERE f.task_type = p_task_type[1] AND f.priority = p_priority[1]),
+             WHERE f.task_type = p_task_type[1] AND f.priority = p_priority[1]
+             ORDER BY f.floor DESC
+             LIMIT 1),
             '-Infinity');
         now_turn := greatest(coalesce(
             (SELECT p.turn FROM tasklane.turn_points p
@@ -86,7 +88,9 @@ BEGIN
     ), floors AS (
         SELECT g.task_type, g.priority,
                coalesce((SELECT f.floor FROM tasklane.turn_floors f
-                         WHERE f.task_type = g.task_type AND f.priority = g.priority),
+                         WHERE f.task_type = g.task_type AND f.priority = g.priority
+                         ORDER BY f.floor DESC
+                         LIMIT 1),
                         '-Infinity') AS floor_turn
         FROM (SELECT DISTINCT r.task_type, r.priority FROM taking r) g
     ), subjects AS (

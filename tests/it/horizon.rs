@@ -633,6 +633,80 @@ async fn the_claims_point_is_read_in_a_few_pages_however_often_a_held_snapshot_k
     }
 }
 
+/// The claims' floors (`tasklane.turn_floors`), one row a task type and priority that
+/// the floor keeper raises a few times a second: under a held snapshot each raise leaves
+/// a version, and a read that found the row by its key would visit every one of them.
+/// Every writer of claimable rows, every claim and the keeper read a floor from the top
+/// of its index instead, and the keeper raises it by its address.
+#[tokio::test]
+async fn the_floors_are_read_in_a_few_pages_however_often_a_held_snapshot_kept_them_raised() {
+    const RAISES: usize = 3_000;
+    let db = common::test_db().await;
+    let c = db.client().await;
+    let mut keeper = db.client().await;
+    let pooled = db.pool.get().await.unwrap();
+    // The submit makes the floor, the first claim the point.
+    submit(&c, "first", serde_json::json!({})).await;
+    let first = claim_one(&c).await;
+    complete_many(&pooled, &successes(&[first]), None)
+        .await
+        .unwrap();
+
+    let mut holder = db.client().await;
+    let held = common::hold_snapshot(&mut holder).await;
+    let seen = count_in(&held).await;
+    // As the keeper raises it, each raise in a transaction of its own.
+    for turn in 1..=RAISES {
+        let raised = turn_floors::raise(
+            &mut keeper,
+            &[turn_floors::Target {
+                task_type: TYPE.to_owned(),
+                priority: 0,
+                turn: turn as f64,
+            }],
+        )
+        .await
+        .unwrap();
+        assert_eq!(raised.floors, 1, "raise to {turn}");
+    }
+
+    let table = "tasklane.turn_floors";
+    flushed_pages_of(&keeper, table).await;
+    let before = flushed_pages_of(&c, table).await;
+    let task = submit(&c, "after", serde_json::json!({})).await;
+    let submitted = flushed_pages_of(&c, table).await - before;
+    let claimed = claim_one(&c).await;
+    let claim_pages = flushed_pages_of(&c, table).await - before - submitted;
+    assert_eq!(claimed.id, task.id);
+    let before = flushed_pages_of(&keeper, table).await;
+    let reading = turn_floors::read(&mut keeper).await.unwrap();
+    let read_pages = flushed_pages_of(&keeper, table).await - before;
+    assert_eq!(count_in(&held).await, seen, "the snapshot held");
+    held.rollback().await.unwrap();
+    eprintln!(
+        "after {RAISES} raises under the hold the floor's pages fetched: a submit {submitted}, \
+         a claim {claim_pages}, a floor keeper's reading {read_pages}"
+    );
+    assert_eq!(
+        reading
+            .iter()
+            .map(|r| (r.task_type.as_str(), r.priority, r.floor))
+            .collect::<Vec<_>>(),
+        [(TYPE, 0, RAISES as f64)],
+        "one floor, where the last raise put it"
+    );
+    // By the key each read visits a page of versions for every 150 raises or so (20
+    // here), and a submit reads its floor three times; from the top, the current version
+    // and the index's path to it. The keeper's reading reads every row of the table, the
+    // versions too (a few passes a second, not one a task), and is not bounded here.
+    for (what, fetched, bound) in [("submit", submitted, 16), ("claim", claim_pages, 8)] {
+        assert!(
+            fetched <= bound,
+            "a {what} fetched {fetched} of the floor's pages after {RAISES} raises under the hold"
+        );
+    }
+}
+
 /// A batch of one subject's tasks counts its app's subjects with claimable tasks for its
 /// step. The subject it names is probed from the floor up, so a subject that has had
 /// thousands of tasks claimed under a held snapshot is counted without stepping over
