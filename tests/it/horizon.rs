@@ -558,89 +558,31 @@ async fn a_drained_queue_s_batch_submits_do_not_walk_the_dead_rows_a_held_snapsh
     );
 }
 
-/// Where the claims have got (`tasklane.turn_points`), one row a task type and priority
-/// that every claim raises: under a held snapshot each raise leaves a version of it, and
-/// a read that found the row by its key would visit every one of them. Every submit's
-/// turn, every claim's raise and every floor keeper's reading read it from the top of
-/// its index instead, one or two pages however often it was raised.
-#[tokio::test]
-async fn the_claims_point_is_read_in_a_few_pages_however_often_a_held_snapshot_kept_it_raised() {
-    const RAISES: usize = 3_000;
-    let db = common::test_db().await;
-    let c = db.client().await;
-    let mut keeper = db.client().await;
-    let pooled = db.pool.get().await.unwrap();
-    // The first claim makes the point, the submit the floor.
-    submit(&c, "first", serde_json::json!({})).await;
-    let first = claim_one(&c).await;
-    complete_many(&pooled, &successes(&[first]), None)
-        .await
-        .unwrap();
-
-    let mut holder = db.client().await;
-    let held = common::hold_snapshot(&mut holder).await;
-    let seen = count_in(&held).await;
-    // As claims raise it, each in a transaction of its own (a turn about a task).
-    let raise = c
-        .prepare("SELECT tasklane.raise_points(ARRAY[$1::text], ARRAY[0::int2], ARRAY[$2::float8])")
-        .await
-        .unwrap();
-    for turn in 1..=RAISES {
-        let raised: i32 = c
-            .query_one(&raise, &[&TYPE, &(turn as f64)])
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(raised, 1, "raise to {turn}");
-    }
-    let point = |readings: &[turn_floors::Reading]| {
-        readings
-            .iter()
-            .find(|r| r.task_type == TYPE && r.priority == 0)
-            .map(|r| r.point)
-    };
-
-    let table = "tasklane.turn_points";
-    flushed_pages_of(&keeper, table).await;
-    let before = flushed_pages_of(&c, table).await;
-    let task = submit(&c, "after", serde_json::json!({})).await;
-    let submitted = flushed_pages_of(&c, table).await - before;
-    let claimed = claim_one(&c).await;
-    let claim_pages = flushed_pages_of(&c, table).await - before - submitted;
-    assert_eq!(claimed.id, task.id);
-    let before = flushed_pages_of(&keeper, table).await;
-    let reading = turn_floors::read(&mut keeper).await.unwrap();
-    let read_pages = flushed_pages_of(&keeper, table).await - before;
-    assert_eq!(count_in(&held).await, seen, "the snapshot held");
-    held.rollback().await.unwrap();
-    eprintln!(
-        "after {RAISES} raises under the hold the point's pages fetched: a submit {submitted}, \
-         a claim {claim_pages}, a floor keeper's reading {read_pages}"
-    );
-    // The submitted task took its turn at the point, and its claim left the point there.
-    assert_eq!(point(&reading), Some(RAISES as f64), "{reading:?}");
-    // By the key each read visits a page of versions for every 150 raises or so (20
-    // here); from the top, the current version and the index's path to it.
-    for (what, fetched) in [
-        ("submit", submitted),
-        ("claim", claim_pages),
-        ("floor keeper's reading", read_pages),
-    ] {
-        assert!(
-            fetched <= 8,
-            "a {what} fetched {fetched} of the point's pages after {RAISES} raises under the hold"
-        );
-    }
+/// The rows one task type and priority has, raised again and again: under a held snapshot
+/// each raise leaves a version of the row, and a read that found it by its key would
+/// visit every one of them.
+#[derive(Debug, Clone, Copy)]
+enum Row {
+    /// Where the claims have got (`tasklane.turn_points`), raised by every claim.
+    Point,
+    /// The claims' floor (`tasklane.turn_floors`), raised by the floor keeper.
+    Floor,
 }
 
-/// The claims' floors (`tasklane.turn_floors`), one row a task type and priority that
-/// the floor keeper raises a few times a second: under a held snapshot each raise leaves
-/// a version, and a read that found the row by its key would visit every one of them.
-/// Every writer of claimable rows, every claim and the keeper read a floor from the top
-/// of its index instead, and the keeper raises it by its address.
-#[tokio::test]
-async fn the_floors_are_read_in_a_few_pages_however_often_a_held_snapshot_kept_them_raised() {
-    const RAISES: usize = 3_000;
+const RAISES: usize = 3_000;
+
+/// What a submit, its task's claim and a floor keeper's reading fetched of the raised
+/// table's pages, and the reading, after `RAISES` raises under a held snapshot.
+struct AfterRaises {
+    submit: i64,
+    claim: i64,
+    reading_pages: i64,
+    reading: Vec<turn_floors::Reading>,
+}
+
+/// Raises `row` to turns 1, 2, … `RAISES` under a held snapshot, each raise in a
+/// transaction of its own as a claim or the keeper makes it, then counts the pages.
+async fn after_raises(row: Row) -> AfterRaises {
     let db = common::test_db().await;
     let c = db.client().await;
     let mut keeper = db.client().await;
@@ -655,22 +597,36 @@ async fn the_floors_are_read_in_a_few_pages_however_often_a_held_snapshot_kept_t
     let mut holder = db.client().await;
     let held = common::hold_snapshot(&mut holder).await;
     let seen = count_in(&held).await;
-    // As the keeper raises it, each raise in a transaction of its own.
-    for turn in 1..=RAISES {
-        let raised = turn_floors::raise(
-            &mut keeper,
-            &[turn_floors::Target {
-                task_type: TYPE.to_owned(),
-                priority: 0,
-                turn: turn as f64,
-            }],
-        )
+    let raise_point = c
+        .prepare("SELECT tasklane.raise_points(ARRAY[$1::text], ARRAY[0::int2], ARRAY[$2::float8])")
         .await
         .unwrap();
-        assert_eq!(raised.floors, 1, "raise to {turn}");
+    for turn in 1..=RAISES {
+        let rows = match row {
+            Row::Point => c
+                .query_one(&raise_point, &[&TYPE, &(turn as f64)])
+                .await
+                .unwrap()
+                .get::<_, i32>(0) as i64,
+            Row::Floor => {
+                let target = turn_floors::Target {
+                    task_type: TYPE.to_owned(),
+                    priority: 0,
+                    turn: turn as f64,
+                };
+                turn_floors::raise(&mut keeper, &[target])
+                    .await
+                    .unwrap()
+                    .floors
+            }
+        };
+        assert_eq!(rows, 1, "{row:?} raised to {turn}");
     }
 
-    let table = "tasklane.turn_floors";
+    let table = match row {
+        Row::Point => "tasklane.turn_points",
+        Row::Floor => "tasklane.turn_floors",
+    };
     flushed_pages_of(&keeper, table).await;
     let before = flushed_pages_of(&c, table).await;
     let task = submit(&c, "after", serde_json::json!({})).await;
@@ -680,26 +636,64 @@ async fn the_floors_are_read_in_a_few_pages_however_often_a_held_snapshot_kept_t
     assert_eq!(claimed.id, task.id);
     let before = flushed_pages_of(&keeper, table).await;
     let reading = turn_floors::read(&mut keeper).await.unwrap();
-    let read_pages = flushed_pages_of(&keeper, table).await - before;
+    let reading_pages = flushed_pages_of(&keeper, table).await - before;
     assert_eq!(count_in(&held).await, seen, "the snapshot held");
     held.rollback().await.unwrap();
     eprintln!(
-        "after {RAISES} raises under the hold the floor's pages fetched: a submit {submitted}, \
-         a claim {claim_pages}, a floor keeper's reading {read_pages}"
+        "after {RAISES} raises of the {row:?} under the hold, its pages fetched: a submit \
+         {submitted}, a claim {claim_pages}, a floor keeper's reading {reading_pages}"
     );
+    AfterRaises {
+        submit: submitted,
+        claim: claim_pages,
+        reading_pages,
+        reading,
+    }
+}
+
+/// Every submit's turn, every claim's raise and every floor keeper's reading read where
+/// the claims have got from the top of its index, one or two pages however often it was
+/// raised.
+#[tokio::test]
+async fn the_claims_point_is_read_in_a_few_pages_however_often_a_held_snapshot_kept_it_raised() {
+    let after = after_raises(Row::Point).await;
+    // The submitted task took its turn at the point, and its claim left the point there.
+    let points: Vec<_> = after.reading.iter().map(|r| r.point).collect();
+    assert_eq!(points, [RAISES as f64], "{:?}", after.reading);
+    // By the key each read visits a page of versions for every 150 raises or so (20
+    // here); from the top, the current version and the index's path to it.
+    for (what, fetched) in [
+        ("submit", after.submit),
+        ("claim", after.claim),
+        ("floor keeper's reading", after.reading_pages),
+    ] {
+        assert!(
+            fetched <= 8,
+            "a {what} fetched {fetched} of the point's pages after {RAISES} raises under the hold"
+        );
+    }
+}
+
+/// Every writer of claimable rows and every claim read a floor from the top of its index
+/// (the claim through `tasklane.floors_of`), and the keeper raises it by its address.
+#[tokio::test]
+async fn the_floors_are_read_in_a_few_pages_however_often_a_held_snapshot_kept_them_raised() {
+    let after = after_raises(Row::Floor).await;
+    let floors: Vec<_> = after
+        .reading
+        .iter()
+        .map(|r| (r.task_type.as_str(), r.priority, r.floor))
+        .collect();
     assert_eq!(
-        reading
-            .iter()
-            .map(|r| (r.task_type.as_str(), r.priority, r.floor))
-            .collect::<Vec<_>>(),
+        floors,
         [(TYPE, 0, RAISES as f64)],
         "one floor, where the last raise put it"
     );
     // By the key each read visits a page of versions for every 150 raises or so (20
-    // here), and a submit reads its floor three times; from the top, the current version
-    // and the index's path to it. The keeper's reading reads every row of the table, the
-    // versions too (a few passes a second, not one a task), and is not bounded here.
-    for (what, fetched, bound) in [("submit", submitted, 16), ("claim", claim_pages, 8)] {
+    // here), and a submit reads its floor three times (42 pages, seen); from the top, the
+    // current version and the index's path to it. The keeper's reading reads every row of
+    // the table, the versions too (a few passes a second, not one a task): not bounded.
+    for (what, fetched, bound) in [("submit", after.submit, 16), ("claim", after.claim, 8)] {
         assert!(
             fetched <= bound,
             "a {what} fetched {fetched} of the floor's pages after {RAISES} raises under the hold"
@@ -712,8 +706,7 @@ async fn the_floors_are_read_in_a_few_pages_however_often_a_held_snapshot_kept_t
 /// thousands of tasks claimed under a held snapshot is counted without stepping over
 /// their entries, whose number grows for as long as the snapshot is held.
 #[tokio::test]
-async fn a_batch_counts_its_subject_without_walking_the_subject_s_history_under_a_held_snapshot(
-) {
+async fn a_batch_counts_its_subject_without_walking_the_subject_s_history_under_a_held_snapshot() {
     const HISTORY: usize = 6_000;
     const CHUNK: usize = 500;
     let db = common::test_db().await;
