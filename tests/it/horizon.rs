@@ -55,7 +55,7 @@ async fn pages<C: tokio_postgres::GenericClient + Sync>(c: &C, table: &str, xact
 /// The database's count of the mirror's pages fetched, once this connection has
 /// flushed its own statistics (each submit commits in a transaction of its own).
 async fn flushed_pages(c: &tokio_postgres::Client) -> i64 {
-    flushed_pages_of(c, "tasklane.task_queue").await
+    flushed_pages_of(c, MIRROR).await
 }
 
 /// [`flushed_pages`] of `table`.
@@ -242,7 +242,6 @@ async fn held_snapshot(locality: Locality, statistics: Statistics) {
 
     let mut holder = db.client().await;
     let held = common::hold_snapshot(&mut holder).await;
-    // A real read, so the transaction has its snapshot from here on.
     let seen = count_in(&held).await;
 
     let (mut middle, mut last) = (Pages::default(), Pages::default());
