@@ -12,12 +12,13 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function active_subjects: migrations/V38__fair_turns.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V55__subjects_counted_from_the_floor.sql
+-- function active_subjects: migrations/V38__fair_turns.sql, migrations/V47__held_snapshot_plans.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V55__subjects_counted_from_the_floor.sql, migrations/V57__switched_functions_plan_once.sql
 CREATE FUNCTION tasklane.active_subjects(p_task_type text, p_priority smallint, p_app text, p_floor double precision, p_cap integer, p_named text[]) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET enable_seqscan TO 'off'
     SET enable_bitmapscan TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     -- The named subjects, highest first: the walk goes down from the top.

@@ -9,11 +9,12 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function delete_task_deliveries: migrations/V11__webhooks.sql, migrations/V33__function_comments.sql, migrations/V49__held_snapshot_lookups.sql
+-- function delete_task_deliveries: migrations/V11__webhooks.sql, migrations/V33__function_comments.sql, migrations/V49__held_snapshot_lookups.sql, migrations/V57__switched_functions_plan_once.sql
 CREATE FUNCTION tasklane.delete_task_deliveries() RETURNS trigger
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 BEGIN
     DELETE FROM tasklane.webhook_deliveries d

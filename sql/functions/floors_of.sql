@@ -10,12 +10,13 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function floors_of: migrations/V56__floors_read_from_their_top.sql
+-- function floors_of: migrations/V56__floors_read_from_their_top.sql, migrations/V57__switched_functions_plan_once.sql
 CREATE FUNCTION tasklane.floors_of(p_task_type text) RETURNS TABLE(priority smallint, floor double precision)
     LANGUAGE plpgsql STABLE ROWS 1
     SET enable_seqscan TO 'off'
     SET enable_bitmapscan TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
 DECLARE

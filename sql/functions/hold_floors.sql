@@ -11,11 +11,12 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function hold_floors: migrations/V40__claims_start_at_the_floor.sql, migrations/V56__floors_read_from_their_top.sql
+-- function hold_floors: migrations/V40__claims_start_at_the_floor.sql, migrations/V56__floors_read_from_their_top.sql, migrations/V57__switched_functions_plan_once.sql
 CREATE FUNCTION tasklane.hold_floors(p_task_type text[], p_priority smallint[]) RETURNS void
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 BEGIN
     -- Shared: writers never wait for each other, only for a raise in progress (a few

@@ -13,12 +13,13 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function mirror_claimed: migrations/V53__claim_mirror_without_scans.sql
+-- function mirror_claimed: migrations/V53__claim_mirror_without_scans.sql, migrations/V57__switched_functions_plan_once.sql
 CREATE FUNCTION tasklane.mirror_claimed(p_ids uuid[], p_lease_ends timestamp with time zone[]) RETURNS TABLE(written bigint)
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
     SET enable_bitmapscan TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 BEGIN
     RETURN QUERY

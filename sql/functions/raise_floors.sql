@@ -13,13 +13,14 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function raise_floors: migrations/V50__raise_floors_function.sql, migrations/V56__floors_read_from_their_top.sql
+-- function raise_floors: migrations/V50__raise_floors_function.sql, migrations/V56__floors_read_from_their_top.sql, migrations/V57__switched_functions_plan_once.sql
 CREATE FUNCTION tasklane.raise_floors(p_task_type text[], p_priority smallint[], p_target double precision[]) RETURNS TABLE(raised bigint, marked bigint)
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
     SET enable_bitmapscan TO 'off'
     SET enable_sort TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
 BEGIN

@@ -14,12 +14,13 @@
 -- Above: its COMMENT ON FUNCTION. Below: its current definition (pg_dump
 -- --schema-only, normalised); the line above it names the migrations that wrote it.
 
--- function raise_points: migrations/V54__claims_point_read_from_its_top.sql
+-- function raise_points: migrations/V54__claims_point_read_from_its_top.sql, migrations/V57__switched_functions_plan_once.sql
 CREATE FUNCTION tasklane.raise_points(p_task_types text[], p_priorities smallint[], p_turns double precision[]) RETURNS integer
     LANGUAGE plpgsql
     SET enable_seqscan TO 'off'
     SET enable_bitmapscan TO 'off'
     SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 DECLARE
     i integer;

@@ -56,7 +56,8 @@ async fn each_claim_function_runs_its_variant_as_the_claim_pool_plans_it() {
     }
 }
 
-/// A connection whose notices (here: auto_explain's plans) come back as text.
+/// A connection whose notices (auto_explain's plans, the planner's log) come back as
+/// text: the message, then its detail if any.
 pub(super) async fn hearing_notices(
     url: &str,
 ) -> (
@@ -71,7 +72,11 @@ pub(super) async fn hearing_notices(
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(Ok(message)) = messages.next().await {
             if let AsyncMessage::Notice(notice) = message {
-                let _ = tx.send(notice.message().to_owned());
+                let text = match notice.detail() {
+                    Some(detail) => format!("{}\n{detail}", notice.message()),
+                    None => notice.message().to_owned(),
+                };
+                let _ = tx.send(text);
             }
         }
     });

@@ -9,6 +9,7 @@ mod door;
 pub(crate) mod files;
 mod headers;
 mod jit;
+mod planned_once;
 mod plans;
 mod prepare;
 mod tokens;
