@@ -1,10 +1,9 @@
 //! Statements planned once a session. PostgreSQL plans a statement of a function again
 //! at every call while it keeps preferring a plan made for the call's values to the
 //! generic one, and a function that turns a plan type off makes that likely (the
-//! generic plan's estimate can carry the cost of the disabled path); re-planning cost
-//! the single submit about a tenth of its time. So each such function plans
-//! generically. The planner's own log (`debug_print_plan`: one message a plan made)
-//! tells whether a call planned.
+//! generic plan's estimate can carry the cost of the disabled path), at every submit,
+//! claim and heartbeat. So each such function plans generically. The planner's own log
+//! (`debug_print_plan`: one message a plan made) tells whether a call planned.
 
 use tasklane::store::lease;
 use tasklane::task::lease::{Lease, LeaseStatus};
