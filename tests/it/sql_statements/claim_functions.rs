@@ -6,10 +6,13 @@
 
 use futures_util::StreamExt;
 use tasklane::store::claim::VARIANTS;
+use tasklane::store::lease;
+use tasklane::task::lease::{Lease, LeaseStatus};
 use tokio_postgres::AsyncMessage;
 
 use super::common;
 use super::plans::backlog;
+use common::fixtures::TYPE;
 
 /// Each function's body is `RETURN QUERY` and its variant's text, and its settings are
 /// the claim pool's session settings (its own, then every pool's).
@@ -139,4 +142,32 @@ async fn a_claim_through_its_function_reads_the_index_in_order() {
             "the claim reads the claimable index in order:\n{plan}"
         );
     }
+}
+
+/// Claims up to 10 tasks of the fixtures' type through `tasklane.claim_local_plain`, as a
+/// session that sets nothing does behind a pooler.
+pub(super) async fn claim_plain(c: &tokio_postgres::Client) -> Vec<Lease> {
+    let claim = format!(
+        "SELECT id, lease_token FROM tasklane.claim_local_plain('{{{TYPE}}}', 'w', 10, NULL, NULL, NULL)"
+    );
+    c.query(&claim, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| Lease {
+            id: row.get(0),
+            lease_token: row.get(1),
+        })
+        .collect()
+}
+
+/// Claims through [`claim_plain`], expecting `expected` tasks, and heartbeats them in one
+/// batch (through the mirror's update trigger); every lease is extended.
+pub(super) async fn claim_and_beat(c: &tokio_postgres::Client, expected: usize) {
+    let leases = claim_plain(c).await;
+    assert_eq!(leases.len(), expected);
+    let beats = lease::extend_many(c, &leases).await.unwrap();
+    assert!(beats
+        .iter()
+        .all(|b| matches!(b, LeaseStatus::Extended { .. })));
 }

@@ -5,46 +5,49 @@
 //! function turns JIT off for itself, which also holds behind a pooler (whose sessions
 //! set nothing); a direct connection's pooled sessions turn it off for every statement.
 
-use tasklane::store::lease;
-use tasklane::task::lease::{Lease, LeaseStatus};
-
-use super::claim_functions::hearing_notices;
+use super::claim_functions::{claim_and_beat, claim_plain, hearing_notices};
 use super::common;
-use common::fixtures::{submit, TYPE};
+use common::fixtures::submit;
 
 /// Every function of the schema that sets a planner switch sets `jit = off` too.
 #[tokio::test]
 async fn every_function_that_turns_a_plan_type_off_turns_jit_off() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let rows = c
-        .query(
-            "SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p \
-             WHERE p.pronamespace = 'tasklane'::regnamespace AND p.proconfig IS NOT NULL",
-            &[],
-        )
-        .await
-        .unwrap();
-    let mut switched = 0;
-    for row in rows {
-        let (function, config): (String, Vec<String>) = (row.get(0), row.get(1));
-        if config
-            .iter()
-            .any(|s| s.starts_with("enable_") && s.ends_with("=off"))
-        {
-            switched += 1;
-            assert!(
-                config.iter().any(|s| s == "jit=off"),
-                "{function} turns a plan type off but not JIT: {config:?}"
-            );
-        }
+    let switched = switched_functions(&c).await;
+    for (function, config) in &switched {
+        assert!(
+            config.iter().any(|s| s == "jit=off"),
+            "{function} turns a plan type off but not JIT: {config:?}"
+        );
     }
     // The claim's six, the group commit's two, the webhook claim, the turns' two and
     // the mirror's update trigger.
     assert!(
-        switched >= 12,
-        "only {switched} functions set a planner switch"
+        switched.len() >= 12,
+        "only {} functions set a planner switch",
+        switched.len()
     );
+}
+
+/// The schema's functions that turn a plan type off (`enable_...=off`), each with its
+/// settings.
+pub(super) async fn switched_functions(c: &tokio_postgres::Client) -> Vec<(String, Vec<String>)> {
+    c.query(
+        "SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p \
+         WHERE p.pronamespace = 'tasklane'::regnamespace AND p.proconfig IS NOT NULL",
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|row| (row.get(0), row.get(1)))
+    .filter(|(_, config): &(String, Vec<String>)| {
+        config
+            .iter()
+            .any(|s| s.starts_with("enable_") && s.ends_with("=off"))
+    })
+    .collect()
 }
 
 /// On a session that sets nothing (as behind a pooler) with JIT at the server's
@@ -83,29 +86,11 @@ async fn a_session_that_sets_nothing_compiles_no_plan() {
         control.join("\n")
     );
 
-    let claim = format!(
-        "SELECT id, lease_token FROM tasklane.claim_local_plain('{{{TYPE}}}', 'w', 10, NULL, NULL, NULL)"
-    );
-    let empty = c.query(&claim, &[]).await.unwrap();
-    assert!(empty.is_empty());
+    assert!(claim_plain(&c).await.is_empty());
     for n in 0..3 {
         submit(&c, &format!("jit-{n}"), serde_json::json!({})).await;
     }
-    let leases: Vec<Lease> = c
-        .query(&claim, &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| Lease {
-            id: row.get(0),
-            lease_token: row.get(1),
-        })
-        .collect();
-    assert_eq!(leases.len(), 3);
-    let beats = lease::extend_many(&c, &leases).await.unwrap();
-    assert!(beats
-        .iter()
-        .all(|b| matches!(b, LeaseStatus::Extended { .. })));
+    claim_and_beat(&c, 3).await;
 
     let plans = heard();
     assert!(

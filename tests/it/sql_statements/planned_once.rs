@@ -5,35 +5,17 @@
 //! claim and heartbeat. So each such function plans generically. The planner's own log
 //! (`debug_print_plan`: one message a plan made) tells whether a call planned.
 
-use tasklane::store::lease;
-use tasklane::task::lease::{Lease, LeaseStatus};
-
-use super::claim_functions::hearing_notices;
+use super::claim_functions::{claim_and_beat, hearing_notices};
 use super::common;
-use common::fixtures::{submit, TYPE};
+use super::jit::switched_functions;
+use common::fixtures::submit;
 
 /// Every function of the schema that sets a planner switch plans generically too.
 #[tokio::test]
 async fn every_function_that_turns_a_plan_type_off_plans_generically() {
     let db = common::test_db().await;
     let c = db.client().await;
-    let rows = c
-        .query(
-            "SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p \
-             WHERE p.pronamespace = 'tasklane'::regnamespace AND p.proconfig IS NOT NULL",
-            &[],
-        )
-        .await
-        .unwrap();
-    let switched: Vec<(String, Vec<String>)> = rows
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .filter(|(_, config): &(String, Vec<String>)| {
-            config
-                .iter()
-                .any(|s| s.starts_with("enable_") && s.ends_with("=off"))
-        })
-        .collect();
+    let switched = switched_functions(&c).await;
     let replanning: Vec<&(String, Vec<String>)> = switched
         .iter()
         .filter(|(_, config)| {
@@ -82,9 +64,6 @@ async fn a_warm_session_plans_nothing_again_to_submit_claim_and_heartbeat() {
         .await
         .unwrap();
 
-    let claim = format!(
-        "SELECT id, lease_token FROM tasklane.claim_local_plain('{{{TYPE}}}', 'w', 10, NULL, NULL, NULL)"
-    );
     let mut nested_plans = Vec::new();
     for round in 0..8 {
         // Only the first round and the last are heard.
@@ -96,21 +75,7 @@ async fn a_warm_session_plans_nothing_again_to_submit_claim_and_heartbeat() {
         for n in 0..2 {
             submit(&c, &format!("planned-{round}-{n}"), serde_json::json!({})).await;
         }
-        let leases: Vec<Lease> = c
-            .query(&claim, &[])
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| Lease {
-                id: row.get(0),
-                lease_token: row.get(1),
-            })
-            .collect();
-        assert_eq!(leases.len(), 2, "round {round}");
-        let beats = lease::extend_many(&c, &leases).await.unwrap();
-        assert!(beats
-            .iter()
-            .all(|b| matches!(b, LeaseStatus::Extended { .. })));
+        claim_and_beat(&c, 2).await;
         // A round trip after the round, so every notice of it has been received.
         c.batch_execute("SET client_min_messages = warning")
             .await
